@@ -1,0 +1,79 @@
+// The vocabulary shared by the tracer (header-only front end) and the
+// compiler library: IR types, attributes, source locations, op kinds and the
+// error type. Kept free of any IR object so the public headers stay light.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tiledsl/dtype.h"
+
+namespace tl {
+
+// Every user-facing error: trace-time, verifier, parser, launch, interpreter.
+// what() starts with "file:line: " when a source location is known.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+namespace ir {
+
+// A source location: the user's file and line an op was traced from.
+struct Loc {
+  std::string file;
+  int line = 0;
+  bool known() const { return line > 0; }
+  std::string str() const { return known() ? file + ":" + std::to_string(line) : "<unknown>"; }
+  bool operator==(const Loc&) const = default;
+};
+
+// The type of a value: an element (a dtype, or a pointer to one) and a shape.
+// Rank 0 is a scalar. `layout` is reserved for the GPU stage (0 = none).
+struct Type {
+  DType dtype = DType::f32;
+  bool is_ptr = false;  // element is a pointer to `dtype` (global memory)
+  std::vector<int64_t> shape;
+
+  bool is_scalar() const { return shape.empty(); }
+  bool is_tile() const { return !shape.empty(); }
+  int rank() const { return int(shape.size()); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+  // Same element, other shape.
+  Type with_shape(std::vector<int64_t> s) const { return Type{dtype, is_ptr, std::move(s)}; }
+  Type scalar() const { return Type{dtype, is_ptr, {}}; }
+  Type with_dtype(DType d) const { return Type{d, false, shape}; }
+  bool operator==(const Type&) const = default;
+
+  // Text form: "f32", "ptr<bf16>", "tile<64x32xf32>", "tile<128xptr<f16>>".
+  std::string str() const {
+    std::string e = is_ptr ? "ptr<" + std::string(dtype_name(dtype)) + ">" : std::string(dtype_name(dtype));
+    if (shape.empty()) return e;
+    std::string s = "tile<";
+    for (auto d : shape) s += std::to_string(d) + "x";
+    return s + e + ">";
+  }
+};
+
+inline Type scalar_type(DType d) { return Type{d, false, {}}; }
+inline Type ptr_type(DType d) { return Type{d, true, {}}; }
+inline Type tile_type(DType d, std::vector<int64_t> shape) { return Type{d, false, std::move(shape)}; }
+
+// Attribute values. Integers also carry booleans; floats print with a '.'.
+using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+using Attrs = std::map<std::string, Attr>;
+
+enum class OpKind : uint8_t {
+#define OP(Enum, Name, Traits) Enum,
+#include "tiledsl/detail/ops.def"
+};
+
+}  // namespace ir
+}  // namespace tl

@@ -1,0 +1,133 @@
+// The public runtime API: devices, buffers, compiled kernels and launches.
+// Devices sit behind one interface ("interp" always; GPU back ends later);
+// every error is a tl::Error that says what was expected and what was found.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "tiledsl/detail/ir_types.h"
+
+namespace tl {
+
+struct Grid {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+// Options of tl::compile. Tracing records them; GPU stages consume them.
+struct CompileOptions {
+  std::string name;      // kernel name; defaults to "kernel"
+  int num_warps = 4;
+  int num_stages = 3;    // default software-pipelining depth of tl::range loops
+};
+
+namespace detail {
+struct KernelImpl;
+struct DeviceImpl;
+struct BufferImpl;
+}  // namespace detail
+
+class Device;
+
+// A traced and compiled kernel. Cheap to copy (shared).
+class Kernel {
+ public:
+  Kernel() = default;
+  explicit Kernel(std::shared_ptr<detail::KernelImpl> impl) : impl_(std::move(impl)) {}
+  const std::string& name() const;
+  const CompileOptions& options() const;
+  // Parameter types in signature order ("ptr<f32>", "i32", ...).
+  const std::vector<ir::Type>& params() const;
+  // The Tile IR text of the kernel (after the target-independent passes).
+  std::string ir() const;
+  const std::shared_ptr<detail::KernelImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::KernelImpl> impl_;
+};
+
+// Device memory holding `size()` elements of `dtype()`.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::shared_ptr<detail::BufferImpl> impl) : impl_(std::move(impl)) {}
+  DType dtype() const;
+  size_t size() const;   // elements
+  size_t bytes() const;
+  void copy_from_host(const void* src, size_t bytes);
+  void copy_to_host(void* dst, size_t bytes) const;
+
+  template <class T>
+  void upload(const std::vector<T>& host) {
+    check_host_type(dtype_v<T>, host.size());
+    copy_from_host(host.data(), host.size() * sizeof(T));
+  }
+  template <class T>
+  std::vector<T> download() const {
+    std::vector<T> host(size());
+    check_host_type(dtype_v<T>, host.size());
+    copy_to_host(host.data(), host.size() * sizeof(T));
+    return host;
+  }
+  const std::shared_ptr<detail::BufferImpl>& impl() const { return impl_; }
+
+ private:
+  void check_host_type(DType host, size_t n) const;
+  std::shared_ptr<detail::BufferImpl> impl_;
+};
+
+// One kernel argument, type-erased. Built implicitly from a Buffer, an
+// integer or a floating-point value; checked against the kernel's signature
+// at launch.
+struct Arg {
+  enum class Kind { Pointer, Int, Float } kind;
+  DType dtype = DType::i64;              // buffer element type / host value type
+  std::shared_ptr<detail::BufferImpl> buffer;
+  int64_t i = 0;
+  double f = 0;
+
+  Arg(const Buffer& b) : kind(Kind::Pointer), dtype(b.dtype()), buffer(b.impl()) {}
+  template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  Arg(T v) : kind(Kind::Int), dtype(dtype_v<T>), i(int64_t(v)) {}
+  template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+  Arg(T v) : kind(Kind::Float), dtype(dtype_v<T>), f(double(v)) {}
+};
+
+class Device {
+ public:
+  Device() = default;
+  explicit Device(std::shared_ptr<detail::DeviceImpl> impl) : impl_(std::move(impl)) {}
+  // "interp", or "" for the best available (TILEDSL_DEVICE overrides).
+  static Device get(std::string_view name = "");
+  static std::vector<std::string> available();
+
+  std::string name() const;
+  Buffer alloc(DType dtype, size_t n);
+  template <class T>
+  Buffer alloc(size_t n) { return alloc(dtype_v<T>, n); }
+  template <class T>
+  Buffer upload(const std::vector<T>& host) {
+    Buffer b = alloc<T>(host.size());
+    b.upload(host);
+    return b;
+  }
+
+  // Launches `k` over `grid`. Arguments are checked against the signature:
+  // a wrong count or type is a tl::Error naming the parameter.
+  void launch(const Kernel& k, Grid grid, const std::vector<Arg>& args);
+  template <class... A>
+  void operator()(const Kernel& k, Grid grid, A&&... args) {
+    launch(k, grid, std::vector<Arg>{Arg(std::forward<A>(args))...});
+  }
+  void synchronize();
+  const std::shared_ptr<detail::DeviceImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::DeviceImpl> impl_;
+};
+
+}  // namespace tl

@@ -1,0 +1,153 @@
+// Tile IR core: op metadata from ops.def, region editing, walking.
+#include "ir/ir.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tl::ir {
+
+namespace {
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  const char* traits;
+};
+constexpr OpInfo kOps[] = {
+#define OP(Enum, Name, Traits) {OpKind::Enum, Name, Traits},
+#include "tiledsl/detail/ops.def"
+};
+const OpInfo& info(OpKind k) { return kOps[size_t(k)]; }
+bool has_trait(OpKind k, char t) { return std::strchr(info(k).traits, t) != nullptr; }
+}  // namespace
+
+std::string_view op_name(OpKind k) { return info(k).name; }
+std::optional<OpKind> op_from_name(std::string_view name) {
+  for (const auto& i : kOps)
+    if (i.name == name) return i.kind;
+  return std::nullopt;
+}
+bool op_is_pure(OpKind k) { return has_trait(k, 'P'); }
+bool op_is_elementwise(OpKind k) { return has_trait(k, 'E'); }
+bool op_is_terminator(OpKind k) { return has_trait(k, 'T'); }
+
+Value* Region::add_arg(Type t) {
+  auto v = std::make_unique<Value>();
+  v->type = std::move(t);
+  v->owner = this;
+  v->index = int(args.size());
+  args.push_back(std::move(v));
+  return args.back().get();
+}
+
+Op* Region::insert(iterator pos, std::unique_ptr<Op> op) {
+  op->parent = this;
+  return ops.insert(pos, std::move(op))->get();
+}
+
+Region::iterator Region::find(Op* op) {
+  return std::find_if(ops.begin(), ops.end(), [&](const auto& p) { return p.get() == op; });
+}
+
+void Region::erase(Op* op) {
+  auto it = find(op);
+  if (it != ops.end()) ops.erase(it);
+}
+
+Op* Region::terminator() const {
+  if (ops.empty() || !op_is_terminator(ops.back()->kind)) return nullptr;
+  return ops.back().get();
+}
+
+Value* Op::add_result(Type t) {
+  auto v = std::make_unique<Value>();
+  v->type = std::move(t);
+  v->def = this;
+  v->index = int(results.size());
+  results.push_back(std::move(v));
+  return results.back().get();
+}
+
+Region* Op::add_region() {
+  regions.push_back(std::make_unique<Region>());
+  regions.back()->parent = this;
+  return regions.back().get();
+}
+
+namespace {
+[[noreturn]] void attr_error(const Op& op, const std::string& k, const char* want) {
+  throw Error(op.loc.str() + ": op '" + std::string(op.name()) + "' expects attribute '" + k +
+              "' of kind " + want);
+}
+template <class T>
+const T& get_attr(const Op& op, const std::string& k, const char* want) {
+  auto it = op.attrs.find(k);
+  if (it == op.attrs.end() || !std::holds_alternative<T>(it->second)) attr_error(op, k, want);
+  return std::get<T>(it->second);
+}
+}  // namespace
+
+int64_t Op::attr_int(const std::string& k) const { return get_attr<int64_t>(*this, k, "integer"); }
+double Op::attr_float(const std::string& k) const {
+  auto it = attrs.find(k);
+  if (it != attrs.end() && std::holds_alternative<int64_t>(it->second)) return double(std::get<int64_t>(it->second));
+  return get_attr<double>(*this, k, "float");
+}
+const std::string& Op::attr_str(const std::string& k) const { return get_attr<std::string>(*this, k, "string"); }
+const std::vector<int64_t>& Op::attr_ints(const std::string& k) const {
+  return get_attr<std::vector<int64_t>>(*this, k, "integer array");
+}
+int64_t Op::attr_int_or(const std::string& k, int64_t dflt) const { return has_attr(k) ? attr_int(k) : dflt; }
+std::string Op::attr_str_or(const std::string& k, const std::string& dflt) const {
+  return has_attr(k) ? attr_str(k) : dflt;
+}
+
+Function* Module::lookup(std::string_view name) const {
+  for (const auto& f : functions)
+    if (f->name == name) return f.get();
+  return nullptr;
+}
+
+void Builder::set_insertion_before(Op* op) {
+  region_ = op->parent;
+  pos_ = region_->find(op);
+}
+
+Op* Builder::create(OpKind k, std::vector<Value*> operands, std::vector<Type> result_types, Attrs attrs) {
+  auto op = std::make_unique<Op>(k);
+  op->operands = std::move(operands);
+  op->attrs = std::move(attrs);
+  op->loc = loc;
+  for (auto& t : result_types) op->add_result(std::move(t));
+  return region_->insert(pos_, std::move(op));
+}
+
+void walk(Region& r, const std::function<void(Op*)>& fn) {
+  for (auto& op : r.ops) {
+    fn(op.get());
+    for (auto& sub : op->regions) walk(*sub, fn);
+  }
+}
+
+void replace_uses(Region& r, Value* from, Value* to) {
+  walk(r, [&](Op* op) {
+    for (auto& v : op->operands)
+      if (v == from) v = to;
+  });
+}
+
+int count_uses(Region& r, Value* v) {
+  int n = 0;
+  walk(r, [&](Op* op) { n += int(std::count(op->operands.begin(), op->operands.end(), v)); });
+  return n;
+}
+
+bool defined_in(const Value* v, const Region& r) {
+  const Region* owner = v->def ? v->def->parent : v->owner;
+  while (owner) {
+    if (owner == &r) return true;
+    owner = owner->parent ? owner->parent->parent : nullptr;
+  }
+  return false;
+}
+
+}  // namespace tl::ir

@@ -1,0 +1,137 @@
+// Tile IR: SSA values, ops with nested single-block regions, functions.
+//
+// Ownership: a Function owns its body Region; a Region owns its block
+// arguments and its ops; an Op owns its results and its regions. Values are
+// referred to by raw pointer; there are no use lists (kernels are small, and
+// replace_uses walks the region instead).
+#pragma once
+
+#include <functional>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tiledsl/detail/ir_types.h"
+
+namespace tl::ir {
+
+class Op;
+class Region;
+
+// Op kind metadata, from ops.def.
+std::string_view op_name(OpKind k);
+std::optional<OpKind> op_from_name(std::string_view name);
+bool op_is_pure(OpKind k);         // trait P
+bool op_is_elementwise(OpKind k);  // trait E
+bool op_is_terminator(OpKind k);   // trait T
+
+class Value {
+ public:
+  Type type;
+  Op* def = nullptr;          // defining op, or null for a region argument
+  Region* owner = nullptr;    // region holding the argument (when def is null)
+  int index = 0;              // result index, or argument index
+
+  bool is_arg() const { return def == nullptr; }
+};
+
+class Region {
+ public:
+  std::vector<std::unique_ptr<Value>> args;
+  std::list<std::unique_ptr<Op>> ops;
+  Op* parent = nullptr;  // null for a function body
+
+  Value* add_arg(Type t);
+  using iterator = std::list<std::unique_ptr<Op>>::iterator;
+  // Takes ownership of `op`, inserts it before `pos`, returns it.
+  Op* insert(iterator pos, std::unique_ptr<Op> op);
+  Op* append(std::unique_ptr<Op> op) { return insert(ops.end(), std::move(op)); }
+  // Removes and destroys `op` (its results must have no remaining uses).
+  void erase(Op* op);
+  iterator find(Op* op);
+  Op* terminator() const;  // the last op if it is a terminator
+};
+
+class Op {
+ public:
+  OpKind kind;
+  std::vector<Value*> operands;
+  std::vector<std::unique_ptr<Value>> results;
+  Attrs attrs;
+  std::vector<std::unique_ptr<Region>> regions;
+  Loc loc;
+  Region* parent = nullptr;
+
+  explicit Op(OpKind k) : kind(k) {}
+  std::string_view name() const { return op_name(kind); }
+  Value* result(int i = 0) const { return results.at(i).get(); }
+  Value* add_result(Type t);
+  Region* add_region();
+
+  bool has_attr(const std::string& k) const { return attrs.count(k) != 0; }
+  // Typed accessors; throw tl::Error naming the op when missing or mistyped.
+  int64_t attr_int(const std::string& k) const;
+  double attr_float(const std::string& k) const;
+  const std::string& attr_str(const std::string& k) const;
+  const std::vector<int64_t>& attr_ints(const std::string& k) const;
+  int64_t attr_int_or(const std::string& k, int64_t dflt) const;
+  std::string attr_str_or(const std::string& k, const std::string& dflt) const;
+};
+
+class Function {
+ public:
+  std::string name;
+  Region body;  // body.args are the kernel parameters
+  Loc loc;
+
+  Function() = default;
+  Function(const Function&) = delete;
+};
+
+class Module {
+ public:
+  std::vector<std::unique_ptr<Function>> functions;
+  Function* lookup(std::string_view name) const;
+};
+
+// Inserts ops at a point in a region.
+class Builder {
+ public:
+  Builder() = default;
+  explicit Builder(Region* r) : region_(r), pos_(r->ops.end()) {}
+  Builder(Region* r, Region::iterator pos) : region_(r), pos_(pos) {}
+
+  Region* region() const { return region_; }
+  Region::iterator pos() const { return pos_; }
+  void set_insertion_end(Region* r) { region_ = r; pos_ = r->ops.end(); }
+  void set_insertion_before(Op* op);
+
+  Loc loc;  // attached to every op created
+
+  Op* create(OpKind k, std::vector<Value*> operands, std::vector<Type> result_types,
+             Attrs attrs = {});
+  // Single-result convenience.
+  Value* create1(OpKind k, std::vector<Value*> operands, Type result, Attrs attrs = {}) {
+    return create(k, std::move(operands), {std::move(result)}, std::move(attrs))->result(0);
+  }
+  Value* constant_int(Type t, int64_t v) { return create1(OpKind::Constant, {}, t, {{"value", v}}); }
+  Value* constant_float(Type t, double v) { return create1(OpKind::Constant, {}, t, {{"value", v}}); }
+
+ private:
+  Region* region_ = nullptr;
+  Region::iterator pos_;
+};
+
+// Walks every op in pre-order (an op before the ops of its regions).
+void walk(Region& r, const std::function<void(Op*)>& fn);
+// Replaces every use of `from` by `to` in ops nested in `r`.
+void replace_uses(Region& r, Value* from, Value* to);
+// Counts uses of `v` in ops nested in `r`.
+int count_uses(Region& r, Value* v);
+// True if `v` is defined inside `r` (as an op result or argument, at any depth).
+bool defined_in(const Value* v, const Region& r);
+
+}  // namespace tl::ir
