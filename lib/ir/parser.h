@@ -1,0 +1,15 @@
+// Reads the Tile IR text form written by printer.h. Errors are tl::Error
+// "<file>:<line>:<col>: expected <what>, found '<token>'".
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ir/ir.h"
+
+namespace tl::ir {
+
+std::unique_ptr<Module> parse(std::string_view text, const std::string& filename = "<input>");
+
+}  // namespace tl::ir

@@ -1,0 +1,15 @@
+// Checks the structural and type rules of the Tile IR (ops.def lists them):
+// operand counts and types, shapes (power-of-two tile dims, rank 1..3),
+// attributes, region arguments and terminators, SSA dominance (a value is
+// used only after its definition, in its region or a nested one).
+// Throws tl::Error "<loc>: '<op>' <what was expected>, found <what was found>".
+#pragma once
+
+#include "ir/ir.h"
+
+namespace tl::ir {
+
+void verify(const Function& fn);
+void verify(const Module& m);
+
+}  // namespace tl::ir

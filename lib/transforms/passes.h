@@ -1,0 +1,25 @@
+// Target-independent passes over a Function. Each returns true when it
+// changed the IR. One file per pass in this folder.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tl::transforms {
+
+bool canonicalize(ir::Function& fn);  // constant folding, algebraic simplification
+bool cse(ir::Function& fn);           // common subexpression elimination (pure ops)
+bool dce(ir::Function& fn);           // removes pure ops whose results are unused
+
+using PassFn = bool (*)(ir::Function&);
+// By name ("canonicalize", "cse", "dce"), for tiledsl-opt; null if unknown.
+PassFn find_pass(std::string_view name);
+std::vector<std::string> pass_names();
+
+// What tl::compile runs after tracing: the three passes until nothing changes.
+void simplify(ir::Function& fn);
+
+}  // namespace tl::transforms
