@@ -1,0 +1,266 @@
+// Axis analysis (see axis_analysis.h): one forward walk with a transfer
+// function per op. Values it cannot reason about get the pessimistic answer
+// (runs of 1, divisibility 1), which only costs vector width, never
+// correctness. Loop-carried values are pessimistic too; the induction
+// variable keeps the divisibility of its start and step.
+#include "transforms/axis_analysis.h"
+
+#include <algorithm>
+#include <bit>
+#include <numeric>
+
+namespace tl::transforms {
+
+namespace {
+constexpr int64_t kMaxDiv = int64_t(1) << 30;
+
+int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
+int64_t cap(int64_t v) { return std::min(v, kMaxDiv); }
+
+// Dimensions of a value as the analysis sees them (a scalar is one element).
+std::vector<int64_t> dims(const ir::Type& t) { return t.is_scalar() ? std::vector<int64_t>{1} : t.shape; }
+
+bool is_tracked(const ir::Type& t) { return t.is_ptr || is_int(t.dtype); }
+
+AxisInfo constant_info(const std::vector<int64_t>& shape, int64_t value) {
+  AxisInfo a;
+  a.contiguity.assign(shape.size(), 1);
+  a.divisibility.assign(shape.size(), highest_pow2_divisor(value));
+  a.constancy = shape;
+  a.value = value;
+  return a;
+}
+}  // namespace
+
+int64_t highest_pow2_divisor(int64_t v) {
+  if (v == 0) return kMaxDiv;
+  return cap(int64_t(1) << std::countr_zero(uint64_t(v)));
+}
+
+AxisInfo AxisInfo::unknown(int rank) {
+  AxisInfo a;
+  a.contiguity.assign(rank, 1);
+  a.divisibility.assign(rank, 1);
+  a.constancy.assign(rank, 1);
+  return a;
+}
+
+AxisAnalysis::AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& args) {
+  for (const auto& arg : fn.body.args) {
+    AxisInfo a = AxisInfo::unknown(1);
+    if (size_t(arg->index) < args.size()) {
+      const auto& f = args[arg->index];
+      a.divisibility[0] = f.divisibility;
+      if (f.value) a = constant_info({1}, *f.value);
+    }
+    info_[arg.get()] = a;
+  }
+  std::function<void(const ir::Region&)> run = [&](const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const auto& sub : op->regions) {
+        // Region arguments: the for induction variable keeps the start's and
+        // step's divisibility; everything else is unknown.
+        for (const auto& a : sub->args) info_[a.get()] = AxisInfo::unknown(int(dims(a->type).size()));
+        if (op->kind == ir::OpKind::For && !sub->args.empty()) {
+          auto& iv = info_[sub->args[0].get()];
+          iv.divisibility[0] = std::min(get(op->operands[0]).divisibility[0], get(op->operands[2]).divisibility[0]);
+        }
+        run(*sub);
+      }
+      visit(*op);
+    }
+  };
+  run(fn.body);
+}
+
+const AxisInfo& AxisAnalysis::get(const ir::Value* v) const {
+  auto it = info_.find(v);
+  if (it != info_.end()) return it->second;
+  static thread_local AxisInfo none;
+  none = AxisInfo::unknown(int(dims(v->type).size()));
+  return none;
+}
+
+void AxisAnalysis::visit(const ir::Op& op) {
+  using K = ir::OpKind;
+  for (const auto& res : op.results) {
+    if (!is_tracked(res->type)) continue;
+    auto shape = dims(res->type);
+    int rank = int(shape.size());
+    AxisInfo out = AxisInfo::unknown(rank);
+    auto in = [&](int i) -> const AxisInfo& { return get(op.operands[i]); };
+    switch (op.kind) {
+      case K::Constant:
+        if (std::holds_alternative<int64_t>(op.attrs.at("value")))
+          out = constant_info(shape, std::get<int64_t>(op.attrs.at("value")));
+        break;
+      case K::Arange: {
+        int64_t start = op.attr_int("start");
+        out.contiguity[0] = shape[0];
+        out.divisibility[0] = highest_pow2_divisor(start);
+        break;
+      }
+      case K::Splat:
+        out.divisibility.assign(rank, in(0).divisibility[0]);
+        out.constancy = shape;
+        out.value = in(0).value;
+        break;
+      case K::Broadcast: {
+        const auto& a = in(0);
+        auto src = dims(op.operands[0]->type);
+        out = a;
+        for (int d = 0; d < rank; ++d)
+          if (src[d] == 1 && shape[d] != 1) out.contiguity[d] = 1, out.constancy[d] = shape[d];
+        break;
+      }
+      case K::ExpandDims: {
+        const auto& a = in(0);
+        int axis = int(op.attr_int("axis"));
+        out = a;
+        if (op.operands[0]->type.is_scalar()) out = AxisInfo::unknown(0), out.value = a.value;
+        // Along the new size-1 axis every element starts a run, so only what
+        // divides every element holds: 1 past any contiguous run.
+        int64_t every = kMaxDiv;
+        for (int d = 0; d < a.rank(); ++d) every = std::min(every, a.contiguity[d] > 1 ? 1 : a.divisibility[d]);
+        out.contiguity.insert(out.contiguity.begin() + axis, 1);
+        out.divisibility.insert(out.divisibility.begin() + axis, every);
+        out.constancy.insert(out.constancy.begin() + axis, 1);
+        break;
+      }
+      case K::Trans: {
+        const auto& a = in(0);
+        const auto& order = op.attr_ints("order");
+        for (int d = 0; d < rank; ++d) {
+          out.contiguity[d] = a.contiguity[order[d]];
+          out.divisibility[d] = a.divisibility[order[d]];
+          out.constancy[d] = a.constancy[order[d]];
+        }
+        break;
+      }
+      case K::Add:
+      case K::Sub:
+      case K::AddPtr: {
+        const auto& a = in(0);
+        const auto& b = in(1);
+        // Pointer divisibility is in bytes: scale the offset's.
+        int64_t scale = op.kind == K::AddPtr ? byte_size(res->type.dtype) : 1;
+        for (int d = 0; d < rank; ++d) {
+          int64_t c = gcd(a.contiguity[d], b.constancy[d]);
+          if (op.kind != K::Sub) c = std::max(c, gcd(a.constancy[d], b.contiguity[d]));
+          out.contiguity[d] = c;
+          out.divisibility[d] = cap(std::min(a.divisibility[d], cap(b.divisibility[d] * scale)));
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+        }
+        if (a.value && b.value && op.kind != K::AddPtr)
+          out.value = op.kind == K::Add ? *a.value + *b.value : *a.value - *b.value;
+        break;
+      }
+      case K::Mul: {
+        const auto& a = in(0);
+        const auto& b = in(1);
+        for (int d = 0; d < rank; ++d) {
+          out.divisibility[d] = cap(a.divisibility[d] * b.divisibility[d]);
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          if (b.value == 1) out.contiguity[d] = a.contiguity[d];
+          if (a.value == 1) out.contiguity[d] = b.contiguity[d];
+        }
+        if (a.value && b.value) out.value = *a.value * *b.value;
+        break;
+      }
+      case K::Div:
+      case K::Rem: {
+        const auto& a = in(0);
+        const auto& b = in(1);
+        for (int d = 0; d < rank; ++d) {
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          if (!b.value || *b.value <= 0 || std::popcount(uint64_t(*b.value)) != 1) continue;
+          int64_t c = *b.value;
+          bool aligned = a.divisibility[d] % c == 0 || a.divisibility[d] >= kMaxDiv;
+          if (op.kind == K::Div) {
+            // x / c is constant over aligned runs of c consecutive values.
+            if (aligned) out.constancy[d] = std::max(out.constancy[d], gcd(a.contiguity[d], c));
+            out.divisibility[d] = aligned ? std::max<int64_t>(1, a.divisibility[d] / c) : 1;
+          } else {
+            // x % c keeps runs that do not cross a multiple of c.
+            out.contiguity[d] = aligned ? gcd(a.contiguity[d], c) : 1;
+            out.divisibility[d] = gcd(a.divisibility[d], c);
+          }
+        }
+        break;
+      }
+      case K::Shl: {
+        const auto& a = in(0);
+        const auto& b = in(1);
+        for (int d = 0; d < rank; ++d) {
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          if (b.value && *b.value >= 0 && *b.value < 31) {
+            out.divisibility[d] = cap(a.divisibility[d] << *b.value);
+            if (*b.value == 0) out.contiguity[d] = a.contiguity[d];
+          }
+        }
+        break;
+      }
+      case K::Cmp: {
+        const auto& a = in(0);
+        const auto& b = in(1);
+        std::string pred = op.attr_str("pred");
+        for (int d = 0; d < rank; ++d) {
+          int64_t c = gcd(a.constancy[d], b.constancy[d]);
+          // An aligned contiguous run compared with an aligned constant flips
+          // at most at a multiple of the alignment: x < y is the same for the
+          // whole run when y is a multiple of its length.
+          if ((pred == "lt" || pred == "ge") && b.constancy[d] == shape[d])
+            c = std::max(c, gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])));
+          if ((pred == "gt" || pred == "le") && a.constancy[d] == shape[d])
+            c = std::max(c, gcd(b.contiguity[d], gcd(b.divisibility[d], a.divisibility[d])));
+          out.constancy[d] = c;
+        }
+        break;
+      }
+      case K::Select: {
+        const auto& c = in(0);
+        const auto& a = in(1);
+        const auto& b = in(2);
+        for (int d = 0; d < rank; ++d) {
+          out.contiguity[d] = gcd(std::min(a.contiguity[d], b.contiguity[d]), c.constancy[d]);
+          out.divisibility[d] = std::min(a.divisibility[d], b.divisibility[d]);
+          out.constancy[d] = gcd(c.constancy[d], gcd(a.constancy[d], b.constancy[d]));
+        }
+        break;
+      }
+      case K::And:
+      case K::Or:
+      case K::Xor:
+      case K::Minimum:
+      case K::Maximum: {
+        const auto& a = in(0);
+        const auto& b = in(1);
+        for (int d = 0; d < rank; ++d) out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+        break;
+      }
+      case K::Cast:
+        if (is_int(op.operands[0]->type.dtype) && bit_width(res->type.dtype) >= bit_width(op.operands[0]->type.dtype))
+          out = in(0);
+        break;
+      default:
+        break;
+    }
+    info_[res.get()] = std::move(out);
+  }
+}
+
+int AxisAnalysis::vector_width(const ir::Op& op) const {
+  const ir::Value* ptr = op.operands.at(0);
+  if (ptr->type.is_scalar()) return 1;
+  int last = ptr->type.rank() - 1;
+  int64_t elem = byte_size(ptr->type.dtype);
+  const auto& p = get(ptr);
+  int64_t w = std::min<int64_t>({p.contiguity[last], std::max<int64_t>(1, p.divisibility[last] / elem), 16 / elem});
+  // The mask operand: load (ptr, mask, other), store (ptr, value, mask),
+  // atomic_rmw (ptr, value, mask).
+  int mask_index = op.kind == ir::OpKind::Load ? 1 : 2;
+  if (int(op.operands.size()) > mask_index) w = std::min(w, get(op.operands[mask_index]).constancy[last]);
+  return int(std::max<int64_t>(1, std::bit_floor(uint64_t(w))));
+}
+
+}  // namespace tl::transforms

@@ -1,0 +1,58 @@
+// Axis analysis: for every integer or pointer value, per dimension,
+//   contiguity   — the length of runs of consecutive values (+1 steps;
+//                  for pointers, +1 element),
+//   divisibility — the largest power of two dividing the first value of
+//                  each run (bytes for pointers, units for integers),
+//   constancy    — the length of runs of equal values.
+// Runs start at multiples of their length. This is what lets a load of
+// `x + offs` become a 16-byte vector access: the vector width is bounded by
+// the pointer's contiguity and alignment and by the mask's constancy.
+//
+// Kernel arguments are seeded from their specialization (integers known to
+// be divisible by 16 or equal to 1, pointers aligned to 16 bytes).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tl::transforms {
+
+struct AxisInfo {
+  // One entry per dimension; a scalar has one entry describing itself.
+  std::vector<int64_t> contiguity, divisibility, constancy;
+  std::optional<int64_t> value;  // known constant (scalar or splat)
+
+  static AxisInfo unknown(int rank);
+  int rank() const { return int(contiguity.size()); }
+};
+
+// What is known of a kernel argument before tracing sees its value.
+struct ArgFacts {
+  int64_t divisibility = 1;        // 16 when specialized as such
+  std::optional<int64_t> value;    // 1 when specialized as equal to one
+};
+
+class AxisAnalysis {
+ public:
+  // Analyses `fn`; `args` gives facts per kernel argument (missing: unknown).
+  explicit AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& args = {});
+  const AxisInfo& get(const ir::Value* v) const;
+
+  // Elements of a load/store along the pointer tile's last dimension that
+  // one vector access may cover: min(contiguity, alignment / element size,
+  // 16 bytes / element size, mask constancy). 1 for scalars.
+  int vector_width(const ir::Op& load_or_store) const;
+
+ private:
+  void visit(const ir::Op& op);
+  std::unordered_map<const ir::Value*, AxisInfo> info_;
+};
+
+// The largest power of two dividing v (a cap for 0).
+int64_t highest_pow2_divisor(int64_t v);
+
+}  // namespace tl::transforms
