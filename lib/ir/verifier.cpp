@@ -170,6 +170,10 @@ class Verifier {
       for (const auto& sub : op.regions) {
         if (sub->parent != &op) fail(op, "its regions to point back to it", "a foreign region");
         for (const auto& a : sub->args) check_type(op, a->type, "region argument");
+        // A misplaced yield is the real error, not the region's missing end.
+        for (const auto& inner : sub->ops)
+          if (op_is_terminator(inner->kind) && inner != sub->ops.back())
+            fail(*inner, "to be the last op of its region", "ops after it");
       }
       check_op(op);
       for (const auto& sub : op.regions) region(*sub);
