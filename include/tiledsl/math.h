@@ -1,0 +1,113 @@
+// Elementwise ops beyond the operators: casts, select, min/max, math
+// functions, fma. Two-operand forms accept C++ numbers (weakly typed, as in
+// the operators) and broadcast numpy-style.
+#pragma once
+
+#include <source_location>
+#include <type_traits>
+
+#include "tiledsl/tile.h"
+
+namespace tl {
+
+// Value conversion (rounds to nearest even; float->int truncates, saturating).
+template <class T, class E>
+tile<T> cast(const tile<E>& x, std::source_location w = std::source_location::current()) {
+  static_assert(!detail::elem_info<E>::is_ptr && !detail::elem_info<T>::is_ptr, "tl::cast converts numbers, not pointers");
+  return tile<T>(detail::cast(x.value(), detail::elem_info<T>::dtype, detail::to_loc(w)));
+}
+// Reinterprets the bits (same bit width; pointer to pointer allowed).
+template <class T, class E>
+tile<T> bitcast(const tile<E>& x, std::source_location w = std::source_location::current()) {
+  return tile<T>(detail::bitcast(x.value(), detail::elem_info<T>::dtype, detail::elem_info<T>::is_ptr,
+                                 detail::to_loc(w)));
+}
+
+// cond ? a : b elementwise; a and b are promoted together.
+template <class A, class B>
+  requires detail::binary_ok<detail::BinCat::Arith, A, B>
+tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>> where(
+    detail::located<bool> cond, const A& a, const B& b) {
+  using R = tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>>;
+  return R(detail::select(detail::operand(cond.t), detail::operand(a), detail::operand(b), cond.loc()));
+}
+// Pointer form: both sides the same pointer tile type.
+template <class T>
+ptr<T> where(detail::located<bool> cond, const ptr<T>& a, const ptr<T>& b) {
+  return ptr<T>(detail::select(detail::operand(cond.t), detail::operand(a), detail::operand(b), cond.loc()));
+}
+
+#define TL_BINARY_FUNCTION(FN, KIND)                                                                     \
+  template <class A, class B>                                                                            \
+    requires detail::binary_ok<detail::BinCat::Arith, A, B>                                              \
+  tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>> FN(                                           \
+      const A& a, const B& b, std::source_location w = std::source_location::current()) {                \
+    using R = tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>>;                                  \
+    return R(detail::binary(detail::BinCat::Arith, KIND, #FN, detail::operand(a), detail::operand(b),   \
+                            detail::to_loc(w)));                                                         \
+  }
+// For floats, a NaN operand yields the other operand (as PTX min/max).
+TL_BINARY_FUNCTION(minimum, ir::OpKind::Minimum)
+TL_BINARY_FUNCTION(maximum, ir::OpKind::Maximum)
+#undef TL_BINARY_FUNCTION
+
+// minimum(maximum(x, lo), hi)
+template <class E, class L, class H>
+tile<E> clamp(const tile<E>& x, const L& lo, const H& hi, std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  detail::Value* v = detail::binary(detail::BinCat::Arith, ir::OpKind::Maximum, "clamp", detail::operand(x),
+                                    detail::operand(lo), loc);
+  v = detail::binary(detail::BinCat::Arith, ir::OpKind::Minimum, "clamp", detail::Operand(v), detail::operand(hi), loc);
+  return tile<E>(detail::cast(v, detail::elem_info<E>::dtype, loc, "clamp"));
+}
+
+// Unary math. Float functions require a float tile (a C++ compile error otherwise).
+#define TL_FLOAT_FUNCTION(FN, KIND)                                                             \
+  template <class E>                                                                            \
+    requires(!detail::elem_info<E>::is_ptr && is_float(detail::elem_info<E>::dtype))            \
+  tile<E> FN(const tile<E>& x, std::source_location w = std::source_location::current()) {      \
+    return tile<E>(detail::unary(KIND, #FN, x.value(), detail::to_loc(w)));                     \
+  }
+TL_FLOAT_FUNCTION(exp, ir::OpKind::Exp)
+TL_FLOAT_FUNCTION(exp2, ir::OpKind::Exp2)
+TL_FLOAT_FUNCTION(log, ir::OpKind::Log)
+TL_FLOAT_FUNCTION(log2, ir::OpKind::Log2)
+TL_FLOAT_FUNCTION(sqrt, ir::OpKind::Sqrt)
+TL_FLOAT_FUNCTION(rsqrt, ir::OpKind::Rsqrt)
+TL_FLOAT_FUNCTION(sin, ir::OpKind::Sin)
+TL_FLOAT_FUNCTION(cos, ir::OpKind::Cos)
+TL_FLOAT_FUNCTION(tanh, ir::OpKind::Tanh)
+TL_FLOAT_FUNCTION(erf, ir::OpKind::Erf)
+TL_FLOAT_FUNCTION(floor, ir::OpKind::Floor)
+TL_FLOAT_FUNCTION(ceil, ir::OpKind::Ceil)
+#undef TL_FLOAT_FUNCTION
+
+template <class E>
+  requires(!detail::elem_info<E>::is_ptr)
+tile<E> abs(const tile<E>& x, std::source_location w = std::source_location::current()) {
+  return tile<E>(detail::unary(ir::OpKind::Abs, "abs", x.value(), detail::to_loc(w)));
+}
+
+// 1 / (1 + exp(-x))
+template <class E>
+  requires(!detail::elem_info<E>::is_ptr && is_float(detail::elem_info<E>::dtype))
+tile<E> sigmoid(const tile<E>& x, std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  detail::Value* v = detail::unary(ir::OpKind::Neg, "sigmoid", x.value(), loc);
+  v = detail::unary(ir::OpKind::Exp, "sigmoid", v, loc);
+  v = detail::binary(detail::BinCat::Arith, ir::OpKind::Add, "sigmoid", detail::Operand(v), detail::Operand::number(1.0), loc);
+  v = detail::binary(detail::BinCat::Arith, ir::OpKind::Div, "sigmoid", detail::Operand::number(1.0), detail::Operand(v), loc);
+  return tile<E>(v);
+}
+
+// a * b + c with one rounding (float operands, promoted and broadcast together).
+template <class A, class B, class C>
+  requires(detail::binary_ok<detail::BinCat::Arith, A, B> &&
+           detail::binary_ok<detail::BinCat::Arith, tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>>, C>)
+auto fma(const A& a, const B& b, const C& c, std::source_location w = std::source_location::current()) {
+  using AB = tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>>;
+  using R = tile<detail::binary_elem_t<detail::BinCat::Arith, AB, C>>;
+  return R(detail::fma(detail::operand(a), detail::operand(b), detail::operand(c), detail::to_loc(w)));
+}
+
+}  // namespace tl

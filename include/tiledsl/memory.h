@@ -1,0 +1,106 @@
+// Global memory: loads, stores, atomics; and device-side debugging.
+// Masks are bool tiles that broadcast to the pointer tile's shape; `other`
+// and stored values are converted to the pointee type and broadcast too.
+#pragma once
+
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tiledsl/tile.h"
+
+namespace tl {
+
+struct LoadOptions {
+  std::string cache;         // cache modifier hint ("", ".ca", ".cg", ...)
+  std::string evict;         // eviction policy hint ("", "evict_first", "evict_last")
+  bool is_volatile = false;
+};
+struct StoreOptions {
+  std::string cache;
+  std::string evict;
+};
+
+template <class T>
+tile<T> load(const ptr<T>& p, const LoadOptions& o = {}, std::source_location w = std::source_location::current()) {
+  return tile<T>(detail::load(p.value(), nullptr, nullptr, o.cache, o.evict, o.is_volatile, detail::to_loc(w)));
+}
+// Masked-off lanes read nothing and give 0.
+template <class T>
+tile<T> load(const ptr<T>& p, const tile<bool>& mask, const LoadOptions& o = {},
+             std::source_location w = std::source_location::current()) {
+  return tile<T>(detail::load(p.value(), mask.value(), nullptr, o.cache, o.evict, o.is_volatile, detail::to_loc(w)));
+}
+// Masked-off lanes give `other` (a number or a tile).
+template <class T, class O>
+  requires(std::is_arithmetic_v<O> || !detail::operand_of<O>::desc.is_ptr)
+tile<T> load(const ptr<T>& p, const tile<bool>& mask, const O& other, const LoadOptions& o = {},
+             std::source_location w = std::source_location::current()) {
+  static_assert(detail::operand_of<O>::valid, "`other` must be a number or a tile");
+  detail::Operand other_op = detail::operand(other);
+  return tile<T>(detail::load(p.value(), mask.value(), &other_op, o.cache, o.evict, o.is_volatile, detail::to_loc(w)));
+}
+
+template <class T, class V>
+  requires detail::operand_of<V>::valid
+void store(const ptr<T>& p, const V& value, const StoreOptions& o = {},
+           std::source_location w = std::source_location::current()) {
+  detail::store(p.value(), detail::operand(value), nullptr, o.cache, o.evict, detail::to_loc(w));
+}
+template <class T, class V>
+  requires detail::operand_of<V>::valid
+void store(const ptr<T>& p, const V& value, const tile<bool>& mask, const StoreOptions& o = {},
+           std::source_location w = std::source_location::current()) {
+  detail::store(p.value(), detail::operand(value), mask.value(), o.cache, o.evict, detail::to_loc(w));
+}
+
+// Atomic read-modify-write; each returns the old values (0 where masked off).
+#define TL_ATOMIC(FN, KIND)                                                                                  \
+  template <class T, class V>                                                                                \
+    requires detail::operand_of<V>::valid                                                                    \
+  tile<T> FN(const ptr<T>& p, const V& value, std::source_location w = std::source_location::current()) {   \
+    return tile<T>(detail::atomic_rmw(KIND, p.value(), detail::operand(value), nullptr, detail::to_loc(w))); \
+  }                                                                                                          \
+  template <class T, class V>                                                                                \
+    requires detail::operand_of<V>::valid                                                                    \
+  tile<T> FN(const ptr<T>& p, const V& value, const tile<bool>& mask,                                        \
+             std::source_location w = std::source_location::current()) {                                     \
+    return tile<T>(                                                                                          \
+        detail::atomic_rmw(KIND, p.value(), detail::operand(value), mask.value(), detail::to_loc(w)));       \
+  }
+TL_ATOMIC(atomic_add, "add")
+TL_ATOMIC(atomic_max, "max")
+TL_ATOMIC(atomic_min, "min")
+TL_ATOMIC(atomic_xchg, "xchg")
+TL_ATOMIC(atomic_and, "and")
+TL_ATOMIC(atomic_or, "or")
+TL_ATOMIC(atomic_xor, "xor")
+#undef TL_ATOMIC
+
+// Where *p == cmp, stores value; returns the old value.
+template <class T, class C, class V>
+  requires(detail::operand_of<C>::valid && detail::operand_of<V>::valid)
+tile<T> atomic_cas(const ptr<T>& p, const C& cmp, const V& value, std::source_location w = std::source_location::current()) {
+  return tile<T>(detail::atomic_cas(p.value(), detail::operand(cmp), detail::operand(value), detail::to_loc(w)));
+}
+
+// Fails the launch where `cond` is false, with `message` and this line.
+inline void device_assert(const tile<bool>& cond, const std::string& message,
+                          std::source_location w = std::source_location::current()) {
+  detail::device_assert(cond.value(), message, detail::to_loc(w));
+}
+
+// Prints `prefix` and the values, per program: tl::device_print("x", a, b).
+// (A class so that the source line can follow the variadic values.)
+template <class... E>
+struct device_print {
+  device_print(const std::string& prefix, const tile<E>&... values,
+               std::source_location w = std::source_location::current()) {
+    detail::device_print(prefix, std::vector<detail::Value*>{values.value()...}, detail::to_loc(w));
+  }
+};
+template <class... E>
+device_print(const std::string&, const tile<E>&...) -> device_print<E...>;
+
+}  // namespace tl

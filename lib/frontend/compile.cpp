@@ -1,0 +1,31 @@
+// The end of tl::compile (include/tiledsl/compile.h): verify the traced
+// function, run the target-independent simplification, verify again (a pass
+// that breaks the IR is caught here, not as a wrong result), and wrap it in
+// a Kernel.
+#include <memory>
+
+#include "ir/verifier.h"
+#include "runtime/kernel.h"
+#include "tiledsl/compile.h"
+#include "transforms/passes.h"
+
+namespace tl::detail {
+
+Kernel finish_compile(ir::Function* traced, const CompileOptions& opts) {
+  std::unique_ptr<ir::Function> fn(traced);
+  ir::verify(*fn);
+  transforms::simplify(*fn);
+  ir::verify(*fn);
+
+  auto impl = std::make_shared<KernelImpl>();
+  impl->name = fn->name;
+  impl->options = opts;
+  impl->options.name = fn->name;
+  for (const auto& a : fn->body.args) impl->params.push_back(a->type);
+  impl->fn = fn.get();
+  impl->module = std::make_unique<ir::Module>();
+  impl->module->functions.push_back(std::move(fn));
+  return Kernel(std::move(impl));
+}
+
+}  // namespace tl::detail
