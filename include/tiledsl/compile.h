@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <source_location>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -37,19 +38,28 @@ void call_kernel(void (*fn)(P...), const std::vector<Value*>& args, std::index_s
 }
 }  // namespace detail
 
+namespace detail {
+// Traces `fn` into a new function (owned by the caller) without verifying or
+// simplifying it; tl::compile and the front end's tests use it.
+template <class... P>
+ir::Function* trace_kernel(void (*fn)(P...), const std::string& name, const ir::Loc& loc) {
+  static_assert((kernel_param<std::decay_t<P>>::value && ...),
+                "kernel parameters must be tl::ptr<T> or tl::scalar<T>");
+  std::vector<ir::Type> params{scalar_type_of<typename std::decay_t<P>::element_type>()...};
+  std::vector<Value*> args = trace_begin(name, params, loc);
+  try {
+    call_kernel(fn, args, std::index_sequence_for<P...>{});
+  } catch (...) {
+    trace_rethrow();
+  }
+  return trace_end();
+}
+}  // namespace detail
+
 template <class... P>
 Kernel compile(void (*fn)(P...), CompileOptions opts = {}, std::source_location w = std::source_location::current()) {
-  static_assert((detail::kernel_param<std::decay_t<P>>::value && ...),
-                "kernel parameters must be tl::ptr<T> or tl::scalar<T>");
   if (opts.name.empty()) opts.name = "kernel";
-  std::vector<ir::Type> params{detail::scalar_type_of<typename std::decay_t<P>::element_type>()...};
-  std::vector<detail::Value*> args = detail::trace_begin(opts.name, params, detail::to_loc(w));
-  try {
-    detail::call_kernel(fn, args, std::index_sequence_for<P...>{});
-  } catch (...) {
-    detail::trace_rethrow();
-  }
-  return detail::finish_compile(detail::trace_end(), opts);
+  return detail::finish_compile(detail::trace_kernel(fn, opts.name, detail::to_loc(w)), opts);
 }
 
 // Captureless lambdas.

@@ -77,6 +77,14 @@ std::string origin(const Value* v, const Slot& s) {
 
 void set_insertion_end(Trace& t, ir::Region* r) { t.builder.set_insertion_end(r); }
 
+// The live slots in creation order, so that carried values and if results
+// appear in the order the variables were declared.
+std::vector<uint32_t> live_in_order(const Trace& t) {
+  std::vector<uint32_t> v = t.live;
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 // Restores the slots of a frame being abandoned and moves the insertion point
 // out of its op.
 void unwind_frame(Trace& t, const Frame& f) {
@@ -196,7 +204,7 @@ int64_t loop_begin(Value* lo, Value* hi, Value* step, ir::Attrs attrs, const ir:
   ir::Region* body = op->add_region();
   *iv = body->add_arg(lo->type);
   Frame f{Frame::Kind::Loop, t.next_frame++, loc, op, {}};
-  for (uint32_t index : t.live) {
+  for (uint32_t index : live_in_order(t)) {
     Slot& s = t.slots[index];
     Value* arg = body->add_arg(s.value->type);
     f.entries.push_back(Entry{index, s.value, arg});
@@ -288,7 +296,7 @@ void trace_if(Value* cond, const ir::Loc& loc, function_ref<void()> then_fn, con
   ir::Op* op = t.builder.create(ir::OpKind::If, {cond}, {});
   ir::Region* branches[2] = {op->add_region(), op->add_region()};
   Frame f{Frame::Kind::If, t.next_frame++, loc, op, {}};
-  for (uint32_t index : t.live) f.entries.push_back(Entry{index, t.slots[index].value});
+  for (uint32_t index : live_in_order(t)) f.entries.push_back(Entry{index, t.slots[index].value});
   t.frames.push_back(f);
   int64_t id = f.id;
 
@@ -357,7 +365,7 @@ std::vector<Value*> emit_combine(ir::OpKind kind, const std::vector<Value*>& ope
     for (const auto& e : elems) args.push_back(region->add_arg(e));
 
   Frame f{Frame::Kind::Combine, t.next_frame++, loc, op, {}};
-  for (uint32_t index : t.live) f.entries.push_back(Entry{index, t.slots[index].value});
+  for (uint32_t index : live_in_order(t)) f.entries.push_back(Entry{index, t.slots[index].value});
   t.frames.push_back(f);
   int64_t id = f.id;
   set_insertion_end(t, region);
