@@ -1,0 +1,262 @@
+// Front-end errors: each bad kernel must fail tl::compile with a tl::Error
+// naming this file, the offending line, the op, what was expected and what
+// was found. Each kernel records the line of its bad statement in g_line
+// (at trace time, just before the statement runs).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "tiledsl/tiledsl.h"
+
+using namespace tl;
+
+namespace {
+
+int g_line = 0;
+#define MARK g_line = __LINE__;
+
+std::string at_line(int line) { return std::string(__FILE__) + ":" + std::to_string(line) + ": "; }
+
+// Compiles `fn` and returns the error message (fails the test if none).
+template <class F>
+std::string compile_error(F fn) {
+  g_line = 0;
+  try {
+    compile(fn);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("expected tl::compile to throw tl::Error");
+  return "";
+}
+
+void shape_mismatch(ptr<float> x) {
+  auto a = arange(0, 64);
+  auto b = arange(0, 32);
+  MARK auto c = a + b;
+  store(x + c, 1.0f);
+}
+
+void non_power_of_two(ptr<float> x) {
+  MARK auto offs = arange(0, 100);
+  store(x + offs, 1.0f);
+}
+
+void zeros_bad_shape(ptr<float> x) {
+  MARK auto z = zeros<float>({3, 8});
+  store(x + arange(0, 8), sum(z, 0));
+}
+
+void mask_wrong_shape(ptr<float> x) {
+  auto offs = arange(0, 64);
+  auto mask = arange(0, 32) < 10;
+  MARK auto v = load(x + offs, mask);
+  store(x + offs, v);
+}
+
+void store_mask_wrong_shape(ptr<float> x) {
+  auto offs = arange(0, 64);
+  auto mask = col(arange(0, 64)) < 10;  // [64, 1] would grow the [64] pointers
+  MARK store(x + offs, 1.0f, mask);
+}
+
+void dot_shape_mismatch(ptr<bf16> a, ptr<float> c) {
+  auto ta = load(a + col(arange(0, 16)) * 32 + row(arange(0, 32)));  // [16, 32]
+  auto tb = load(a + col(arange(0, 16)) * 16 + row(arange(0, 16)));  // [16, 16]
+  MARK auto r = dot(ta, tb);
+  store(c + col(arange(0, 16)) * 16 + row(arange(0, 16)), r);
+}
+
+void dot_dtype_mismatch(ptr<bf16> a, ptr<float> c) {
+  auto offs = col(arange(0, 16)) * 16 + row(arange(0, 16));
+  auto t = load(a + offs);
+  auto acc = zeros<int32_t>({16, 16});
+  MARK auto r = dot(t, t, acc);
+  store(c + offs, r);
+}
+
+void dot_integer_inputs(ptr<int32_t> a) {
+  auto offs = col(arange(0, 16)) * 16 + row(arange(0, 16));
+  auto t = load(a + offs);
+  MARK auto r = dot(t, t);
+  store(a + offs, r);
+}
+
+void literal_out_of_range(ptr<uint8_t> x) {
+  auto v = load(x + arange(0, 16));
+  MARK auto w = v + 300;
+  store(x + arange(0, 16), w);
+}
+
+void bitcast_width(ptr<float> x) {
+  auto v = load(x + arange(0, 16));
+  MARK auto w = bitcast<int16_t>(v);
+  store(x + arange(0, 16), cast<float>(w));
+}
+
+void bad_reduce_axis(ptr<float> x) {
+  auto v = load(x + arange(0, 16));
+  MARK auto s = sum(v, 1);
+  store(x, s);
+}
+
+void break_in_loop(ptr<float> x, scalar<int32_t> n) {
+  auto acc = zeros<float>({16});
+  MARK for (auto i : range(0, n)) {
+    acc = acc + 1.0f;
+    break;
+  }
+  store(x + arange(0, 16), acc);
+}
+
+void return_in_loop(ptr<float> x, scalar<int32_t> n) {
+  auto acc = zeros<float>({16});
+  MARK for (auto i : range(0, n)) {
+    acc = acc + 1.0f;
+    store(x + arange(0, 16), acc);
+    return;
+  }
+}
+
+int g_entry_line = 0;
+void type_change_in_loop(ptr<float> x, scalar<int32_t> n) {
+  g_entry_line = __LINE__ + 1;
+  auto v = zeros<float>({16});
+  MARK for (auto i : range(0, n)) {
+    g_entry_line = g_entry_line * 1000 + __LINE__ + 1;  // both lines, packed
+    v = zeros<float>({32});
+  }
+  store(x + arange(0, 32), v);
+}
+
+void type_change_in_if(ptr<float> x, scalar<int32_t> n) {
+  auto v = zeros<float>({16});
+  MARK if_(n > 0, [&] { v = zeros<float>({32}); });
+  store(x + arange(0, 32), v);
+}
+
+void tile_condition(ptr<float> x) {
+  auto c = arange(0, 16) < 4;
+  MARK if_(c, [&] { store(x, 1.0f); });
+}
+
+void zero_step(ptr<float> x, scalar<int32_t> n) {
+  MARK for (auto i : range(0, n, 0)) store(x + i, 1.0f);
+}
+
+void combine_assigns_outer(ptr<float> x) {
+  auto v = load(x + arange(0, 16));
+  auto seen = zeros<float>({16});
+  MARK auto r = reduce(v, 0, [&](tile<float> a, tile<float> b) {
+    seen = v;  // writes a variable of the kernel from inside the combine function
+    return a + b;
+  });
+  store(x, r);
+}
+
+void failing_op_in_loop(ptr<float> x, scalar<int32_t> n) {
+  auto acc = zeros<float>({16});
+  for (auto i : range(0, n)) {
+    MARK acc = acc + cast<float>(arange(0, 32));
+  }
+  store(x + arange(0, 16), acc);
+}
+
+void good_kernel(ptr<float> x, scalar<int32_t> n) {
+  auto acc = zeros<float>({16});
+  for (auto i : range(0, n)) acc = acc + 1.0f;
+  store(x + arange(0, 16), acc);
+}
+
+}  // namespace
+
+TEST_CASE("errors: broadcasting shape mismatch", "[frontend][errors]") {
+  std::string msg = compile_error(shape_mismatch);
+  CHECK(msg == at_line(g_line) + "add: expected shapes that broadcast together, found [64] and [32]");
+}
+
+TEST_CASE("errors: non-power-of-two tiles", "[frontend][errors]") {
+  std::string msg = compile_error(non_power_of_two);
+  CHECK(msg == at_line(g_line) + "arange: expected a power-of-two length end - start, found 100 (0..100)");
+  msg = compile_error(zeros_bad_shape);
+  CHECK(msg == at_line(g_line) + "zeros: expected a tile shape of rank 0..3 with power-of-two dims, found [3, 8]");
+}
+
+TEST_CASE("errors: mask of the wrong shape", "[frontend][errors]") {
+  std::string msg = compile_error(mask_wrong_shape);
+  CHECK(msg == at_line(g_line) + "load: expected shapes that broadcast together, found [64] and [32]");
+  msg = compile_error(store_mask_wrong_shape);
+  CHECK(msg == at_line(g_line) +
+                   "store: expected a mask of the pointers' shape [64] (or broadcastable to it), found [64, 1]");
+}
+
+TEST_CASE("errors: dot shapes and dtypes", "[frontend][errors]") {
+  std::string msg = compile_error(dot_shape_mismatch);
+  CHECK(msg == at_line(g_line) + "dot: expected [M, K] x [K, N] with one K, found [16, 32] x [16, 16]");
+  msg = compile_error(dot_dtype_mismatch);
+  CHECK(msg == at_line(g_line) + "dot: expected a float accumulator for bf16 inputs, found tile<16x16xi32>");
+  msg = compile_error(dot_integer_inputs);
+  CHECK(msg == at_line(g_line) + "dot: expected float or 8-bit integer inputs, found i32");
+}
+
+TEST_CASE("errors: dtype mismatches at trace time", "[frontend][errors]") {
+  std::string msg = compile_error(literal_out_of_range);
+  CHECK(msg == at_line(g_line) + "add: expected a value representable in u8, found 300");
+  msg = compile_error(bitcast_width);
+  CHECK(msg == at_line(g_line) + "bitcast: expected a type of 32 bits like f32, found i16 (16 bits)");
+  msg = compile_error(bad_reduce_axis);
+  CHECK(msg == at_line(g_line) + "sum: expected an axis in -1..0 for a rank-1 tile, found 1");
+}
+
+TEST_CASE("errors: break or return inside a traced loop", "[frontend][errors][loop]") {
+  std::string msg = compile_error(break_in_loop);
+  std::string loop = std::string(__FILE__) + ":" + std::to_string(g_line);
+  CHECK(msg == loop + ": range: loop at " + loop +
+                   " was left without finishing its body (break or return inside a traced loop?)");
+  msg = compile_error(return_in_loop);
+  loop = std::string(__FILE__) + ":" + std::to_string(g_line);
+  CHECK(msg == loop + ": range: loop at " + loop +
+                   " was left without finishing its body (break or return inside a traced loop?)");
+  // The failed traces left nothing behind: the next compile works.
+  CHECK_NOTHROW(compile(good_kernel));
+}
+
+TEST_CASE("errors: a loop-carried variable changing its shape names both lines", "[frontend][errors][loop]") {
+  std::string msg = compile_error(type_change_in_loop);
+  int entry = g_entry_line / 1000, assigned = g_entry_line % 1000;
+  CHECK(msg == at_line(g_line) +
+                   "range: expected a loop-carried variable to keep its type tile<16xf32> (value at loop entry from " +
+                   std::string(__FILE__) + ":" + std::to_string(entry) + "), found tile<32xf32> (assigned at " +
+                   std::string(__FILE__) + ":" + std::to_string(assigned) + ")");
+  msg = compile_error(type_change_in_if);
+  std::string file = __FILE__;
+  CHECK(msg == at_line(g_line) + "if_: expected a variable assigned in a branch to keep its type tile<16xf32> "
+                                 "(value before the if from " + file + ":" + std::to_string(g_line - 1) +
+                   "), found tile<32xf32> (assigned at " + file + ":" + std::to_string(g_line) + ")");
+}
+
+TEST_CASE("errors: bad control flow arguments", "[frontend][errors]") {
+  std::string msg = compile_error(tile_condition);
+  CHECK(msg == at_line(g_line) + "if_: expected a scalar bool condition, found tile<16xi1>");
+  msg = compile_error(zero_step);
+  CHECK(msg == at_line(g_line) + "range: expected a positive step, found 0");
+  msg = compile_error(combine_assigns_outer);
+  CHECK_THAT(msg, Catch::StartsWith(at_line(g_line) +
+                                    "reduce: expected the combine function to leave outer variables unchanged"));
+}
+
+TEST_CASE("errors: an error inside a loop body is reported as itself", "[frontend][errors][loop]") {
+  std::string msg = compile_error(failing_op_in_loop);
+  CHECK(msg == at_line(g_line) + "add: expected shapes that broadcast together, found [16] and [32]");
+  CHECK(!detail::tracing());
+  CHECK_NOTHROW(compile(good_kernel));
+}
+
+TEST_CASE("errors: traced ops outside tl::compile", "[frontend][errors]") {
+  int line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(arange(0, 16),
+                      at_line(line) + "arange: expected to run inside tl::compile, found no active trace");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(program_id(0),
+                      at_line(line) + "program_id: expected to run inside tl::compile, found no active trace");
+}
