@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
         return tl::compile(layernorm<BL>, {.name = "layernorm"});
       });
     });
-    std::printf("layernorm: M=%d N=%d BLOCK=%d on %s (compiled in %.1f ms)\n", M, N, BLOCK,
+    std::printf("layernorm: M=%d N=%d BLOCK=%d on %s (tl::compile %.1f ms)\n", M, N, BLOCK,
                 s.dev.name().c_str(), compile_ms);
 
     // An offset and a spread so that mean and variance are not trivial.

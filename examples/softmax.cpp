@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
         return tl::compile(softmax<B>, {.name = "softmax"});
       });
     });
-    std::printf("softmax: M=%d N=%d BLOCK=%d on %s (compiled in %.1f ms)\n", M, N, BLOCK,
+    std::printf("softmax: M=%d N=%d BLOCK=%d on %s (tl::compile %.1f ms)\n", M, N, BLOCK,
                 s.dev.name().c_str(), compile_ms);
 
     // A wide range makes the max subtraction matter.

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
 
     tl::Kernel k;
     double compile_ms = examples::wall_ms([&] { k = tl::compile(vector_add<BLOCK>, {.name = "vector_add"}); });
-    std::printf("vector_add: n=%d BLOCK=%d on %s (compiled in %.1f ms)\n", n, BLOCK, s.dev.name().c_str(),
+    std::printf("vector_add: n=%d BLOCK=%d on %s (tl::compile %.1f ms)\n", n, BLOCK, s.dev.name().c_str(),
                 compile_ms);
 
     auto hx = examples::random_vector<float>(n, 1);
