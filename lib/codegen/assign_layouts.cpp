@@ -1,0 +1,413 @@
+// Layout assignment (see assign_layouts.h): anchors at memory ops, a
+// backward walk that pushes each op's operand requirements to values not
+// yet placed, then a forward walk that places the rest from their operands.
+#include "codegen/assign_layouts.h"
+
+#include <algorithm>
+#include <bit>
+#include <sstream>
+
+#include "ir/printer.h"
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+int ilog2(int64_t v) { return std::countr_zero(uint64_t(v)); }
+
+// Rebuilds a layout with new output dimensions from a per-basis map.
+template <class Fn>
+LinearLayout map_bases(const LinearLayout& l, std::vector<LinearLayout::OutDim> outs, Fn&& fn) {
+  std::vector<LinearLayout::InDim> ins;
+  for (const auto& d : l.in_dims()) {
+    LinearLayout::InDim n{d.name, {}};
+    for (const auto& b : d.bases) n.bases.push_back(fn(b));
+    ins.push_back(std::move(n));
+  }
+  return LinearLayout(std::move(ins), std::move(outs));
+}
+
+std::vector<LinearLayout::OutDim> outs_for(const std::vector<int64_t>& shape) {
+  std::vector<LinearLayout::OutDim> outs;
+  for (size_t d = 0; d < shape.size(); ++d) outs.push_back({dim_name(int(d)), int32_t(shape[d])});
+  return outs;
+}
+
+bool is_tile(const Value* v) { return v->type.is_tile(); }
+}  // namespace
+
+const LinearLayout& LayoutPlan::of(const Value* v) const {
+  auto it = layouts.find(v);
+  if (it == layouts.end()) throw Error("internal: no layout for a " + v->type.str() + " value");
+  return it->second;
+}
+
+LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size) {
+  int rank = int(shape.size()), last = rank - 1;
+  std::vector<int> spt(rank, 1), tpw(rank, 1), wpb(rank, 1), order(rank);
+  spt[last] = int(std::min<int64_t>(vec, shape[last]));
+  // Threads fill the fastest dimension first, warps the slowest.
+  int threads = warp_size;
+  for (int d = last; d >= 0 && threads > 1; --d) {
+    int t = int(std::min<int64_t>(threads, std::max<int64_t>(1, shape[d] / spt[d])));
+    tpw[d] = t;
+    threads /= t;
+  }
+  tpw[last] *= threads;  // a tile smaller than a warp: the rest replicate
+  int warps = num_warps;
+  for (int d = 0; d < rank && warps > 1; ++d) {
+    int w = int(std::min<int64_t>(warps, std::max<int64_t>(1, shape[d] / (int64_t(spt[d]) * tpw[d]))));
+    wpb[d] = w;
+    warps /= w;
+  }
+  wpb[0] *= warps;
+  for (int i = 0; i < rank; ++i) order[i] = last - i;
+  return blocked_layout(shape, spt, tpw, wpb, order);
+}
+
+LinearLayout broadcast_operand_layout(const LinearLayout& result, const std::vector<int64_t>& operand_shape) {
+  auto outs = result.out_dims();
+  for (size_t d = 0; d < outs.size(); ++d)
+    if (operand_shape[d] == 1) outs[d].size = 1;
+  return map_bases(result, outs, [&](LinearLayout::Coords c) {
+    for (size_t d = 0; d < c.size(); ++d)
+      if (operand_shape[d] == 1) c[d] = 0;
+    return c;
+  });
+}
+
+LinearLayout expand_dims_result_layout(const LinearLayout& operand, int axis) {
+  std::vector<int64_t> shape;
+  for (const auto& o : operand.out_dims()) shape.push_back(o.size);
+  shape.insert(shape.begin() + axis, 1);
+  return map_bases(operand, outs_for(shape), [&](LinearLayout::Coords c) {
+    c.insert(c.begin() + axis, 0);
+    return c;
+  });
+}
+
+LinearLayout expand_dims_operand_layout(const LinearLayout& result, int axis) {
+  std::vector<int64_t> shape;
+  for (const auto& o : result.out_dims()) shape.push_back(o.size);
+  shape.erase(shape.begin() + axis);
+  return map_bases(result, outs_for(shape), [&](LinearLayout::Coords c) {
+    c.erase(c.begin() + axis);
+    return c;
+  });
+}
+
+LinearLayout trans_layout(const LinearLayout& operand, const std::vector<int64_t>& order) {
+  std::vector<int64_t> shape;
+  for (auto o : order) shape.push_back(operand.out_dims()[o].size);
+  return map_bases(operand, outs_for(shape), [&](const LinearLayout::Coords& c) {
+    LinearLayout::Coords r(c.size());
+    for (size_t i = 0; i < order.size(); ++i) r[i] = c[order[i]];
+    return r;
+  });
+}
+
+LinearLayout reshape_layout(const LinearLayout& operand, const std::vector<int64_t>& shape) {
+  // Row-major flattening is linear on power-of-two shapes: the coordinate
+  // bits of the last dimension are the low bits of the flat index.
+  std::vector<int64_t> src;
+  for (const auto& o : operand.out_dims()) src.push_back(o.size);
+  return map_bases(operand, outs_for(shape), [&](const LinearLayout::Coords& c) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < src.size(); ++d) flat = (flat << ilog2(src[d])) | c[d];
+    LinearLayout::Coords r(shape.size());
+    for (int d = int(shape.size()) - 1; d >= 0; --d) {
+      r[d] = int32_t(flat & (shape[d] - 1));
+      flat >>= ilog2(shape[d]);
+    }
+    return r;
+  });
+}
+
+LinearLayout join_layout(const LinearLayout& operand) {
+  std::vector<int64_t> shape;
+  for (const auto& o : operand.out_dims()) shape.push_back(o.size);
+  shape.push_back(2);
+  auto widened = map_bases(operand, outs_for(shape), [&](LinearLayout::Coords c) {
+    c.push_back(0);
+    return c;
+  });
+  LinearLayout::Coords top(shape.size(), 0);
+  top.back() = 1;
+  auto ins = widened.in_dims();
+  auto reg = std::find_if(ins.begin(), ins.end(), [](const auto& d) { return d.name == kReg; });
+  if (reg == ins.end()) reg = ins.insert(ins.begin(), LinearLayout::InDim{kReg, {}});
+  reg->bases.push_back(top);
+  return LinearLayout(std::move(ins), widened.out_dims());
+}
+
+LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size) {
+  // Move `axis` into registers: lay out the other dimensions with threads
+  // and warps, then add register bits covering the whole axis.
+  std::vector<int64_t> rest = shape;
+  rest[axis] = 1;
+  LinearLayout base = default_layout(rest, 1, num_warps, warp_size);
+  auto outs = base.out_dims();
+  outs[axis].size = int32_t(shape[axis]);
+  auto ins = base.in_dims();
+  auto reg = std::find_if(ins.begin(), ins.end(), [](const auto& d) { return d.name == kReg; });
+  if (reg == ins.end()) reg = ins.insert(ins.begin(), LinearLayout::InDim{kReg, {}});
+  // Registers of the line first, so that register order is axis order.
+  std::vector<LinearLayout::Coords> line;
+  for (int b = 0; b < ilog2(shape[axis]); ++b) {
+    LinearLayout::Coords c(shape.size(), 0);
+    c[axis] = int32_t(1) << b;
+    line.push_back(c);
+  }
+  reg->bases.insert(reg->bases.begin(), line.begin(), line.end());
+  return LinearLayout(std::move(ins), std::move(outs));
+}
+
+bool reducible(const LinearLayout& l, int axis) {
+  // Every lane and warp basis must move along the axis only, or not at all.
+  for (const auto& d : l.in_dims()) {
+    if (d.name == kReg) continue;
+    for (const auto& b : d.bases) {
+      if (b[axis] == 0) continue;
+      for (size_t i = 0; i < b.size(); ++i)
+        if (int(i) != axis && b[i] != 0) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const LayoutPlan& plan) {
+  const Value* v = op.operands[i];
+  if (!is_tile(v)) return std::nullopt;
+  auto res = [&](int k) -> const LinearLayout& { return plan.of(op.results[k].get()); };
+  switch (op.kind) {
+    case OpKind::Broadcast:
+      return broadcast_operand_layout(res(0), v->type.shape);
+    case OpKind::ExpandDims:
+      return expand_dims_operand_layout(res(0), int(op.attr_int("axis")));
+    case OpKind::Trans: {
+      // Inverse permutation of the result's layout.
+      const auto& order = op.attr_ints("order");
+      std::vector<int64_t> inv(order.size());
+      for (size_t k = 0; k < order.size(); ++k) inv[order[k]] = int64_t(k);
+      return trans_layout(res(0), inv);
+    }
+    case OpKind::Reshape:
+      return reshape_layout(res(0), v->type.shape);
+    case OpKind::Join:
+      return std::nullopt;  // the result is built from the operands' layout
+    case OpKind::Split:
+      return join_layout(res(0));
+    case OpKind::Reduce: {
+      const auto& l = plan.of(v);
+      int axis = int(op.attr_int("axis"));
+      if (reducible(l, axis)) return std::nullopt;
+      return default_layout(v->type.shape, 1, plan.num_warps, plan.warp_size);
+    }
+    case OpKind::Scan:
+      return line_layout(v->type.shape, int(op.attr_int("axis")), plan.num_warps, plan.warp_size);
+    case OpKind::Store:
+    case OpKind::AtomicRmw:
+    case OpKind::AtomicCas:
+      return i == 0 ? std::nullopt : std::optional(plan.of(op.operands[0]));
+    case OpKind::Load:
+    case OpKind::Assert:
+    case OpKind::Print:
+    case OpKind::Dot:
+    case OpKind::For:
+    case OpKind::If:
+    case OpKind::Yield:
+      if (op.kind == OpKind::Load && !op.results.empty() && is_tile(op.result())) return res(0);
+      return std::nullopt;
+    default:
+      // Elementwise ops: every tile operand in the result's layout.
+      if (ir::op_is_elementwise(op.kind) && !op.results.empty() && is_tile(op.result())) return res(0);
+      return std::nullopt;
+  }
+}
+
+namespace {
+
+class Assigner {
+ public:
+  Assigner(LayoutPlan& plan, const transforms::AxisAnalysis& axis) : plan_(plan), axis_(axis) {}
+
+  void run(const ir::Function& fn) {
+    anchor(fn.body);
+    for (int pass = 0; pass < 2; ++pass) backward(fn.body);
+    forward(fn.body);
+  }
+
+ private:
+  LinearLayout dflt(const Value* v, int vec = 0) {
+    if (vec == 0) vec = std::max(1, 16 / std::max(1, byte_size(v->type.dtype)));
+    return default_layout(v->type.shape, vec, plan_.num_warps, plan_.warp_size);
+  }
+  void set(const Value* v, LinearLayout l) {
+    if (is_tile(v) && !plan_.has(v)) plan_.layouts.emplace(v, std::move(l));
+  }
+
+  // Memory ops get the coalesced layout with the proven vector width.
+  void anchor(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const auto& sub : op->regions) anchor(*sub);
+      bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::AtomicRmw ||
+                 op->kind == OpKind::AtomicCas;
+      if (!mem || !is_tile(op->operands[0])) continue;
+      LinearLayout l = dflt(op->operands[0], axis_.vector_width(*op));
+      set(op->operands[0], l);
+      for (const auto& res : op->results) set(res.get(), l);
+    }
+  }
+
+  // Users before definitions: push each op's operand requirements.
+  void backward(const ir::Region& r) {
+    for (auto it = r.ops.rbegin(); it != r.ops.rend(); ++it) {
+      const Op& op = **it;
+      if (op.kind == OpKind::For) {
+        // Carried values: one layout for init, region arg, yield and result.
+        const ir::Region& body = *op.regions[0];
+        backward(body);
+        const Op* yield = body.terminator();
+        for (size_t k = 0; k < op.results.size(); ++k) {
+          const Value* arg = body.args[k + 1].get();
+          const Value* res = op.results[k].get();
+          if (!is_tile(res)) continue;
+          if (plan_.has(arg)) set(res, plan_.of(arg));
+          else if (plan_.has(res)) set(arg, plan_.of(res));
+          else if (yield && plan_.has(yield->operands[k])) {
+            set(arg, plan_.of(yield->operands[k]));
+            set(res, plan_.of(yield->operands[k]));
+          }
+          if (plan_.has(arg)) {
+            set(op.operands[3 + k], plan_.of(arg));
+            if (yield) set(yield->operands[k], plan_.of(arg));
+          }
+        }
+        continue;
+      }
+      for (const auto& sub : op.regions) backward(*sub);
+      if (op.kind == OpKind::If) {
+        for (size_t k = 0; k < op.results.size(); ++k)
+          if (plan_.has(op.results[k].get()))
+            for (const auto& sub : op.regions)
+              if (const Op* y = sub->terminator()) set(y->operands[k], plan_.of(op.results[k].get()));
+        continue;
+      }
+      bool results_placed = std::all_of(op.results.begin(), op.results.end(),
+                                        [&](const auto& v) { return !is_tile(v.get()) || plan_.has(v.get()); });
+      if (op.results.empty() || !results_placed) continue;
+      for (size_t i = 0; i < op.operands.size(); ++i) {
+        if (!is_tile(op.operands[i]) || plan_.has(op.operands[i])) continue;
+        if (op.kind == OpKind::Reduce || op.kind == OpKind::Scan || op.kind == OpKind::Join) continue;
+        if (auto l = required_operand_layout(op, int(i), plan_)) set(op.operands[i], *l);
+      }
+    }
+  }
+
+  // Definitions before users: place what the backward walk did not reach.
+  void forward(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      if (op->kind == OpKind::For) {
+        const ir::Region& body = *op->regions[0];
+        for (size_t k = 0; k < op->results.size(); ++k) {
+          const Value* init = op->operands[3 + k];
+          if (!is_tile(init)) continue;
+          LinearLayout l = plan_.has(init) ? plan_.of(init) : dflt(init);
+          set(body.args[k + 1].get(), l);
+          set(op->results[k].get(), plan_.of(body.args[k + 1].get()));
+        }
+        forward(body);
+        continue;
+      }
+      for (const auto& sub : op->regions) forward(*sub);
+      for (size_t k = 0; k < op->results.size(); ++k) {
+        const Value* res = op->results[k].get();
+        if (!is_tile(res) || plan_.has(res)) continue;
+        set(res, forward_layout(*op, int(k)));
+      }
+    }
+  }
+
+  LinearLayout forward_layout(const Op& op, int k) {
+    const Value* res = op.results[k].get();
+    auto operand = [&](int i) -> std::optional<LinearLayout> {
+      if (i < int(op.operands.size()) && plan_.has(op.operands[i])) return plan_.of(op.operands[i]);
+      return std::nullopt;
+    };
+    switch (op.kind) {
+      case OpKind::ExpandDims:
+        if (auto l = operand(0)) return expand_dims_result_layout(*l, int(op.attr_int("axis")));
+        break;
+      case OpKind::Trans:
+        if (auto l = operand(0)) return trans_layout(*l, op.attr_ints("order"));
+        break;
+      case OpKind::Reshape:
+        if (auto l = operand(0)) return reshape_layout(*l, res->type.shape);
+        break;
+      case OpKind::Join:
+        if (auto l = operand(0)) return join_layout(*l);
+        break;
+      case OpKind::Reduce: {
+        int axis = int(op.attr_int("axis"));
+        auto l = required_operand_layout(op, k, plan_);
+        LinearLayout src = l ? *l : plan_.of(op.operands[k]);
+        return src.slice(axis);
+      }
+      case OpKind::Scan:
+        return line_layout(res->type.shape, int(op.attr_int("axis")), plan_.num_warps, plan_.warp_size);
+      case OpKind::If:
+        for (const auto& sub : op.regions)
+          if (const Op* y = sub->terminator(); y && plan_.has(y->operands[k])) return plan_.of(y->operands[k]);
+        break;
+      default:
+        if (ir::op_is_elementwise(op.kind))
+          for (size_t i = 0; i < op.operands.size(); ++i)
+            if (auto l = operand(int(i)); l && op.operands[i]->type.shape == res->type.shape) return *l;
+        break;
+    }
+    return dflt(res);
+  }
+
+  LayoutPlan& plan_;
+  const transforms::AxisAnalysis& axis_;
+};
+
+}  // namespace
+
+LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
+                          int warp_size) {
+  LayoutPlan plan;
+  plan.num_warps = num_warps;
+  plan.warp_size = warp_size;
+  Assigner(plan, axis).run(fn);
+  return plan;
+}
+
+std::string print_with_layouts(const ir::Function& fn, const LayoutPlan& plan) {
+  // Same numbering as the printer: arguments, then each op's results before
+  // its regions' arguments and contents.
+  std::ostringstream layouts;
+  int next = 0;
+  std::function<void(const Value*)> note = [&](const Value* v) {
+    int id = next++;
+    if (plan.has(v)) layouts << "//   %" << id << " : " << plan.of(v).str() << "\n";
+  };
+  std::function<void(const ir::Region&)> walk = [&](const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const auto& res : op->results) note(res.get());
+      for (const auto& sub : op->regions) {
+        for (const auto& a : sub->args) note(a.get());
+        walk(*sub);
+      }
+    }
+  };
+  for (const auto& a : fn.body.args) note(a.get());
+  walk(fn.body);
+  return ir::print(fn) + "// layouts (num_warps = " + std::to_string(plan.num_warps) +
+         ", warp size = " + std::to_string(plan.warp_size) + "):\n" + layouts.str();
+}
+
+}  // namespace tl::codegen

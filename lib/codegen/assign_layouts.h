@@ -1,0 +1,58 @@
+// Layout assignment: gives every tile value of a function a distributed
+// linear layout (register, lane, warp -> tile coordinates), turning Tile IR
+// into GPU IR.
+//
+// Anchors are the memory ops: a load or store gets the coalesced blocked
+// layout whose per-thread vector is the width axis analysis proved safe.
+// Layouts then flow backward from anchors to the values that feed them
+// (through elementwise, broadcast, expand_dims, trans and reshape, whose
+// operand layouts follow from the result's), and forward to everything
+// else. Where an operand's layout still differs from what its op needs, the
+// lowering converts it (register permutation, or through shared memory);
+// `required_operand_layout` is the one rule both sides use.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/linear_layout.h"
+#include "ir/ir.h"
+#include "transforms/axis_analysis.h"
+
+namespace tl::codegen {
+
+struct LayoutPlan {
+  int num_warps = 4;
+  int warp_size = 32;
+  std::unordered_map<const ir::Value*, LinearLayout> layouts;  // every tile value
+
+  const LinearLayout& of(const ir::Value* v) const;
+  bool has(const ir::Value* v) const { return layouts.count(v) != 0; }
+};
+
+LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
+                          int warp_size);
+
+// The layout op `op` needs for tile operand `i`, given the plan's layouts of
+// its results; null-equivalent (empty optional) when any layout will do
+// (scalars, or ops that take their operand's layout as it is).
+std::optional<LinearLayout> required_operand_layout(const ir::Op& op, int i, const LayoutPlan& plan);
+
+// Layout rules of the shape ops (also used by the lowering).
+LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size);
+LinearLayout broadcast_operand_layout(const LinearLayout& result, const std::vector<int64_t>& operand_shape);
+LinearLayout expand_dims_result_layout(const LinearLayout& operand, int axis);
+LinearLayout expand_dims_operand_layout(const LinearLayout& result, int axis);
+LinearLayout trans_layout(const LinearLayout& operand, const std::vector<int64_t>& order);
+LinearLayout reshape_layout(const LinearLayout& operand, const std::vector<int64_t>& shape);
+LinearLayout join_layout(const LinearLayout& operand);  // adds a top register bit for the new minor dim
+// A layout in which every thread holds whole lines along `axis` (for scans).
+LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size);
+// True if a reduction along `axis` can run on `l` with register combines,
+// lane shuffles and one exchange between warps.
+bool reducible(const LinearLayout& l, int axis);
+
+// Text of the GPU stage: the IR with each tile value's layout listed.
+std::string print_with_layouts(const ir::Function& fn, const LayoutPlan& plan);
+
+}  // namespace tl::codegen

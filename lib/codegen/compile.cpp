@@ -1,0 +1,181 @@
+// The GPU compile driver: the target registry, the pipeline from a traced
+// kernel to assembly, stage dumps (TILEDSL_DUMP), argument specialization.
+#include "codegen/compile.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/assign_layouts.h"
+#include "codegen/lower_llvm.h"
+#include "codegen/target.h"
+#include "ir/printer.h"
+
+namespace tl::codegen {
+
+// ---------------------------------------------------------------- registry
+namespace {
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, TargetFactory> factories;
+  std::map<std::string, std::unique_ptr<Target>> made;
+};
+Registry& raw_registry() {
+  static Registry r;
+  return r;
+}
+// The registry with the built-in back ends registered.
+Registry& registry() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_builtin_targets(); });
+  return raw_registry();
+}
+}  // namespace
+
+void register_target(const std::string& name, TargetFactory factory) {
+  Registry& r = raw_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.factories[name] = std::move(factory);
+}
+
+std::vector<std::string> available_targets() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> names;
+  for (const auto& [name, f] : r.factories) names.push_back(name);
+  return names;
+}
+
+bool is_known_target(const std::string& target) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.factories.count(target) != 0;
+}
+
+const Target& get_target(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (auto it = r.made.find(name); it != r.made.end()) return *it->second;
+  auto f = r.factories.find(name);
+  if (f == r.factories.end()) {
+    std::string known;
+    for (const auto& [n, fac] : r.factories) known += (known.empty() ? "" : ", ") + n;
+    throw Error("unknown target '" + name + "' (this build knows: " + known + ")");
+  }
+  return *r.made.emplace(name, f->second()).first->second;
+}
+
+// ---------------------------------------------------------- specialization
+std::string Specialization::key() const {
+  std::string k;
+  for (const auto& a : args) {
+    if (!k.empty()) k += ",";
+    k += a.value ? "v" + std::to_string(*a.value) : "d" + std::to_string(a.divisibility);
+  }
+  return k;
+}
+
+transforms::ArgFacts int_arg_facts(int64_t value) {
+  transforms::ArgFacts f;
+  if (value == 1) f.value = 1;
+  else if (value % 16 == 0) f.divisibility = 16;
+  return f;
+}
+
+transforms::ArgFacts pointer_arg_facts(uint64_t address) {
+  transforms::ArgFacts f;
+  if (address % 16 == 0) f.divisibility = 16;
+  return f;
+}
+
+bool parse_stage(const std::string& name, Stage& out) {
+  static const std::map<std::string, Stage> names = {
+      {"tile", Stage::Tile}, {"gpu", Stage::Gpu}, {"llvm", Stage::Llvm}, {"asm", Stage::Asm}};
+  auto it = names.find(name);
+  if (it == names.end()) return false;
+  out = it->second;
+  return true;
+}
+
+// ---------------------------------------------------------------- pipeline
+namespace {
+
+struct Pipeline {
+  const detail::KernelImpl& kernel;
+  const Target& target;
+  transforms::AxisAnalysis axis;
+  LayoutPlan plan;
+
+  Pipeline(const detail::KernelImpl& k, const Specialization& spec, const Target& t)
+      : kernel(k), target(t), axis(*k.fn, spec.args),
+        plan(assign_layouts(*k.fn, axis, k.options.num_warps, t.warp_size())) {}
+
+  LoweredKernel lower(llvm::LLVMContext& ctx) const {
+    LoweredKernel l = lower_to_llvm(ctx, *kernel.fn, plan, axis, target, kernel.name);
+    target.optimize(*l.module);
+    return l;
+  }
+};
+
+std::string module_text(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return s;
+}
+
+// TILEDSL_DUMP=tile,gpu,llvm,asm prints those stages of every compile to
+// stderr, or writes <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR.
+void dump(const std::string& kernel, const std::string& target, const char* stage, const std::string& text) {
+  const char* want = std::getenv("TILEDSL_DUMP");
+  if (!want) return;
+  std::string list = std::string(",") + want + ",";
+  if (list.find(std::string(",") + stage + ",") == std::string::npos && list.find(",all,") == std::string::npos) return;
+  if (const char* dir = std::getenv("TILEDSL_DUMP_DIR")) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(std::filesystem::path(dir) / (kernel + "." + target + "." + stage)) << text;
+  } else {
+    std::cerr << "// ----- " << kernel << " [" << target << "] " << stage << "\n" << text << "\n";
+  }
+}
+
+}  // namespace
+
+CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target) {
+  const Target& t = get_target(target);
+  Pipeline p(kernel, spec, t);
+  dump(kernel.name, target, "tile", ir::print(*kernel.fn));
+  dump(kernel.name, target, "gpu", print_with_layouts(*kernel.fn, p.plan));
+  llvm::LLVMContext ctx;
+  LoweredKernel l = p.lower(ctx);
+  dump(kernel.name, target, "llvm", module_text(*l.module));
+  CompiledKernel out;
+  out.target = target;
+  out.entry = kernel.name;
+  out.assembly = t.emit_assembly(*l.module);
+  dump(kernel.name, target, "asm", out.assembly);
+  out.binary = t.emit_binary(*l.module);
+  out.threads = l.threads;
+  out.shared_bytes = l.shared_bytes;
+  out.params = kernel.params;
+  return out;
+}
+
+std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target,
+                       Stage stage) {
+  if (stage == Stage::Tile) return ir::print(*kernel.fn);
+  const Target& t = get_target(target);
+  Pipeline p(kernel, spec, t);
+  if (stage == Stage::Gpu) return print_with_layouts(*kernel.fn, p.plan);
+  llvm::LLVMContext ctx;
+  LoweredKernel l = p.lower(ctx);
+  if (stage == Stage::Llvm) return module_text(*l.module);
+  return t.emit_assembly(*l.module);
+}
+
+}  // namespace tl::codegen

@@ -1,0 +1,54 @@
+// The GPU compile pipeline, as the runtime and the tools see it:
+//   Tile IR --assign_layouts--> GPU IR (layouts) --lower--> LLVM IR
+//           --target back end--> assembly (PTX / AMDGCN) --> binary.
+// No LLVM type appears here; the LLVM-facing files stay behind it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/kernel.h"
+#include "transforms/axis_analysis.h"
+
+namespace tl::codegen {
+
+// Facts about the launch arguments that the compiled code may rely on
+// (as Triton does): integers divisible by 16 or equal to 1, pointers
+// aligned to 16 bytes. Part of the kernel cache key.
+struct Specialization {
+  std::vector<transforms::ArgFacts> args;
+  std::string key() const;  // e.g. "d16,d1,v1,d16"
+};
+
+// What a stage dump or a compile produces.
+enum class Stage { Tile, Gpu, Llvm, Asm };
+bool parse_stage(const std::string& name, Stage& out);  // tile|gpu|llvm|asm
+
+struct CompiledKernel {
+  std::string target;          // "sm_90a", "gfx942", ...
+  std::string entry;           // symbol to launch
+  std::string assembly;        // PTX text, or AMDGCN assembly
+  std::vector<uint8_t> binary; // code object (AMD); empty for PTX (driver JITs or links)
+  int threads = 128;           // block size: num_warps * warp size
+  int shared_bytes = 0;        // dynamic shared memory per block
+  std::vector<ir::Type> params;
+};
+
+// Targets this build can compile for (from the registered back ends).
+std::vector<std::string> available_targets();
+bool is_known_target(const std::string& target);
+
+// Compiles a traced kernel for `target`. Throws tl::Error naming the op and
+// the source line for anything the GPU path cannot lower yet.
+CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target);
+
+// The text of one stage for `target` (Stage::Tile needs no target).
+std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target,
+                       Stage stage);
+
+// Facts of one launch argument: an integer's value, a pointer's address.
+transforms::ArgFacts int_arg_facts(int64_t value);
+transforms::ArgFacts pointer_arg_facts(uint64_t address);
+
+}  // namespace tl::codegen

@@ -1,0 +1,87 @@
+// Target-independent LLVM plumbing: the O3 pipeline, assembly and object
+// emission through a TargetMachine, and branch-guarded memory accesses.
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/lower_llvm.h"
+
+namespace tl::codegen {
+
+llvm::Value* branch_masked_load(llvm::IRBuilder<>& b, llvm::Type* ty, llvm::Value* ptr, llvm::Value* mask,
+                                llvm::Value* other, bool is_volatile) {
+  auto align = llvm::Align(b.GetInsertBlock()->getModule()->getDataLayout().getTypeStoreSize(ty).getFixedValue());
+  if (!mask) {
+    auto* ld = b.CreateAlignedLoad(ty, ptr, align, is_volatile);
+    return ld;
+  }
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  auto* load_bb = llvm::BasicBlock::Create(b.getContext(), "load", fn);
+  auto* join = llvm::BasicBlock::Create(b.getContext(), "load.end", fn);
+  b.CreateCondBr(mask, load_bb, join);
+  b.SetInsertPoint(load_bb);
+  llvm::Value* v = b.CreateAlignedLoad(ty, ptr, align, is_volatile);
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  auto* phi = b.CreatePHI(ty, 2);
+  phi->addIncoming(v, load_bb);
+  phi->addIncoming(other, from);
+  return phi;
+}
+
+void branch_masked_store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* ptr, llvm::Value* mask,
+                         bool is_volatile) {
+  auto align = llvm::Align(
+      b.GetInsertBlock()->getModule()->getDataLayout().getTypeStoreSize(value->getType()).getFixedValue());
+  if (!mask) {
+    b.CreateAlignedStore(value, ptr, align, is_volatile);
+    return;
+  }
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  auto* store_bb = llvm::BasicBlock::Create(b.getContext(), "store", fn);
+  auto* join = llvm::BasicBlock::Create(b.getContext(), "store.end", fn);
+  b.CreateCondBr(mask, store_bb, join);
+  b.SetInsertPoint(store_bb);
+  b.CreateAlignedStore(value, ptr, align, is_volatile);
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+}
+
+void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::PassBuilder pb(&tm);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cam;
+  llvm::ModuleAnalysisManager mam;
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+}
+
+namespace {
+void emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& os, llvm::CodeGenFileType type) {
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type)) throw Error("internal: the target cannot emit this file type");
+  pm.run(m);
+}
+}  // namespace
+
+std::string emit_assembly_text(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os(buf);
+  emit(m, tm, os, llvm::CodeGenFileType::AssemblyFile);
+  return std::string(buf.str());
+}
+
+std::vector<uint8_t> emit_object_file(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os(buf);
+  emit(m, tm, os, llvm::CodeGenFileType::ObjectFile);
+  return std::vector<uint8_t>(buf.begin(), buf.end());
+}
+
+}  // namespace tl::codegen

@@ -1,0 +1,1077 @@
+// Lowering GPU IR to LLVM IR, shared by every target.
+//
+// A tile value becomes one LLVM value per register of its layout: register
+// r of a thread holds the element at layout(r, lane, warp). Elementwise ops
+// work register by register; loads and stores group the registers that the
+// layout makes contiguous and axis analysis proved aligned into vector
+// accesses; reductions combine registers, then lanes (shuffles), then warps
+// (shared memory); a layout mismatch is a register permutation or a round
+// trip through shared memory. Scalars are one value held by every thread.
+// Everything target-specific goes through the Target interface.
+#include "codegen/lower_llvm.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <set>
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+using llvm::IRBuilder;
+using Regs = std::vector<llvm::Value*>;
+
+namespace {
+
+[[noreturn]] void unsupported(const Op& op, const std::string& what) {
+  throw Error(op.loc.str() + ": '" + std::string(op.name()) + "' " + what);
+}
+
+int ilog2(int64_t v) { return std::countr_zero(uint64_t(v)); }
+
+bool is_f8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
+
+class Lowerer {
+ public:
+  Lowerer(llvm::LLVMContext& ctx, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const Target& target)
+      : ctx_(ctx), plan_(plan), axis_(axis), t_(target), b_(ctx) {}
+
+  LoweredKernel run(const ir::Function& fn, const std::string& name) {
+    auto module = std::make_unique<llvm::Module>(name, ctx_);
+    m_ = module.get();
+    t_.init_module(*m_);
+
+    std::vector<llvm::Type*> params;
+    for (const auto& a : fn.body.args) params.push_back(value_type(a->type));
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
+    int threads = plan_.num_warps * plan_.warp_size;
+    t_.init_kernel(*fn_, threads);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+
+    smem_ = new llvm::GlobalVariable(*m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
+                                     llvm::GlobalValue::ExternalLinkage, nullptr, "tl_shared_memory", nullptr,
+                                     llvm::GlobalValue::NotThreadLocal, t_.shared_address_space());
+    smem_->setAlignment(llvm::Align(16));
+
+    llvm::Value* tid = t_.thread_id(b_);
+    lane_ = b_.CreateAnd(tid, plan_.warp_size - 1, "lane");
+    warp_ = b_.CreateLShr(tid, ilog2(plan_.warp_size), "warp");
+    tid_ = tid;
+    for (size_t i = 0; i < fn.body.args.size(); ++i) vals_[fn.body.args[i].get()] = {fn_->getArg(unsigned(i))};
+
+    lower_region(fn.body);
+    b_.CreateRetVoid();
+
+    std::string err;
+    llvm::raw_string_ostream os(err);
+    if (llvm::verifyModule(*m_, &os)) throw Error("internal: the lowered LLVM module is invalid: " + err);
+    if (smem_bytes_ > t_.max_shared_bytes())
+      throw Error("kernel '" + name + "' needs " + std::to_string(smem_bytes_) + " bytes of shared memory, the target has " +
+                  std::to_string(t_.max_shared_bytes()));
+    return {std::move(module), threads, int(smem_bytes_)};
+  }
+
+ private:
+  // ------------------------------------------------------------------ types
+  // The LLVM type of one element as held in registers (f8: its bits in i8).
+  llvm::Type* elem_type(DType d, bool is_ptr = false) {
+    if (is_ptr) return b_.getPtrTy(t_.global_address_space());
+    switch (d) {
+      case DType::i1: return b_.getInt1Ty();
+      case DType::i8: case DType::u8: case DType::f8e4m3: case DType::f8e5m2: return b_.getInt8Ty();
+      case DType::i16: return b_.getInt16Ty();
+      case DType::i32: case DType::u32: return b_.getInt32Ty();
+      case DType::i64: case DType::u64: return b_.getInt64Ty();
+      case DType::f16: return b_.getHalfTy();
+      case DType::bf16: return b_.getBFloatTy();
+      case DType::f32: return b_.getFloatTy();
+      case DType::f64: return b_.getDoubleTy();
+    }
+    return nullptr;
+  }
+  llvm::Type* value_type(const ir::Type& t) { return elem_type(t.dtype, t.is_ptr); }
+  // In memory an i1 is a byte.
+  llvm::Type* memory_type(DType d) { return d == DType::i1 ? b_.getInt8Ty() : elem_type(d); }
+
+  // ------------------------------------------------------------ layout math
+  // Runtime coordinates contributed by this thread's lane and warp.
+  std::vector<llvm::Value*> hw_coords(const LinearLayout& l) {
+    std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
+    auto add = [&](const std::string& in, llvm::Value* idx) {
+      for (const auto& d : l.in_dims()) {
+        if (d.name != in) continue;
+        for (size_t bit = 0; bit < d.bases.size(); ++bit) {
+          llvm::Value* set = b_.CreateAnd(b_.CreateLShr(idx, uint64_t(bit)), 1);
+          for (size_t k = 0; k < c.size(); ++k)
+            if (d.bases[bit][k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(set, b_.getInt32(d.bases[bit][k])));
+        }
+      }
+    };
+    add(kLane, lane_);
+    add(kWarp, warp_);
+    return c;
+  }
+  static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
+  int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
+
+  // Row-major flat index of coordinates (hw ^ reg) in `shape`.
+  llvm::Value* flat_index(const std::vector<llvm::Value*>& hw, const LinearLayout::Coords& reg,
+                          const std::vector<int64_t>& shape) {
+    llvm::Value* flat = b_.getInt32(0);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      llvm::Value* c = b_.CreateXor(hw[d], b_.getInt32(reg[d]));
+      flat = b_.CreateOr(b_.CreateShl(flat, uint64_t(ilog2(shape[d]))), c);
+    }
+    return flat;
+  }
+
+  // True for the one thread and register that owns each element: lanes and
+  // warps whose layout bits replicate data are not owners.
+  llvm::Value* owner_predicate(const LinearLayout& l) {
+    llvm::Value* p = b_.getTrue();
+    uint32_t lane_mask = l.broadcast_mask(kLane), warp_mask = l.broadcast_mask(kWarp);
+    if (lane_mask) p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(lane_, lane_mask), b_.getInt32(0)));
+    if (warp_mask) p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(warp_, warp_mask), b_.getInt32(0)));
+    // Bits of the block beyond the layout's warps (more warps than the
+    // layout names) also replicate.
+    int warp_bits = l.in_bits(kWarp);
+    if ((1 << warp_bits) < plan_.num_warps)
+      p = b_.CreateAnd(p, b_.CreateICmpULT(warp_, b_.getInt32(1 << warp_bits)));
+    return p;
+  }
+  // Registers that repeat an earlier register's element.
+  std::vector<bool> duplicate_regs(const LinearLayout& l) {
+    std::set<LinearLayout::Coords> seen;
+    std::vector<bool> dup(num_regs(l));
+    for (int r = 0; r < num_regs(l); ++r) dup[r] = !seen.insert(reg_coords(l, r)).second;
+    return dup;
+  }
+
+  // ----------------------------------------------------------- shared memory
+  llvm::Value* smem_ptr(llvm::Value* byte_offset) {
+    return b_.CreateGEP(b_.getInt8Ty(), smem_, byte_offset);
+  }
+  void need_smem(int64_t bytes) { smem_bytes_ = std::max<int64_t>(smem_bytes_, bytes); }
+  void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0) {
+    llvm::Value* stored = v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v;
+    llvm::Type* st = stored->getType();
+    int64_t size = int64_t(m_->getDataLayout().getTypeAllocSize(st));
+    llvm::Value* off = b_.CreateAdd(b_.CreateMul(b_.CreateZExt(elem_index, b_.getInt64Ty()), b_.getInt64(size)),
+                                    b_.getInt64(base));
+    b_.CreateStore(stored, smem_ptr(off));
+    (void)ty;
+  }
+  llvm::Value* smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t base = 0) {
+    llvm::Type* lt = ty->isIntegerTy(1) ? b_.getInt8Ty() : ty;
+    int64_t size = int64_t(m_->getDataLayout().getTypeAllocSize(lt));
+    llvm::Value* off = b_.CreateAdd(b_.CreateMul(b_.CreateZExt(elem_index, b_.getInt64Ty()), b_.getInt64(size)),
+                                    b_.getInt64(base));
+    llvm::Value* v = b_.CreateLoad(lt, smem_ptr(off));
+    return ty->isIntegerTy(1) ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+  }
+  int64_t alloc_size(llvm::Type* ty) {
+    return int64_t(m_->getDataLayout().getTypeAllocSize(ty->isIntegerTy(1) ? b_.getInt8Ty() : ty));
+  }
+
+  // ------------------------------------------------------------ conversions
+  Regs convert(const Regs& regs, const LinearLayout& from, const LinearLayout& to, const std::vector<int64_t>& shape,
+               llvm::Type* ty) {
+    if (from == to) return regs;
+    // Same lanes and warps: only registers move.
+    bool same_threads = from.out_dims().size() == to.out_dims().size();
+    for (const auto& in : {kLane, kWarp}) {
+      if (!same_threads) break;
+      auto a = from.in_dims(), bdims = to.in_dims();
+      auto fa = std::find_if(a.begin(), a.end(), [&](const auto& d) { return d.name == in; });
+      auto fb = std::find_if(bdims.begin(), bdims.end(), [&](const auto& d) { return d.name == in; });
+      bool ea = fa == a.end() || fa->bases.empty(), eb = fb == bdims.end() || fb->bases.empty();
+      if (ea != eb || (!ea && fa->bases != fb->bases)) same_threads = false;
+    }
+    if (same_threads) {
+      std::map<LinearLayout::Coords, int> where;
+      for (int r = 0; r < num_regs(from); ++r) where.emplace(reg_coords(from, r), r);
+      Regs out;
+      bool ok = true;
+      for (int r = 0; r < num_regs(to) && ok; ++r) {
+        auto it = where.find(reg_coords(to, r));
+        if (it == where.end()) ok = false;
+        else out.push_back(regs[it->second]);
+      }
+      if (ok) return out;
+    }
+    // Through shared memory: every thread writes what it holds, then reads
+    // what it needs. The leading barrier protects the previous user.
+    int64_t numel = 1;
+    for (auto s : shape) numel *= s;
+    need_smem(numel * alloc_size(ty));
+    t_.barrier(b_);
+    auto dup = duplicate_regs(from);
+    auto hw = hw_coords(from);
+    for (int r = 0; r < num_regs(from); ++r)
+      if (!dup[r]) smem_store(regs[r], flat_index(hw, reg_coords(from, r), shape), ty);
+    t_.barrier(b_);
+    auto hw_to = hw_coords(to);
+    Regs out;
+    for (int r = 0; r < num_regs(to); ++r) out.push_back(smem_load(ty, flat_index(hw_to, reg_coords(to, r), shape)));
+    return out;
+  }
+
+  // Operand i of `op`, in the layout the op needs.
+  Regs operand(const Op& op, int i) {
+    const ir::Value* v = op.operands[i];
+    const Regs& regs = get(v);
+    if (!v->type.is_tile()) return regs;
+    auto req = required_operand_layout(op, i, plan_);
+    if (!req) return regs;
+    if (is_uniform(v)) return Regs(num_regs(*req), regs[0]);
+    return convert(regs, plan_.of(v), *req, v->type.shape, value_type(v->type));
+  }
+  // A splat or constant holds one value in every register of any layout:
+  // it is rematerialized, never converted.
+  static bool is_uniform(const ir::Value* v) {
+    return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
+  }
+  // A value converted to `to` (for loop-carried values and if results).
+  Regs in_layout(const ir::Value* v, const ir::Value* like) {
+    if (!v->type.is_tile()) return get(v);
+    if (is_uniform(v)) return Regs(num_regs(plan_.of(like)), get(v)[0]);
+    return convert(get(v), plan_.of(v), plan_.of(like), v->type.shape, value_type(v->type));
+  }
+
+  const Regs& get(const ir::Value* v) {
+    auto it = vals_.find(v);
+    if (it == vals_.end()) throw Error("internal: value of type " + v->type.str() + " used before it was lowered");
+    return it->second;
+  }
+  int width_of(const ir::Value* v) { return v->type.is_tile() ? num_regs(plan_.of(v)) : 1; }
+
+  // ---------------------------------------------------------------- regions
+  void lower_region(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      if (op->kind == OpKind::Yield) continue;  // read by the parent op
+      b_.SetCurrentDebugLocation(llvm::DebugLoc());
+      lower_op(*op);
+    }
+  }
+
+  void lower_op(const Op& op) {
+    switch (op.kind) {
+      case OpKind::Constant: return lower_constant(op);
+      case OpKind::ProgramId:
+        vals_[op.result()] = {t_.program_id(b_, int(op.attr_int("axis")))};
+        return;
+      case OpKind::NumPrograms:
+        vals_[op.result()] = {t_.num_programs(b_, int(op.attr_int("axis")))};
+        return;
+      case OpKind::Arange: {
+        const auto& l = plan_.of(op.result());
+        auto hw = hw_coords(l);
+        int64_t start = op.attr_int("start");
+        Regs out;
+        for (int r = 0; r < num_regs(l); ++r)
+          out.push_back(b_.CreateAdd(b_.CreateXor(hw[0], b_.getInt32(reg_coords(l, r)[0])), b_.getInt32(int32_t(start))));
+        vals_[op.result()] = out;
+        return;
+      }
+      case OpKind::Splat:
+        vals_[op.result()] = Regs(width_of(op.result()), get(op.operands[0])[0]);
+        return;
+      case OpKind::Broadcast:
+      case OpKind::ExpandDims:
+      case OpKind::Trans:
+      case OpKind::Reshape:
+        // Their operand layouts are derived from the result's with the same
+        // registers: the values pass through unchanged.
+        vals_[op.result()] = operand(op, 0);
+        return;
+      case OpKind::Join: {
+        Regs a = get(op.operands[0]);
+        Regs c = in_layout(op.operands[1], op.operands[0]);
+        a.insert(a.end(), c.begin(), c.end());
+        vals_[op.result()] = a;
+        return;
+      }
+      case OpKind::Split: {
+        Regs all = operand(op, 0);
+        size_t half = all.size() / 2;
+        vals_[op.result(0)] = Regs(all.begin(), all.begin() + half);
+        vals_[op.result(1)] = Regs(all.begin() + half, all.end());
+        return;
+      }
+      case OpKind::Reduce: return lower_reduce(op);
+      case OpKind::Scan: return lower_scan(op);
+      case OpKind::Dot:
+        unsupported(op, "is not lowered for GPU targets yet: tensor-core dot arrives with the GEMM back end");
+      case OpKind::Load: return lower_load(op);
+      case OpKind::Store: return lower_store(op);
+      case OpKind::AtomicRmw:
+      case OpKind::AtomicCas: return lower_atomic(op);
+      case OpKind::Assert: return lower_assert(op);
+      case OpKind::Print: return lower_print(op);
+      case OpKind::For: return lower_for(op);
+      case OpKind::If: return lower_if(op);
+      case OpKind::Yield: return;
+      default:
+        if (ir::op_is_elementwise(op.kind)) return lower_elementwise(op);
+        unsupported(op, "has no GPU lowering");
+    }
+  }
+
+  void lower_constant(const Op& op) {
+    const ir::Type& t = op.result()->type;
+    llvm::Type* ty = value_type(t);
+    const ir::Attr& a = op.attrs.at("value");
+    llvm::Value* c;
+    if (is_f8(t.dtype)) {
+      double v = std::holds_alternative<double>(a) ? std::get<double>(a) : double(std::get<int64_t>(a));
+      c = b_.getInt8(t.dtype == DType::f8e4m3 ? f8e4m3(float(v)).bits : f8e5m2(float(v)).bits);
+    } else if (ty->isFloatingPointTy()) {
+      double v = std::holds_alternative<double>(a) ? std::get<double>(a) : double(std::get<int64_t>(a));
+      c = llvm::ConstantFP::get(ty, v);
+    } else {
+      int64_t v = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : int64_t(std::get<double>(a));
+      c = llvm::ConstantInt::get(ty, uint64_t(v), true);
+    }
+    vals_[op.result()] = Regs(width_of(op.result()), c);
+  }
+
+  // ------------------------------------------------------------ elementwise
+  void lower_elementwise(const Op& op) {
+    std::vector<Regs> ins;
+    for (size_t i = 0; i < op.operands.size(); ++i) ins.push_back(operand(op, int(i)));
+    int n = width_of(op.result());
+    Regs out;
+    for (int r = 0; r < n; ++r) {
+      std::vector<llvm::Value*> args;
+      for (auto& in : ins) args.push_back(in.size() == 1 ? in[0] : in[r]);
+      out.push_back(scalar_op(op, args));
+    }
+    vals_[op.result()] = out;
+  }
+
+  // One element of an elementwise op (also the body of combine regions).
+  llvm::Value* scalar_op(const Op& op, std::vector<llvm::Value*> a) {
+    const ir::Type& rt = op.result()->type;
+    DType in = op.operands.empty() ? rt.dtype : op.operands[op.kind == OpKind::Select ? 1 : 0]->type.dtype;
+    bool in_ptr = !op.operands.empty() && op.operands[0]->type.is_ptr;
+    switch (op.kind) {
+      case OpKind::Cast: return cast(a[0], op.operands[0]->type.dtype, rt.dtype, op);
+      case OpKind::Bitcast: return b_.CreateBitCast(a[0], value_type(rt));
+      case OpKind::AddPtr: {
+        DType off = op.operands[1]->type.dtype;
+        llvm::Value* idx = is_unsigned(off) ? b_.CreateZExt(a[1], b_.getInt64Ty()) : b_.CreateSExt(a[1], b_.getInt64Ty());
+        return b_.CreateGEP(memory_type(rt.dtype), a[0], idx);
+      }
+      case OpKind::Select: return b_.CreateSelect(a[0], a[1], a[2]);
+      default: break;
+    }
+    if (in_ptr && op.kind == OpKind::Cmp) {
+      a[0] = b_.CreatePtrToInt(a[0], b_.getInt64Ty());
+      a[1] = b_.CreatePtrToInt(a[1], b_.getInt64Ty());
+      return int_op(op, a, DType::u64);
+    }
+    if (!is_float(in)) return int_op(op, a, in);
+    // Floats: f8 computes in f32; bf16/f16 math in f32; arithmetic native.
+    bool widen = is_f8(in) || (bit_width(in) == 16 && is_math(op.kind));
+    if (widen) {
+      for (auto& v : a) v = to_f32(v, in);
+      llvm::Value* r = float_op(op, a, DType::f32);
+      if (op.kind == OpKind::Cmp) return r;
+      return from_f32(r, rt.dtype);
+    }
+    return float_op(op, a, in);
+  }
+
+  static bool is_math(OpKind k) {
+    switch (k) {
+      case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2: case OpKind::Sqrt:
+      case OpKind::Rsqrt: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Erf:
+      case OpKind::Rem: return true;
+      default: return false;
+    }
+  }
+
+  llvm::Value* int_op(const Op& op, const std::vector<llvm::Value*>& a, DType d) {
+    bool s = !is_unsigned(d) && d != DType::i1;
+    unsigned bits = a[0]->getType()->getIntegerBitWidth();
+    switch (op.kind) {
+      case OpKind::Add: return b_.CreateAdd(a[0], a[1]);
+      case OpKind::Sub: return b_.CreateSub(a[0], a[1]);
+      case OpKind::Mul: return b_.CreateMul(a[0], a[1]);
+      case OpKind::Div: return s ? b_.CreateSDiv(a[0], a[1]) : b_.CreateUDiv(a[0], a[1]);
+      case OpKind::Rem: return s ? b_.CreateSRem(a[0], a[1]) : b_.CreateURem(a[0], a[1]);
+      case OpKind::And: return b_.CreateAnd(a[0], a[1]);
+      case OpKind::Or: return b_.CreateOr(a[0], a[1]);
+      case OpKind::Xor: return b_.CreateXor(a[0], a[1]);
+      case OpKind::Shl:
+      case OpKind::Shr: {
+        // Counts at or past the width give 0 (or -1 for an arithmetic shift
+        // of a negative value), never LLVM's poison.
+        llvm::Value* big = b_.CreateICmpUGE(a[1], llvm::ConstantInt::get(a[1]->getType(), bits));
+        llvm::Value* amt = b_.CreateSelect(big, llvm::ConstantInt::get(a[1]->getType(), bits - 1), a[1]);
+        if (op.kind == OpKind::Shl) return b_.CreateSelect(big, llvm::ConstantInt::get(a[0]->getType(), 0), b_.CreateShl(a[0], amt));
+        if (s) return b_.CreateAShr(a[0], amt);
+        return b_.CreateSelect(big, llvm::ConstantInt::get(a[0]->getType(), 0), b_.CreateLShr(a[0], amt));
+      }
+      case OpKind::Minimum: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a[0], a[1]);
+      case OpKind::Maximum: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a[0], a[1]);
+      case OpKind::Cmp: return b_.CreateICmp(int_pred(op.attr_str("pred"), s), a[0], a[1]);
+      case OpKind::Fma: return b_.CreateAdd(b_.CreateMul(a[0], a[1]), a[2]);
+      case OpKind::Neg: return b_.CreateNeg(a[0]);
+      case OpKind::Not: return b_.CreateNot(a[0]);
+      case OpKind::Abs:
+        return s ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a[0], b_.getFalse()) : a[0];
+      default: unsupported(op, "is not defined on integers");
+    }
+  }
+
+  static llvm::CmpInst::Predicate int_pred(const std::string& p, bool s) {
+    using P = llvm::CmpInst::Predicate;
+    if (p == "eq") return P::ICMP_EQ;
+    if (p == "ne") return P::ICMP_NE;
+    if (p == "lt") return s ? P::ICMP_SLT : P::ICMP_ULT;
+    if (p == "le") return s ? P::ICMP_SLE : P::ICMP_ULE;
+    if (p == "gt") return s ? P::ICMP_SGT : P::ICMP_UGT;
+    return s ? P::ICMP_SGE : P::ICMP_UGE;
+  }
+
+  llvm::Value* float_op(const Op& op, const std::vector<llvm::Value*>& a, DType d) {
+    using P = llvm::CmpInst::Predicate;
+    switch (op.kind) {
+      case OpKind::Add: return b_.CreateFAdd(a[0], a[1]);
+      case OpKind::Sub: return b_.CreateFSub(a[0], a[1]);
+      case OpKind::Mul: return b_.CreateFMul(a[0], a[1]);
+      case OpKind::Div: return b_.CreateFDiv(a[0], a[1]);
+      case OpKind::Rem: return b_.CreateFRem(a[0], a[1]);
+      case OpKind::Minimum: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a[0], a[1]);
+      case OpKind::Maximum: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a[0], a[1]);
+      case OpKind::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a[0]->getType()}, {a[0], a[1], a[2]});
+      case OpKind::Neg: return b_.CreateFNeg(a[0]);
+      case OpKind::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a[0]);
+      case OpKind::Floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, a[0]);
+      case OpKind::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, a[0]);
+      case OpKind::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a[0]);
+      case OpKind::Cmp: {
+        const std::string& p = op.attr_str("pred");
+        P pred = p == "eq" ? P::FCMP_OEQ : p == "ne" ? P::FCMP_UNE : p == "lt" ? P::FCMP_OLT
+               : p == "le" ? P::FCMP_OLE : p == "gt" ? P::FCMP_OGT : P::FCMP_OGE;
+        return b_.CreateFCmp(pred, a[0], a[1]);
+      }
+      default: break;
+    }
+    if (!is_math(op.kind)) unsupported(op, "is not defined on floats");
+    if (d != DType::f32) unsupported(op, "on " + std::string(dtype_name(d)) + " is not lowered for GPU targets yet (f32, f16, bf16 are)");
+    return math_f32(op.kind, a[0]);
+  }
+
+  // f32 transcendental functions: the target's fast instruction when it has
+  // one, else an expansion every target lowers.
+  llvm::Value* math_f32(OpKind k, llvm::Value* x) {
+    if (llvm::Value* fast = t_.fast_math(b_, k, x)) return fast;
+    auto f = [&](double v) { return llvm::ConstantFP::get(b_.getFloatTy(), v); };
+    switch (k) {
+      case OpKind::Exp: return math_f32(OpKind::Exp2, b_.CreateFMul(x, f(std::numbers::log2e)));
+      case OpKind::Log: return b_.CreateFMul(math_f32(OpKind::Log2, x), f(std::numbers::ln2));
+      case OpKind::Exp2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp2, x);
+      case OpKind::Log2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log2, x);
+      case OpKind::Rsqrt: return b_.CreateFDiv(f(1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      case OpKind::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case OpKind::Sin: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
+      case OpKind::Cos: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
+      case OpKind::Tanh: {
+        // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|).
+        llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+        llvm::Value* e = math_f32(OpKind::Exp2, b_.CreateFMul(ax, f(-2.0 * std::numbers::log2e)));
+        llvm::Value* r = b_.CreateFDiv(b_.CreateFSub(f(1.0), e), b_.CreateFAdd(f(1.0), e));
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
+      }
+      case OpKind::Erf: {
+        // erfc(|x|) = t exp(-x^2 + P(t)), t = 1 / (1 + |x|/2): a Chebyshev
+        // fit with relative error below 1.2e-7 everywhere.
+        static const double c[] = {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+                                   0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+        llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+        llvm::Value* t = b_.CreateFDiv(f(1.0), b_.CreateFAdd(f(1.0), b_.CreateFMul(f(0.5), ax)));
+        llvm::Value* p = f(c[9]);
+        for (int i = 8; i >= 0; --i) p = b_.CreateFAdd(f(c[i]), b_.CreateFMul(t, p));
+        llvm::Value* arg = b_.CreateFSub(p, b_.CreateFMul(ax, ax));
+        llvm::Value* erfc = b_.CreateFMul(t, math_f32(OpKind::Exp, arg));
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b_.CreateFSub(f(1.0), erfc), x);
+      }
+      default: throw Error("internal: no f32 expansion for " + std::string(ir::op_name(k)));
+    }
+  }
+
+  // ------------------------------------------------------------------ casts
+  llvm::Value* to_f32(llvm::Value* v, DType from) {
+    if (from == DType::f8e4m3 || from == DType::f8e5m2) return decode_f8(v, from);
+    if (from == DType::f32) return v;
+    return b_.CreateFPCast(v, b_.getFloatTy());
+  }
+  llvm::Value* from_f32(llvm::Value* v, DType to) {
+    if (to == DType::f8e4m3 || to == DType::f8e5m2) return encode_f8(v, to);
+    if (to == DType::f32) return v;
+    return b_.CreateFPCast(v, elem_type(to));
+  }
+
+  // f8 -> f32 through the bit fields (exact).
+  llvm::Value* decode_f8(llvm::Value* bits8, DType d) {
+    bool e4 = d == DType::f8e4m3;
+    int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15, ebits = e4 ? 4 : 5;
+    llvm::Value* x = b_.CreateZExt(bits8, b_.getInt32Ty());
+    llvm::Value* sign = b_.CreateShl(b_.CreateLShr(x, 7), 31);
+    llvm::Value* exp = b_.CreateAnd(b_.CreateLShr(x, mbits), (1 << ebits) - 1);
+    llvm::Value* man = b_.CreateAnd(x, (1 << mbits) - 1);
+    llvm::Value* normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(exp, b_.getInt32(127 - bias)), 23),
+                                      b_.CreateShl(man, 23 - mbits));
+    llvm::Value* normal_f = b_.CreateBitCast(normal, b_.getFloatTy());
+    llvm::Value* sub_f = b_.CreateFMul(b_.CreateUIToFP(man, b_.getFloatTy()),
+                                       llvm::ConstantFP::get(b_.getFloatTy(), std::ldexp(1.0, 1 - bias - mbits)));
+    llvm::Value* mag = b_.CreateSelect(b_.CreateICmpEQ(exp, b_.getInt32(0)), sub_f, normal_f);
+    llvm::Value* special;
+    if (e4) {  // S.1111.111 is NaN; no infinities
+      special = b_.CreateICmpEQ(b_.CreateAnd(x, 0x7f), b_.getInt32(0x7f));
+      mag = b_.CreateSelect(special, llvm::ConstantFP::getNaN(b_.getFloatTy()), mag);
+    } else {   // exponent all ones: inf or NaN
+      special = b_.CreateICmpEQ(exp, b_.getInt32(31));
+      llvm::Value* infnan = b_.CreateBitCast(b_.CreateOr(b_.getInt32(0x7f800000), b_.CreateShl(man, 21)), b_.getFloatTy());
+      mag = b_.CreateSelect(special, infnan, mag);
+    }
+    llvm::Value* magbits = b_.CreateBitCast(mag, b_.getInt32Ty());
+    return b_.CreateBitCast(b_.CreateOr(magbits, sign), b_.getFloatTy());
+  }
+
+  // f32 -> f8, rounding to nearest even once (as dtype.h does).
+  llvm::Value* encode_f8(llvm::Value* f, DType d) {
+    bool e4 = d == DType::f8e4m3;
+    int mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+    int drop = 23 - mbits;
+    llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Value* sign = b_.CreateTrunc(b_.CreateLShr(bits, 24), b_.getInt8Ty());
+    sign = b_.CreateAnd(sign, 0x80);
+    llvm::Value* a = b_.CreateAnd(bits, 0x7fffffff);
+    // Normal range: rebias the exponent, round the mantissa to nearest even.
+    llvm::Value* rebased = b_.CreateSub(a, b_.getInt32((127 - bias) << 23));
+    llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(rebased, drop), 1);
+    llvm::Value* normal = b_.CreateLShr(b_.CreateAdd(rebased, b_.CreateAdd(b_.getInt32((1 << (drop - 1)) - 1), odd)), drop);
+    // Subnormal range: a multiple of the smallest subnormal, rounded even.
+    llvm::Value* af = b_.CreateBitCast(a, b_.getFloatTy());
+    llvm::Value* scaled = b_.CreateFMul(af, llvm::ConstantFP::get(b_.getFloatTy(), std::ldexp(1.0, bias - 1 + mbits)));
+    llvm::Value* sub = b_.CreateFPToUI(b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, scaled), b_.getInt32Ty());
+    llvm::Value* tiny = b_.CreateICmpULT(a, b_.getInt32((127 - bias + 1) << 23));
+    llvm::Value* mag = b_.CreateSelect(tiny, sub, normal);
+    llvm::Value* nan = b_.CreateICmpUGT(a, b_.getInt32(0x7f800000));
+    if (e4) {
+      // Past 448 (and inf) the fn format has only NaN.
+      mag = b_.CreateSelect(b_.CreateOr(nan, b_.CreateICmpUGT(mag, b_.getInt32(0x7f))), b_.getInt32(0x7f), mag);
+    } else {
+      mag = b_.CreateSelect(b_.CreateICmpUGT(mag, b_.getInt32(0x7c)), b_.getInt32(0x7c), mag);
+      mag = b_.CreateSelect(nan, b_.getInt32(0x7e), mag);
+    }
+    return b_.CreateOr(b_.CreateTrunc(mag, b_.getInt8Ty()), sign);
+  }
+
+  llvm::Value* cast(llvm::Value* v, DType from, DType to, const Op& op) {
+    if (from == to) return v;
+    llvm::Type* ty = elem_type(to);
+    if (to == DType::i1) {
+      if (is_float(from)) return b_.CreateFCmpUNE(to_f32_or_native(v, from), llvm::ConstantFP::get(to_f32_or_native(v, from)->getType(), 0.0));
+      return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    }
+    if (is_float(from) && is_float(to)) {
+      if (is_f8(from) || is_f8(to)) return from_f32(to_f32(v, from), to);
+      return b_.CreateFPCast(v, ty);
+    }
+    if (is_float(from)) {  // float -> int: truncate, saturate, NaN -> 0
+      llvm::Value* x = is_f8(from) ? to_f32(v, from) : v;
+      auto id = is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+      return b_.CreateIntrinsic(id, {ty, x->getType()}, {x});
+    }
+    if (is_float(to)) {  // int -> float
+      bool s = !is_unsigned(from) && from != DType::i1;
+      llvm::Type* target = is_f8(to) ? b_.getFloatTy() : ty;
+      llvm::Value* r = s ? b_.CreateSIToFP(v, target) : b_.CreateUIToFP(v, target);
+      return is_f8(to) ? encode_f8(r, to) : r;
+    }
+    bool s = !is_unsigned(from) && from != DType::i1;
+    (void)op;
+    return b_.CreateIntCast(v, ty, s);
+  }
+  llvm::Value* to_f32_or_native(llvm::Value* v, DType d) { return is_f8(d) ? to_f32(v, d) : v; }
+
+  // ----------------------------------------------------------------- memory
+  MemoryHints hints(const Op& op) {
+    return {op.attr_str_or("cache", ""), op.attr_str_or("evict", ""), op.attr_int_or("volatile", 0) != 0};
+  }
+
+  // Elements per vector access for a tile memory op in layout `l`.
+  int vector_width(const Op& op, const LinearLayout& l, DType d) {
+    int last = int(l.out_dims().size()) - 1;
+    int w = std::min<int>(axis_.vector_width(op), l.contiguous_run(kReg, last));
+    return std::max(1, std::min(w, 16 / std::max(1, byte_size(d))));
+  }
+
+  void lower_load(const Op& op) {
+    const ir::Type& rt = op.result()->type;
+    llvm::Type* mt = memory_type(rt.dtype);
+    if (!rt.is_tile()) {
+      llvm::Value* mask = op.operands.size() > 1 ? get(op.operands[1])[0] : nullptr;
+      llvm::Value* other = op.operands.size() > 2 ? to_memory(get(op.operands[2])[0]) : llvm::Constant::getNullValue(mt);
+      vals_[op.result()] = {from_memory(t_.load(b_, mt, get(op.operands[0])[0], mask, other, hints(op)), rt.dtype)};
+      return;
+    }
+    const auto& l = plan_.of(op.result());
+    Regs ptrs = operand(op, 0);
+    Regs mask = op.operands.size() > 1 ? operand(op, 1) : Regs{};
+    Regs other = op.operands.size() > 2 ? operand(op, 2) : Regs{};
+    int vec = vector_width(op, l, rt.dtype);
+    Regs out(ptrs.size());
+    for (size_t r = 0; r < ptrs.size(); r += vec) {
+      llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
+      llvm::Value* dflt = llvm::Constant::getNullValue(ty);
+      if (!other.empty()) {
+        dflt = vec == 1 ? to_memory(other[r]) : llvm::UndefValue::get(ty);
+        for (int k = 0; k < vec && vec > 1; ++k) dflt = b_.CreateInsertElement(dflt, to_memory(other[r + k]), uint64_t(k));
+      }
+      llvm::Value* v = t_.load(b_, ty, ptrs[r], mask.empty() ? nullptr : mask[r], dflt, hints(op));
+      for (int k = 0; k < vec; ++k)
+        out[r + k] = from_memory(vec == 1 ? v : b_.CreateExtractElement(v, uint64_t(k)), rt.dtype);
+    }
+    vals_[op.result()] = out;
+  }
+  llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  llvm::Value* from_memory(llvm::Value* v, DType d) {
+    return d == DType::i1 ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+  }
+
+  void lower_store(const Op& op) {
+    const ir::Value* ptr = op.operands[0];
+    DType d = op.operands[1]->type.dtype;
+    if (!ptr->type.is_tile()) {
+      // One thread stores a scalar.
+      llvm::Value* pred = b_.CreateICmpEQ(tid_, b_.getInt32(0));
+      if (op.operands.size() > 2) pred = b_.CreateAnd(pred, get(op.operands[2])[0]);
+      t_.store(b_, to_memory(get(op.operands[1])[0]), get(ptr)[0], pred, hints(op));
+      return;
+    }
+    const auto& l = plan_.of(ptr);
+    Regs ptrs = get(ptr);
+    Regs val = operand(op, 1);
+    Regs mask = op.operands.size() > 2 ? operand(op, 2) : Regs{};
+    int vec = vector_width(op, l, d);
+    llvm::Value* owner = owner_predicate(l);
+    auto dup = duplicate_regs(l);
+    for (size_t r = 0; r < ptrs.size(); r += vec) {
+      if (dup[r]) continue;
+      llvm::Value* v;
+      if (vec == 1) {
+        v = to_memory(val[r]);
+      } else {
+        v = llvm::UndefValue::get(llvm::FixedVectorType::get(memory_type(d), vec));
+        for (int k = 0; k < vec; ++k) v = b_.CreateInsertElement(v, to_memory(val[r + k]), uint64_t(k));
+      }
+      llvm::Value* pred = owner;
+      if (!mask.empty()) pred = b_.CreateAnd(pred, mask[r]);
+      t_.store(b_, v, ptrs[r], pred, hints(op));
+    }
+  }
+
+  // Runs `body` only where `pred` holds; returns the phi of its value and
+  // `otherwise` (body may return null for no value).
+  llvm::Value* guarded(llvm::Value* pred, const std::function<llvm::Value*()>& body, llvm::Value* otherwise) {
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* then_bb = llvm::BasicBlock::Create(ctx_, "guarded", fn_);
+    auto* join_bb = llvm::BasicBlock::Create(ctx_, "guarded.end", fn_);
+    b_.CreateCondBr(pred, then_bb, join_bb);
+    b_.SetInsertPoint(then_bb);
+    llvm::Value* v = body();
+    llvm::BasicBlock* then_end = b_.GetInsertBlock();
+    b_.CreateBr(join_bb);
+    b_.SetInsertPoint(join_bb);
+    if (!v) return nullptr;
+    auto* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(v, then_end);
+    phi->addIncoming(otherwise, from);
+    return phi;
+  }
+
+  void lower_atomic(const Op& op) {
+    const ir::Value* ptr = op.operands[0];
+    bool cas = op.kind == OpKind::AtomicCas;
+    DType d = op.result()->type.dtype;
+    llvm::Type* ty = elem_type(d);
+    bool tile = ptr->type.is_tile();
+    Regs ptrs = get(ptr);
+    std::vector<Regs> args;
+    for (size_t i = 1; i < op.operands.size(); ++i) args.push_back(tile ? operand(op, int(i)) : get(op.operands[i]));
+    const LinearLayout* l = tile ? &plan_.of(ptr) : nullptr;
+    llvm::Value* owner = tile ? owner_predicate(*l) : b_.CreateICmpEQ(tid_, b_.getInt32(0));
+    std::vector<bool> dup = tile ? duplicate_regs(*l) : std::vector<bool>{false};
+    Regs old(ptrs.size(), llvm::Constant::getNullValue(ty));
+    for (size_t r = 0; r < ptrs.size(); ++r) {
+      if (dup[r]) continue;
+      llvm::Value* pred = owner;
+      if (!cas && args.size() > 1) pred = b_.CreateAnd(pred, args[1][r]);
+      old[r] = guarded(pred, [&]() -> llvm::Value* {
+        if (cas) {
+          llvm::Type* it = b_.getIntNTy(ty->getPrimitiveSizeInBits());
+          llvm::Value* cmp = b_.CreateBitCast(args[0][r], it);
+          llvm::Value* val = b_.CreateBitCast(args[1][r], it);
+          auto* x = b_.CreateAtomicCmpXchg(ptrs[r], cmp, val, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
+                                           llvm::AtomicOrdering::Monotonic);
+          return b_.CreateBitCast(b_.CreateExtractValue(x, 0), ty);
+        }
+        return b_.CreateAtomicRMW(rmw_kind(op, d), ptrs[r], args[0][r], llvm::MaybeAlign(),
+                                  llvm::AtomicOrdering::Monotonic);
+      }, llvm::Constant::getNullValue(ty));
+    }
+    // Old values reach every thread that holds the element (duplicates and,
+    // for a scalar, all threads) through shared memory.
+    if (tile) {
+      int64_t numel = ptr->type.numel();
+      need_smem(numel * alloc_size(ty));
+      t_.barrier(b_);
+      auto hw = hw_coords(*l);
+      for (size_t r = 0; r < ptrs.size(); ++r)
+        if (!dup[r]) guarded(owner, [&]() -> llvm::Value* {
+            smem_store(old[r], flat_index(hw, reg_coords(*l, int(r)), ptr->type.shape), ty);
+            return nullptr;
+          }, nullptr);
+      t_.barrier(b_);
+      Regs out;
+      for (size_t r = 0; r < ptrs.size(); ++r) out.push_back(smem_load(ty, flat_index(hw, reg_coords(*l, int(r)), ptr->type.shape)));
+      vals_[op.result()] = out;
+    } else {
+      need_smem(alloc_size(ty));
+      t_.barrier(b_);
+      guarded(owner, [&]() -> llvm::Value* { smem_store(old[0], b_.getInt32(0), ty); return nullptr; }, nullptr);
+      t_.barrier(b_);
+      vals_[op.result()] = {smem_load(ty, b_.getInt32(0))};
+    }
+  }
+
+  llvm::AtomicRMWInst::BinOp rmw_kind(const Op& op, DType d) {
+    using B = llvm::AtomicRMWInst::BinOp;
+    const std::string& k = op.attr_str("kind");
+    bool f = is_float(d), s = !is_unsigned(d);
+    if (k == "add") return f ? B::FAdd : B::Add;
+    if (k == "max") return f ? B::FMax : s ? B::Max : B::UMax;
+    if (k == "min") return f ? B::FMin : s ? B::Min : B::UMin;
+    if (k == "xchg") return B::Xchg;
+    if (k == "and") return B::And;
+    if (k == "or") return B::Or;
+    if (k == "xor") return B::Xor;
+    unsupported(op, "has an unknown kind '" + k + "'");
+  }
+
+  void lower_assert(const Op& op) {
+    Regs c = get(op.operands[0]);
+    llvm::Value* all = b_.getTrue();
+    for (auto* v : c) all = b_.CreateAnd(all, v);
+    guarded(b_.CreateNot(all), [&]() -> llvm::Value* {
+      t_.assert_fail(b_, op.attr_str_or("msg", "device_assert failed"), op.loc.file, op.loc.line);
+      return nullptr;
+    }, nullptr);
+  }
+
+  void lower_print(const Op& op) {
+    std::string prefix = op.attr_str_or("prefix", "");
+    for (const ir::Value* v : op.operands) {
+      Regs regs = get(v);
+      for (size_t r = 0; r < regs.size(); ++r) {
+        llvm::Value* x = regs[r];
+        std::string fmt;
+        if (is_float(v->type.dtype)) {
+          x = b_.CreateFPExt(to_f32(x, v->type.dtype), b_.getDoubleTy());
+          fmt = "%f";
+        } else if (v->type.is_ptr) {
+          fmt = "%p";
+        } else {
+          x = b_.CreateIntCast(x, b_.getInt64Ty(), !is_unsigned(v->type.dtype) && v->type.dtype != DType::i1);
+          fmt = "%lld";
+        }
+        std::vector<llvm::Value*> args = {t_.program_id(b_, 0), t_.program_id(b_, 1), t_.program_id(b_, 2), tid_,
+                                          b_.getInt32(int32_t(r)), x};
+        t_.print(b_, "pid (%d, %d, %d) thread %d reg %d " + prefix + " " + fmt + "\n", args);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------ reductions
+  // Applies a combine region to (lhs..., rhs...) scalars.
+  std::vector<llvm::Value*> combine(const ir::Region& region, const std::vector<llvm::Value*>& lhs,
+                                    const std::vector<llvm::Value*>& rhs) {
+    size_t n = lhs.size();
+    for (size_t i = 0; i < n; ++i) {
+      vals_[region.args[i].get()] = {lhs[i]};
+      vals_[region.args[n + i].get()] = {rhs[i]};
+    }
+    lower_region(region);
+    std::vector<llvm::Value*> out;
+    for (const ir::Value* y : region.terminator()->operands) out.push_back(get(y)[0]);
+    return out;
+  }
+
+  // Pairwise (balanced tree) combination of a list of tuples.
+  std::vector<llvm::Value*> tree(const ir::Region& region, std::vector<std::vector<llvm::Value*>> items) {
+    while (items.size() > 1) {
+      std::vector<std::vector<llvm::Value*>> next;
+      for (size_t i = 0; i + 1 < items.size(); i += 2) next.push_back(combine(region, items[i], items[i + 1]));
+      if (items.size() % 2) next.push_back(items.back());
+      items = std::move(next);
+    }
+    return items[0];
+  }
+
+  // 32-bit pieces of a value, for shuffles.
+  llvm::Value* shuffle(llvm::Value* v, int mask) {
+    llvm::Type* ty = v->getType();
+    if (ty->isPointerTy()) return b_.CreateIntToPtr(shuffle(b_.CreatePtrToInt(v, b_.getInt64Ty()), mask), ty);
+    unsigned bits = unsigned(m_->getDataLayout().getTypeSizeInBits(ty));
+    llvm::Value* as_int = b_.CreateBitCast(v, b_.getIntNTy(bits));
+    if (bits == 64) {
+      llvm::Value* lo = b_.CreateTrunc(as_int, b_.getInt32Ty());
+      llvm::Value* hi = b_.CreateTrunc(b_.CreateLShr(as_int, 32), b_.getInt32Ty());
+      lo = t_.shuffle_xor(b_, lo, mask);
+      hi = t_.shuffle_xor(b_, hi, mask);
+      llvm::Value* r = b_.CreateOr(b_.CreateZExt(lo, b_.getInt64Ty()), b_.CreateShl(b_.CreateZExt(hi, b_.getInt64Ty()), 32));
+      return b_.CreateBitCast(r, ty);
+    }
+    llvm::Value* wide = bits == 32 ? as_int : b_.CreateZExt(as_int, b_.getInt32Ty());
+    llvm::Value* got = t_.shuffle_xor(b_, wide, mask);
+    return b_.CreateBitCast(bits == 32 ? got : b_.CreateTrunc(got, b_.getIntNTy(bits)), ty);
+  }
+
+  void lower_reduce(const Op& op) {
+    int axis = int(op.attr_int("axis"));
+    size_t n = op.operands.size();
+    const ir::Region& region = *op.regions[0];
+    std::vector<Regs> in;
+    for (size_t i = 0; i < n; ++i) in.push_back(operand(op, int(i)));
+    auto req = required_operand_layout(op, 0, plan_);
+    LinearLayout l = req ? *req : plan_.of(op.operands[0]);
+    const auto& shape = op.operands[0]->type.shape;
+    bool scalar = shape.size() == 1;
+    LinearLayout s = l.slice(axis);
+    int out_regs = scalar ? 1 : num_regs(s);
+
+    // 1. Within a thread: registers that differ only along the axis.
+    std::vector<std::vector<llvm::Value*>> acc(out_regs);
+    auto dup = duplicate_regs(l);
+    for (int j = 0; j < out_regs; ++j) {
+      LinearLayout::Coords want = scalar ? LinearLayout::Coords{} : reg_coords(s, j);
+      std::vector<std::pair<int32_t, int>> members;  // (axis coordinate, register)
+      for (int r = 0; r < num_regs(l); ++r) {
+        if (dup[r]) continue;
+        auto c = reg_coords(l, r);
+        int32_t along = c[axis];
+        c.erase(c.begin() + axis);
+        if (c == want) members.push_back({along, r});
+      }
+      std::sort(members.begin(), members.end());
+      std::vector<std::vector<llvm::Value*>> items;
+      for (auto [along, r] : members) {
+        std::vector<llvm::Value*> t;
+        for (size_t i = 0; i < n; ++i) t.push_back(in[i][r]);
+        items.push_back(t);
+      }
+      acc[j] = tree(region, items);
+    }
+    // 2. Across lanes whose bits move along the axis.
+    for (const auto& d : l.in_dims()) {
+      if (d.name != kLane) continue;
+      for (size_t bit = 0; bit < d.bases.size(); ++bit) {
+        if (d.bases[bit][axis] == 0) continue;
+        for (auto& a : acc) {
+          std::vector<llvm::Value*> other;
+          for (auto* v : a) other.push_back(shuffle(v, 1 << bit));
+          a = combine(region, a, other);
+        }
+      }
+    }
+    // 3. Across warps: each writes its partials, then every thread combines
+    // the partials of the warps along the axis in order.
+    std::vector<int> warp_bits;
+    for (const auto& d : l.in_dims())
+      if (d.name == kWarp)
+        for (size_t bit = 0; bit < d.bases.size(); ++bit)
+          if (d.bases[bit][axis] != 0) warp_bits.push_back(int(bit));
+    if (!warp_bits.empty()) {
+      std::vector<int64_t> rshape = shape;
+      rshape.erase(rshape.begin() + axis);
+      int64_t slots = 1;
+      for (auto x : rshape) slots *= x;
+      int groups = 1 << warp_bits.size();
+      std::vector<int64_t> base(n);
+      int64_t total = 0;
+      for (size_t i = 0; i < n; ++i) {
+        base[i] = total;
+        total += groups * slots * alloc_size(acc[0][i]->getType());
+        total = (total + 15) / 16 * 16;
+      }
+      need_smem(total);
+      // This warp's index among the warps along the axis.
+      llvm::Value* group = b_.getInt32(0);
+      for (size_t k = 0; k < warp_bits.size(); ++k)
+        group = b_.CreateOr(group, b_.CreateShl(b_.CreateAnd(b_.CreateLShr(warp_, warp_bits[k]), 1), uint64_t(k)));
+      auto hw = scalar ? std::vector<llvm::Value*>{} : hw_coords(s);
+      auto slot = [&](int j) -> llvm::Value* {
+        return scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
+      };
+      t_.barrier(b_);
+      for (int j = 0; j < out_regs; ++j)
+        for (size_t i = 0; i < n; ++i)
+          smem_store(acc[j][i], b_.CreateAdd(b_.CreateMul(group, b_.getInt32(int32_t(slots))), slot(j)),
+                     acc[j][i]->getType(), base[i]);
+      t_.barrier(b_);
+      for (int j = 0; j < out_regs; ++j) {
+        std::vector<std::vector<llvm::Value*>> items;
+        for (int g = 0; g < groups; ++g) {
+          std::vector<llvm::Value*> t;
+          for (size_t i = 0; i < n; ++i)
+            t.push_back(smem_load(acc[j][i]->getType(), b_.CreateAdd(b_.getInt32(int32_t(g * slots)), slot(j)), base[i]));
+          items.push_back(t);
+        }
+        acc[j] = tree(region, items);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Regs out;
+      for (int j = 0; j < out_regs; ++j) out.push_back(acc[j][i]);
+      vals_[op.result(int(i))] = out;
+    }
+  }
+
+  void lower_scan(const Op& op) {
+    // The operand arrives in a line layout: register bits 0..k-1 walk the
+    // axis, so each thread scans its lines sequentially.
+    int axis = int(op.attr_int("axis"));
+    bool reverse = op.attr_int_or("reverse", 0) != 0;
+    size_t n = op.operands.size();
+    std::vector<Regs> in;
+    for (size_t i = 0; i < n; ++i) in.push_back(operand(op, int(i)));
+    int64_t len = op.operands[0]->type.shape[axis];
+    std::vector<Regs> out(n, Regs(in[0].size()));
+    for (size_t base = 0; base < in[0].size(); base += len) {
+      std::vector<llvm::Value*> acc;
+      for (int64_t k = 0; k < len; ++k) {
+        size_t r = base + (reverse ? len - 1 - k : k);
+        std::vector<llvm::Value*> cur;
+        for (size_t i = 0; i < n; ++i) cur.push_back(in[i][r]);
+        acc = k == 0 ? cur : combine(*op.regions[0], acc, cur);
+        for (size_t i = 0; i < n; ++i) out[i][r] = acc[i];
+      }
+    }
+    for (size_t i = 0; i < n; ++i) vals_[op.result(int(i))] = out[i];
+  }
+
+  // ------------------------------------------------------------ control flow
+  void lower_for(const Op& op) {
+    const ir::Region& body = *op.regions[0];
+    llvm::Value* lo = get(op.operands[0])[0];
+    llvm::Value* hi = get(op.operands[1])[0];
+    llvm::Value* step = get(op.operands[2])[0];
+    bool s = !is_unsigned(op.operands[0]->type.dtype);
+    size_t nc = op.results.size();
+    std::vector<Regs> init;
+    for (size_t k = 0; k < nc; ++k) init.push_back(in_layout(op.operands[3 + k], body.args[k + 1].get()));
+
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
+    auto* body_bb = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "for.exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
+    iv->addIncoming(lo, pre);
+    std::vector<std::vector<llvm::PHINode*>> phis(nc);
+    for (size_t k = 0; k < nc; ++k) {
+      Regs cur;
+      for (auto* v : init[k]) {
+        auto* phi = b_.CreatePHI(v->getType(), 2);
+        phi->addIncoming(v, pre);
+        phis[k].push_back(phi);
+        cur.push_back(phi);
+      }
+      vals_[body.args[k + 1].get()] = cur;
+      vals_[op.results[k].get()] = cur;
+    }
+    vals_[body.args[0].get()] = {iv};
+    llvm::Value* go = s ? b_.CreateICmpSLT(iv, hi) : b_.CreateICmpULT(iv, hi);
+    b_.CreateCondBr(go, body_bb, exit);
+
+    b_.SetInsertPoint(body_bb);
+    lower_region(body);
+    const Op* yield = body.terminator();
+    std::vector<Regs> next;
+    for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
+    llvm::Value* iv_next = b_.CreateAdd(iv, step);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    b_.CreateBr(header);
+    iv->addIncoming(iv_next, latch);
+    for (size_t k = 0; k < nc; ++k)
+      for (size_t r = 0; r < phis[k].size(); ++r) phis[k][r]->addIncoming(next[k][r], latch);
+    b_.SetInsertPoint(exit);
+  }
+
+  void lower_if(const Op& op) {
+    llvm::Value* cond = get(op.operands[0])[0];
+    auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
+    auto* else_bb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
+    auto* join = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
+    b_.CreateCondBr(cond, then_bb, else_bb);
+    std::vector<std::pair<llvm::BasicBlock*, std::vector<Regs>>> arms;
+    for (int side = 0; side < 2; ++side) {
+      b_.SetInsertPoint(side == 0 ? then_bb : else_bb);
+      std::vector<Regs> vals;
+      if (side < int(op.regions.size())) {
+        const ir::Region& r = *op.regions[side];
+        lower_region(r);
+        if (const Op* y = r.terminator())
+          for (size_t k = 0; k < op.results.size(); ++k) vals.push_back(in_layout(y->operands[k], op.results[k].get()));
+      }
+      arms.push_back({b_.GetInsertBlock(), vals});
+      b_.CreateBr(join);
+    }
+    b_.SetInsertPoint(join);
+    for (size_t k = 0; k < op.results.size(); ++k) {
+      Regs merged;
+      for (size_t r = 0; r < arms[0].second[k].size(); ++r) {
+        auto* phi = b_.CreatePHI(arms[0].second[k][r]->getType(), 2);
+        phi->addIncoming(arms[0].second[k][r], arms[0].first);
+        phi->addIncoming(arms[1].second[k][r], arms[1].first);
+        merged.push_back(phi);
+      }
+      vals_[op.results[k].get()] = merged;
+    }
+  }
+
+  llvm::LLVMContext& ctx_;
+  const LayoutPlan& plan_;
+  const transforms::AxisAnalysis& axis_;
+  const Target& t_;
+  IRBuilder<> b_;
+  llvm::Module* m_ = nullptr;
+  llvm::Function* fn_ = nullptr;
+  llvm::GlobalVariable* smem_ = nullptr;
+  llvm::Value *lane_ = nullptr, *warp_ = nullptr, *tid_ = nullptr;
+  int64_t smem_bytes_ = 0;
+  std::unordered_map<const ir::Value*, Regs> vals_;
+};
+
+}  // namespace
+
+LoweredKernel lower_to_llvm(llvm::LLVMContext& ctx, const ir::Function& fn, const LayoutPlan& plan,
+                            const transforms::AxisAnalysis& axis, const Target& target, const std::string& name) {
+  return Lowerer(ctx, plan, axis, target).run(fn, name);
+}
+
+}  // namespace tl::codegen
