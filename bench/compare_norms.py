@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The torch and Triton side of bench/norms.cpp: GB/s of row-wise softmax and
+layernorm forward (and a device-to-device copy) on the same shapes, timed
+with triton.testing.do_bench (medians). Also Triton's cold compile of its
+softmax kernel. Writes JSON to the path given (default: stdout only).
+
+    python3 bench/compare_norms.py [out.json]
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+ELEMS = int(os.environ.get("TILEDSL_BENCH_ELEMS", 1 << 25))
+SIZES = [1024, 2048, 4096, 8192, 16384, 32768]
+DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * stride + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(in_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / n
+    centered = tl.where(mask, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=0) / n + eps)
+    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+    tl.store(out_ptr + row * stride + cols, (centered * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def warps_for(block):  # the same choice as bench/norm_kernels.h
+    return 4 if block <= 1024 else 8 if block <= 2048 else 16 if block <= 8192 else 32
+
+
+def gbps(ms, nbytes):
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def main():
+    rows = []
+    for dname, dt in DTYPES.items():
+        x = torch.randn(ELEMS, device="cuda", dtype=dt)
+        y = torch.empty_like(x)
+        ms = bench(lambda: y.copy_(x))
+        rows.append({"op": "copy", "dtype": dname, "n": 0, "impl": "torch", "ms": ms,
+                     "GB/s": gbps(ms, 2 * x.numel() * x.element_size())})
+        for n in SIZES:
+            m = ELEMS // n
+            x2 = x.view(m, n)
+            y2 = y.view(m, n)
+            w = torch.randn(n, device="cuda", dtype=dt)
+            b = torch.randn(n, device="cuda", dtype=dt)
+            nbytes = 2 * m * n * x.element_size()
+            cases = {
+                ("softmax", "torch"): lambda: torch.softmax(x2, dim=1),
+                ("softmax", "triton"): lambda: softmax_kernel[(m,)](y2, x2, n, n, BLOCK=n, num_warps=warps_for(n)),
+                ("layernorm", "torch"): lambda: torch.nn.functional.layer_norm(x2, (n,), w, b, 1e-5),
+                ("layernorm", "triton"): lambda: layernorm_kernel[(m,)](y2, x2, w, b, n, n, 1e-5, BLOCK=n,
+                                                                        num_warps=warps_for(n)),
+            }
+            for (op, impl), fn in cases.items():
+                ms = bench(fn)
+                rows.append({"op": op, "dtype": dname, "n": n, "impl": impl, "ms": ms, "GB/s": gbps(ms, nbytes)})
+        del x, y
+        torch.cuda.empty_cache()
+
+    # Triton's cold compile of the bf16 softmax (N = 4096) with an empty cache.
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["TRITON_CACHE_DIR"] = cache
+        x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+        y = torch.empty_like(x)
+        torch.cuda.synchronize()
+
+        @triton.jit
+        def softmax_cold(out_ptr, in_ptr, stride, n, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            mask = cols < n
+            v = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+            num = tl.exp(v - tl.max(v, axis=0))
+            tl.store(out_ptr + row * stride + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
+
+        t0 = time.perf_counter()
+        softmax_cold[(1,)](y, x, 4096, 4096, BLOCK=4096, num_warps=16)
+        torch.cuda.synchronize()
+        cold_ms = (time.perf_counter() - t0) * 1e3
+    rows.append({"op": "softmax_cold_compile", "dtype": "bf16", "n": 4096, "impl": "triton", "ms": cold_ms})
+
+    print(f"{'op':<22}{'dtype':<6}{'n':>7}  {'impl':<8}{'ms':>10}{'GB/s':>10}")
+    for r in rows:
+        print(f"{r['op']:<22}{r['dtype']:<6}{r['n']:>7}  {r['impl']:<8}{r['ms']:>10.4f}{r.get('GB/s', 0):>10.1f}")
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

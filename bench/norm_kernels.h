@@ -1,0 +1,50 @@
+// Row-wise softmax and layernorm forward, generic in the element type: the
+// kernels bench/norms.cpp times. One program per row; the whole row is one
+// tile of BLOCK (the next power of two >= N) lanes, masked past N. Math is
+// in f32 whatever the storage type, as in Triton's tutorials.
+#pragma once
+
+#include <cmath>
+
+#include "tiledsl/tiledsl.h"
+
+namespace bench {
+
+template <class T, int BLOCK>
+void softmax_fwd(tl::ptr<T> out, tl::ptr<T> in, tl::scalar<int32_t> stride, tl::scalar<int32_t> n) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange(0, BLOCK);                                                // [BLOCK] i32
+  auto mask = cols < n;                                                            // [BLOCK] i1
+  auto x = tl::cast<float>(tl::load(in + row * stride + cols, mask, -INFINITY));  // [BLOCK] f32
+  auto num = tl::exp(x - tl::max(x, 0));                                           // [BLOCK] f32
+  tl::store(out + row * stride + cols, tl::cast<T>(num / tl::sum(num, 0)), mask);
+}
+
+template <class T, int BLOCK>
+void layernorm_fwd(tl::ptr<T> out, tl::ptr<T> in, tl::ptr<T> weight, tl::ptr<T> bias, tl::scalar<int32_t> stride,
+                   tl::scalar<int32_t> n, tl::scalar<float> eps) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange(0, BLOCK);                                          // [BLOCK] i32
+  auto mask = cols < n;                                                      // [BLOCK] i1
+  auto x = tl::cast<float>(tl::load(in + row * stride + cols, mask, 0.0f));  // [BLOCK] f32
+  auto count = tl::cast<float>(n);
+  auto mean = tl::sum(x, 0) / count;                                         // scalar f32
+  auto centered = tl::where(mask, x - mean, 0.0f);                           // [BLOCK] f32
+  auto rstd = tl::rsqrt(tl::sum(centered * centered, 0) / count + eps);      // scalar f32
+  auto w = tl::cast<float>(tl::load(weight + cols, mask));                   // [BLOCK] f32
+  auto b = tl::cast<float>(tl::load(bias + cols, mask));                     // [BLOCK] f32
+  tl::store(out + row * stride + cols, tl::cast<T>(centered * rstd * w + b), mask);
+}
+
+// A copy at the same granularity: the bandwidth ceiling as tiledsl sees it.
+template <class T, int BLOCK>
+void copy(tl::ptr<T> out, tl::ptr<T> in, tl::scalar<int32_t> n) {
+  auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);  // [BLOCK] i32
+  auto mask = offs < n;
+  tl::store(out + offs, tl::load(in + offs, mask), mask);
+}
+
+// Warps per row: enough threads that each holds at most 32 elements.
+inline int warps_for(int block) { return block <= 1024 ? 4 : block <= 2048 ? 8 : block <= 8192 ? 16 : 32; }
+
+}  // namespace bench

@@ -1,0 +1,131 @@
+// GB/s of row-wise softmax and layernorm forward over rows of 1024 to 32768
+// elements, bf16 and f32, on the best device present, with a copy kernel as
+// the ceiling. Bytes counted: each input element read once and each output
+// written once (weights and bias are negligible). bench/compare_norms.py
+// measures torch and Triton on the same shapes.
+//
+//   bench_norms --benchmark_format=json --benchmark_out=norms.json
+// TILEDSL_BENCH_ELEMS sets the elements per matrix (default 2^25).
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "norm_kernels.h"
+
+namespace {
+
+tl::Device& device() {
+  static tl::Device dev = tl::Device::get();
+  return dev;
+}
+
+int64_t total_elements() {
+  const char* e = std::getenv("TILEDSL_BENCH_ELEMS");
+  return e ? std::atoll(e) : int64_t(1) << 25;
+}
+
+template <class T>
+tl::Buffer random_buffer(size_t n) {
+  std::vector<T> host(n);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  for (auto& v : host) v = T(dist(rng));
+  return device().upload(host);
+}
+
+void report(benchmark::State& state, double ms, double bytes) {
+  state.SetIterationTime(ms / 1e3);
+  state.counters["GB/s"] = benchmark::Counter(bytes / (ms / 1e3) / 1e9);
+  state.counters["ms"] = ms;
+}
+
+template <class T, int BLOCK>
+void softmax(benchmark::State& state) {
+  const int n = BLOCK;
+  const int rows = int(total_elements() / n);
+  auto k = tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = bench::warps_for(BLOCK)});
+  auto x = random_buffer<T>(size_t(rows) * n);
+  auto y = device().alloc<T>(size_t(rows) * n);
+  for (auto _ : state) {
+    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, n, n); }, 20);
+    report(state, ms, 2.0 * rows * n * sizeof(T));
+  }
+}
+
+template <class T, int BLOCK>
+void layernorm(benchmark::State& state) {
+  const int n = BLOCK;
+  const int rows = int(total_elements() / n);
+  auto k = tl::compile(bench::layernorm_fwd<T, BLOCK>, {.name = "layernorm", .num_warps = bench::warps_for(BLOCK)});
+  auto x = random_buffer<T>(size_t(rows) * n);
+  auto w = random_buffer<T>(n), b = random_buffer<T>(n);
+  auto y = device().alloc<T>(size_t(rows) * n);
+  for (auto _ : state) {
+    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, w, b, n, n, 1e-5f); }, 20);
+    report(state, ms, 2.0 * rows * n * sizeof(T));
+  }
+}
+
+template <class T>
+void copy(benchmark::State& state) {
+  constexpr int BLOCK = 4096;
+  const int n = int(total_elements());
+  auto k = tl::compile(bench::copy<T, BLOCK>, {.name = "copy", .num_warps = 4});
+  auto x = random_buffer<T>(n);
+  auto y = device().alloc<T>(n);
+  for (auto _ : state) {
+    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(n / BLOCK)}, y, x, n); }, 20);
+    report(state, ms, 2.0 * n * sizeof(T));
+  }
+}
+
+// Cold compile of the bf16 softmax (N = 4096): trace, then the first launch
+// (codegen, PTX -> binary, load) with an empty kernel cache.
+void softmax_cold_compile(benchmark::State& state) {
+  auto dir = std::filesystem::temp_directory_path() / "tiledsl-bench-cold-cache";
+  for (auto _ : state) {
+    std::filesystem::remove_all(dir);
+    ::setenv("TILEDSL_CACHE_DIR", dir.c_str(), 1);
+    tl::Device dev = tl::Device::get(device().name());
+    auto x = dev.alloc<tl::bf16>(4096), y = dev.alloc<tl::bf16>(4096);
+    auto before = dev.compile_stats();
+    auto t0 = std::chrono::steady_clock::now();
+    auto k = tl::compile(bench::softmax_fwd<tl::bf16, 4096>, {.name = "softmax_cold", .num_warps = 16});
+    auto t1 = std::chrono::steady_clock::now();
+    dev(k, tl::Grid{1}, y, x, 4096, 4096);
+    dev.synchronize();
+    auto t2 = std::chrono::steady_clock::now();
+    auto after = dev.compile_stats();
+    double trace_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    double total_ms = std::chrono::duration<double, std::milli>(t2 - t0).count();
+    state.SetIterationTime(total_ms / 1e3);
+    state.counters["trace_ms"] = trace_ms;
+    state.counters["codegen_ms"] = after.codegen_ms - before.codegen_ms;
+    state.counters["link_ms"] = after.link_ms - before.link_ms;
+    state.counters["load_ms"] = after.load_ms - before.load_ms;
+    state.counters["total_ms"] = total_ms;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+#define NORM_SIZES(fn, T)                                                                             \
+  BENCHMARK(fn<T, 1024>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);              \
+  BENCHMARK(fn<T, 2048>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);              \
+  BENCHMARK(fn<T, 4096>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);              \
+  BENCHMARK(fn<T, 8192>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);              \
+  BENCHMARK(fn<T, 16384>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);             \
+  BENCHMARK(fn<T, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK(copy<tl::bf16>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(copy<float>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+NORM_SIZES(softmax, tl::bf16)
+NORM_SIZES(softmax, float)
+NORM_SIZES(layernorm, tl::bf16)
+NORM_SIZES(layernorm, float)
+BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

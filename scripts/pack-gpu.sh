@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds what the GPU machine runs and packs it into dist/tiledsl-gpu.tar.xz
+# (that machine has no LLVM and no compiler toolchain of ours): libtiledsl
+# (LLVM linked in), Google Benchmark's shared library, the test binary, the
+# examples and the benchmarks. scripts/gpu-run.sh unpacks and runs them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build "$BUILD" -j "$(nproc)"
+stage=$(mktemp -d)
+mkdir -p "$stage/lib" "$stage/bin"
+cp "$BUILD/libtiledsl.so" "$stage/lib/"
+cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/" 2>/dev/null || true
+cp "$BUILD/tests/tiledsl_tests" "$stage/bin/"
+cp "$BUILD"/examples/* "$stage/bin/"
+cp "$BUILD"/bench/bench_* "$stage/bin/" 2>/dev/null || true
+strip --strip-unneeded "$stage"/lib/*.so* "$stage"/bin/* 2>/dev/null || true
+mkdir -p dist
+tar -C "$stage" -cJf dist/tiledsl-gpu.tar.xz lib bin
+rm -rf "$stage"
+ls -la dist/tiledsl-gpu.tar.xz
