@@ -1,0 +1,188 @@
+// The public runtime API (include/tiledsl/runtime.h): kernel accessors,
+// buffers with checked copies, device selection, and launches whose
+// arguments are checked against the kernel's signature before any device
+// sees them.
+#include <charconv>
+#include <cstdlib>
+
+#include "ir/printer.h"
+#include "runtime/device.h"
+
+namespace tl {
+
+namespace {
+
+const detail::KernelImpl& kernel_impl(const std::shared_ptr<detail::KernelImpl>& k) {
+  if (!k) throw Error("empty tl::Kernel: create one with tl::compile");
+  return *k;
+}
+const detail::BufferImpl& buffer_impl(const std::shared_ptr<detail::BufferImpl>& b) {
+  if (!b) throw Error("empty tl::Buffer: allocate one with Device::alloc or Device::upload");
+  return *b;
+}
+detail::DeviceImpl& device_impl(const std::shared_ptr<detail::DeviceImpl>& d) {
+  if (!d) throw Error("empty tl::Device: get one with tl::Device::get()");
+  return *d;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Kernel
+
+const std::string& Kernel::name() const { return kernel_impl(impl_).name; }
+const CompileOptions& Kernel::options() const { return kernel_impl(impl_).options; }
+const std::vector<ir::Type>& Kernel::params() const { return kernel_impl(impl_).params; }
+std::string Kernel::ir() const {
+  const auto& k = kernel_impl(impl_);
+  if (!k.fn) throw Error("kernel '" + k.name + "' has no function");
+  return ir::print(*k.fn);
+}
+
+// ---------------------------------------------------------------------------
+// Buffer
+
+DType Buffer::dtype() const { return buffer_impl(impl_).dtype; }
+size_t Buffer::size() const { return buffer_impl(impl_).size; }
+size_t Buffer::bytes() const { return buffer_impl(impl_).bytes(); }
+
+void Buffer::copy_from_host(const void* src, size_t bytes) {
+  const auto& b = buffer_impl(impl_);
+  if (bytes > b.bytes())
+    throw Error("copy of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(b.bytes()) +
+                " bytes (" + std::to_string(b.size) + " x " + std::string(dtype_name(b.dtype)) + ")");
+  b.device->copy_to_device(b.address, src, bytes);
+}
+
+void Buffer::copy_to_host(void* dst, size_t bytes) const {
+  const auto& b = buffer_impl(impl_);
+  if (bytes > b.bytes())
+    throw Error("copy of " + std::to_string(bytes) + " bytes out of a buffer of " + std::to_string(b.bytes()) +
+                " bytes (" + std::to_string(b.size) + " x " + std::string(dtype_name(b.dtype)) + ")");
+  b.device->copy_to_host(dst, b.address, bytes);
+}
+
+void Buffer::check_host_type(DType host, size_t n) const {
+  const auto& b = buffer_impl(impl_);
+  if (host != b.dtype)
+    throw Error("buffer holds " + std::string(dtype_name(b.dtype)) + ", host vector is " +
+                std::string(dtype_name(host)));
+  if (n != b.size)
+    throw Error("buffer holds " + std::to_string(b.size) + " elements, host vector has " + std::to_string(n));
+}
+
+// ---------------------------------------------------------------------------
+// Device
+
+Device Device::get(std::string_view name) {
+  if (name.empty()) {
+    const char* env = std::getenv("TILEDSL_DEVICE");
+    if (env && *env) return Device(detail::get_device(env));
+    auto names = detail::available_devices();
+    if (names.empty()) throw Error("no device is available");
+    return Device(detail::get_device(names.front()));
+  }
+  return Device(detail::get_device(name));
+}
+
+std::vector<std::string> Device::available() { return detail::available_devices(); }
+
+std::string Device::name() const { return device_impl(impl_).name(); }
+
+Buffer Device::alloc(DType dtype, size_t n) {
+  device_impl(impl_);
+  return Buffer(std::make_shared<detail::BufferImpl>(impl_, dtype, n));
+}
+
+void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args) {
+  auto& dev = device_impl(impl_);
+  const auto& kernel = kernel_impl(k.impl());
+  auto checked = detail::check_launch_args(kernel, dev, args);
+  // Like Triton (and unlike CUDA, which rejects it), a grid with a zero
+  // dimension is a valid launch of no programs.
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+  dev.launch(kernel, grid, checked);
+}
+
+void Device::synchronize() { device_impl(impl_).synchronize(); }
+
+// ---------------------------------------------------------------------------
+// Launch argument checking
+
+namespace detail {
+
+namespace {
+
+std::string describe(const Arg& a) {
+  switch (a.kind) {
+    case Arg::Kind::Pointer: return "buffer of " + std::string(dtype_name(a.dtype));
+    case Arg::Kind::Int:
+      return std::string(dtype_name(a.dtype)) + " value " +
+             (a.dtype == DType::u64 ? std::to_string(uint64_t(a.i)) : std::to_string(a.i));
+    case Arg::Kind::Float: {
+      char buf[32];
+      auto end = std::to_chars(buf, buf + sizeof buf, a.f).ptr;  // shortest form: 2.5, not 2.500000
+      return std::string(dtype_name(a.dtype)) + " value " + std::string(buf, end);
+    }
+  }
+  return "?";
+}
+
+// True if the integer argument's value fits the integer dtype `t`.
+bool fits(const Arg& a, DType t) {
+  if (t == DType::i1) return a.dtype == DType::i1 || a.i == 0 || a.i == 1;
+  bool arg_unsigned_huge = a.dtype == DType::u64 && a.i < 0;  // > INT64_MAX
+  int bits = bit_width(t);
+  if (is_unsigned(t)) {
+    if (a.i < 0 && !arg_unsigned_huge) return false;
+    if (bits == 64) return true;
+    return !arg_unsigned_huge && uint64_t(a.i) <= (uint64_t(1) << bits) - 1;
+  }
+  if (arg_unsigned_huge) return false;
+  if (bits == 64) return true;
+  int64_t hi = (int64_t(1) << (bits - 1)) - 1;
+  return a.i >= -hi - 1 && a.i <= hi;
+}
+
+}  // namespace
+
+std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args) {
+  const auto& params = k.params;
+  if (args.size() != params.size()) {
+    std::string sig;
+    for (const auto& p : params) sig += (sig.empty() ? "" : ", ") + p.str();
+    throw Error("kernel '" + k.name + "' expects " + std::to_string(params.size()) + " argument" +
+                (params.size() == 1 ? "" : "s") + " (" + sig + "), found " + std::to_string(args.size()));
+  }
+  std::vector<LaunchArg> out(args.size());
+  for (size_t j = 0; j < args.size(); ++j) {
+    const ir::Type& p = params[j];
+    const Arg& a = args[j];
+    auto bad = [&](const std::string& why) {
+      throw Error("argument " + std::to_string(j + 1) + " of '" + k.name + "': expected " + p.str() + ", found " +
+                  describe(a) + why);
+    };
+    out[j].type = p;
+    if (p.is_ptr) {
+      if (a.kind != Arg::Kind::Pointer || a.dtype != p.dtype) bad("");
+      if (!a.buffer) bad(" (an empty tl::Buffer)");
+      if (a.buffer->device.get() != &dev)
+        bad(" on device '" + a.buffer->device->name() + "', but the launch is on '" + dev.name() + "'");
+      out[j].address = a.buffer->address;
+    } else if (is_int(p.dtype)) {
+      if (a.kind != Arg::Kind::Int) bad("");
+      if (!fits(a, p.dtype)) bad(", which does not fit in " + std::string(dtype_name(p.dtype)));
+      out[j].i = a.i;  // fits, so already normalized for p.dtype (u64 keeps its bits)
+    } else {
+      if (a.kind == Arg::Kind::Pointer) bad("");
+      double v = a.kind == Arg::Kind::Float ? a.f
+                 : a.dtype == DType::u64    ? double(uint64_t(a.i))
+                                            : double(a.i);
+      out[j].f = round_to(p.dtype, v);
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tl

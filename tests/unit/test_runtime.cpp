@@ -1,0 +1,179 @@
+// The runtime API on the interp device: device selection, buffers and their
+// checked copies, kernel accessors, and launch argument checking with the
+// exact messages users see.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "kernel_builder.h"
+#include "tiledsl/runtime.h"
+
+using namespace kb;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// out[i] = x[i] + y[i] for i < n, BLOCK elements per program.
+tl::Kernel vector_add(int64_t block = 256) {
+  KernelBuilder kb("vector_add", {P(DType::f32), P(DType::f32), P(DType::f32), S(DType::i32)});
+  kb.at(3);
+  Value* pid = kb.op(OpKind::ProgramId, {}, S(DType::i32), {{"axis", int64_t(0)}});
+  Value* start = kb.op(OpKind::Mul, {pid, kb.ci(S(DType::i32), block)}, S(DType::i32));
+  Value* offs = kb.op(OpKind::Add, {kb.splat(start, {block}), kb.arange(block)}, T(DType::i32, {block}));
+  Value* mask = kb.cmp("lt", offs, kb.splat(kb.arg(3), {block}));
+  Value* a = kb.load(kb.ptrs(kb.arg(0), offs), mask);
+  Value* b = kb.load(kb.ptrs(kb.arg(1), offs), mask);
+  kb.store(kb.ptrs(kb.arg(2), offs), kb.op(OpKind::Add, {a, b}, a->type), mask);
+  return kb.kernel();
+}
+
+// RAII setting of an environment variable.
+struct EnvVar {
+  std::string name;
+  std::optional<std::string> saved;
+  EnvVar(const char* n, const char* value) : name(n) {
+    if (const char* old = std::getenv(n)) saved = old;
+    if (value) setenv(n, value, 1);
+    else unsetenv(n);
+  }
+  ~EnvVar() {
+    if (saved) setenv(name.c_str(), saved->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("runtime: devices by name, by environment, and the best available", "[runtime]") {
+  CHECK(tl::Device::get("interp").name() == "interp");
+  auto names = tl::Device::available();
+  CHECK(std::find(names.begin(), names.end(), "interp") != names.end());
+  CHECK(tl::Device::get("interp").impl() == tl::Device::get("interp").impl());  // one device per name
+  {
+    EnvVar env("TILEDSL_DEVICE", "interp");
+    CHECK(tl::Device::get().name() == "interp");
+  }
+  {
+    EnvVar env("TILEDSL_DEVICE", nullptr);
+    CHECK(tl::Device::get().name() == names.front());
+  }
+  {
+    EnvVar env("TILEDSL_DEVICE", "tpu");
+    REQUIRE_THROWS_WITH(tl::Device::get(), StartsWith("unknown device 'tpu' (available: ") && Contains("interp"));
+  }
+  REQUIRE_THROWS_WITH(tl::Device::get("nope"), StartsWith("unknown device 'nope' (available: ") && Contains("interp"));
+  REQUIRE_THROWS_WITH(tl::Device().name(), "empty tl::Device: get one with tl::Device::get()");
+}
+
+TEST_CASE("runtime: buffers copy with type and size checks", "[runtime]") {
+  auto dev = tl::Device::get("interp");
+  auto b = dev.alloc<float>(10);
+  CHECK(b.dtype() == DType::f32);
+  CHECK(b.size() == 10);
+  CHECK(b.bytes() == 40);
+  std::vector<float> host{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  b.upload(host);
+  CHECK(b.download<float>() == host);
+  auto h = dev.upload(std::vector<tl::bf16>{tl::bf16(1.5f), tl::bf16(2.0f)});
+  CHECK(h.dtype() == DType::bf16);
+  CHECK(float(h.download<tl::bf16>()[0]) == 1.5f);
+  REQUIRE_THROWS_WITH(h.download<float>(), "buffer holds bf16, host vector is f32");
+  REQUIRE_THROWS_WITH(h.upload(std::vector<float>{1, 2}), "buffer holds bf16, host vector is f32");
+  REQUIRE_THROWS_WITH(b.upload(std::vector<float>(5)), "buffer holds 10 elements, host vector has 5");
+  std::vector<char> big(41);
+  REQUIRE_THROWS_WITH(b.copy_from_host(big.data(), 41), "copy of 41 bytes into a buffer of 40 bytes (10 x f32)");
+  REQUIRE_THROWS_WITH(b.copy_to_host(big.data(), 41), "copy of 41 bytes out of a buffer of 40 bytes (10 x f32)");
+  b.copy_to_host(big.data(), 8);  // a prefix is fine
+  float first;
+  std::memcpy(&first, big.data(), 4);
+  CHECK(first == 1.0f);
+  auto empty = dev.alloc<int32_t>(0);
+  CHECK(empty.bytes() == 0);
+  CHECK(empty.download<int32_t>().empty());
+  REQUIRE_THROWS_WITH(tl::Buffer().size(), "empty tl::Buffer: allocate one with Device::alloc or Device::upload");
+}
+
+TEST_CASE("runtime: kernel accessors", "[runtime]") {
+  auto k = vector_add();
+  CHECK(k.name() == "vector_add");
+  CHECK(k.options().name == "vector_add");
+  REQUIRE(k.params().size() == 4);
+  CHECK(k.params()[0].str() == "ptr<f32>");
+  CHECK(k.params()[3].str() == "i32");
+  CHECK_THAT(k.ir(), Contains("func @vector_add(") && Contains("load") && Contains("store"));
+  REQUIRE_THROWS_WITH(tl::Kernel().name(), "empty tl::Kernel: create one with tl::compile");
+}
+
+TEST_CASE("runtime: vector_add runs over an odd size", "[runtime]") {
+  auto dev = tl::Device::get("interp");
+  const int n = 1000;
+  std::vector<float> x(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    x[size_t(i)] = float(i) * 0.5f;
+    y[size_t(i)] = float(n - i);
+  }
+  auto bx = dev.upload(x), by = dev.upload(y);
+  auto bo = dev.alloc<float>(n);
+  dev(vector_add(), tl::Grid{(n + 255) / 256}, bx, by, bo, n);
+  dev.synchronize();
+  auto o = bo.download<float>();
+  for (int i = 0; i < n; ++i) CHECK(o[size_t(i)] == x[size_t(i)] + y[size_t(i)]);
+  // A zero grid dimension launches nothing (Triton-like), after checking arguments.
+  bo.upload(std::vector<float>(n, -1.0f));
+  dev(vector_add(), tl::Grid{0}, bx, by, bo, n);
+  CHECK(bo.download<float>() == std::vector<float>(n, -1.0f));
+  REQUIRE_THROWS(dev(vector_add(), tl::Grid{0}, bx, by, bo));
+}
+
+TEST_CASE("runtime: launch arguments are checked against the signature", "[runtime]") {
+  auto dev = tl::Device::get("interp");
+  auto k = vector_add();
+  auto f = dev.alloc<float>(4);
+  auto h = dev.alloc<tl::bf16>(4);
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f),
+                      "kernel 'vector_add' expects 4 arguments (ptr<f32>, ptr<f32>, ptr<f32>, i32), found 3");
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, 4, 5),
+                      "kernel 'vector_add' expects 4 arguments (ptr<f32>, ptr<f32>, ptr<f32>, i32), found 5");
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, h, f, 4), "argument 2 of 'vector_add': expected ptr<f32>, found buffer of bf16");
+  REQUIRE_THROWS_WITH(dev(k, {1}, 3, f, f, 4), "argument 1 of 'vector_add': expected ptr<f32>, found i32 value 3");
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, 2.5), "argument 4 of 'vector_add': expected i32, found f64 value 2.5");
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, f), "argument 4 of 'vector_add': expected i32, found buffer of f32");
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, int64_t(1) << 40),
+                      "argument 4 of 'vector_add': expected i32, found i64 value 1099511627776, which does not fit in i32");
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, ~uint64_t(0)),
+                      "argument 4 of 'vector_add': expected i32, found u64 value 18446744073709551615, which does not fit in i32");
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, tl::Buffer()), "empty tl::Buffer: allocate one with Device::alloc or Device::upload");
+  // Integers of other types whose value fits are accepted.
+  dev(k, {1}, f, f, f, size_t(4));
+  dev(k, {1}, f, f, f, int64_t(-1));
+  dev(k, {1}, f, f, f, uint8_t(4));
+}
+
+TEST_CASE("runtime: scalar parameters of every kind", "[runtime]") {
+  // out[0] = float(i) + x; out[1] = float(u); out[2] = float(b)
+  KernelBuilder kb("scalars", {P(DType::f32), S(DType::i8), S(DType::f32), S(DType::u32), S(DType::i1), S(DType::bf16)});
+  Value* i = kb.op(OpKind::Cast, {kb.arg(1)}, S(DType::f32));
+  kb.store(kb.arg(0), kb.op(OpKind::Add, {i, kb.arg(2)}, S(DType::f32)));
+  kb.store(kb.ptrs(kb.arg(0), kb.ci(S(DType::i32), 1)), kb.op(OpKind::Cast, {kb.arg(3)}, S(DType::f32)));
+  kb.store(kb.ptrs(kb.arg(0), kb.ci(S(DType::i32), 2)), kb.op(OpKind::Cast, {kb.arg(4)}, S(DType::f32)));
+  kb.store(kb.ptrs(kb.arg(0), kb.ci(S(DType::i32), 3)), kb.op(OpKind::Cast, {kb.arg(5)}, S(DType::f32)));
+  auto k = kb.kernel();
+  auto dev = tl::Device::get("interp");
+  auto out = dev.alloc<float>(4);
+  dev(k, {1}, out, -128, 0.1, 4000000000u, true, 1.00390625);
+  auto o = out.download<float>();
+  CHECK(o[0] == -128.0f + 0.1f);  // the f64 argument is rounded to the f32 parameter
+  CHECK(o[1] == 4000000000.0f);
+  CHECK(o[2] == 1.0f);
+  CHECK(o[3] == 1.0f);  // rounded to bf16 (a tie, to even)
+  dev(k, {1}, out, 5, 3, 7, false, 2);  // ints are accepted for float parameters
+  CHECK(out.download<float>() == std::vector<float>{8.0f, 7.0f, 0.0f, 2.0f});
+  REQUIRE_THROWS_WITH(dev(k, {1}, out, 128, 0.1, 1, true, 1.0),
+                      "argument 2 of 'scalars': expected i8, found i32 value 128, which does not fit in i8");
+  REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 0.1, -1, true, 1.0),
+                      "argument 4 of 'scalars': expected u32, found i32 value -1, which does not fit in u32");
+  REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 0.1, 1, 2, 1.0),
+                      "argument 5 of 'scalars': expected i1, found i32 value 2, which does not fit in i1");
+  REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, out, 1, true, 1.0),
+                      "argument 3 of 'scalars': expected f32, found buffer of f32");
+}
