@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,19 @@ struct CompileOptions {
   std::string name;      // kernel name; defaults to "kernel"
   int num_warps = 4;
   int num_stages = 3;    // default software-pipelining depth of tl::range loops
+};
+
+// What a device spent compiling kernels (GPU devices; all zero on the
+// interpreter). Times are sums in milliseconds of the steps after tracing:
+// codegen (Tile IR -> PTX/assembly), link (PTX -> binary by the driver's JIT
+// linker) and load (binary -> loaded module).
+struct CompileStats {
+  int64_t compiles = 0;        // kernels compiled (not found in any cache)
+  int64_t cache_hits = 0;      // kernels loaded from the kernel cache (memory or disk)
+  int64_t modules_loaded = 0;  // == compiles + cache_hits
+  double codegen_ms = 0;
+  double link_ms = 0;
+  double load_ms = 0;
 };
 
 namespace detail {
@@ -124,6 +138,16 @@ class Device {
     launch(k, grid, std::vector<Arg>{Arg(std::forward<A>(args))...});
   }
   void synchronize();
+
+  // Mean time of one `work()` in milliseconds, measured on the device: runs
+  // `work` once untimed (it compiles and warms caches) and synchronizes,
+  // then runs it `reps` times between two device events (GPU devices) or
+  // with a host clock (the interpreter). `work` should enqueue launches on
+  // this device; reps >= 1.
+  double time_ms(const std::function<void()>& work, int reps = 10);
+  // Compile counters and timings of this device since it was created.
+  CompileStats compile_stats() const;
+
   const std::shared_ptr<detail::DeviceImpl>& impl() const { return impl_; }
 
  private:
