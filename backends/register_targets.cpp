@@ -4,7 +4,11 @@
 namespace tl::codegen {
 
 void register_nvptx_targets();
+void register_amdgpu_targets();
 
-void register_builtin_targets() { register_nvptx_targets(); }
+void register_builtin_targets() {
+  register_nvptx_targets();
+  register_amdgpu_targets();
+}
 
 }  // namespace tl::codegen
