@@ -18,6 +18,10 @@
 // and inf: x * 1, x / 1, x - 0, x + (-0). x * 0 -> 0 and x - x -> 0 hold for
 // integers only.
 //
+// Control flow: an `if` with a constant condition is replaced by the ops of
+// the branch it takes; a `for` whose constant bounds give no iteration is
+// replaced by its initial values.
+//
 // Ops are rewritten in place of their single result; the rewritten op is
 // erased (it is pure). Sweeps repeat until nothing changes.
 #include <bit>
@@ -70,8 +74,13 @@ std::optional<Scalar> constant_of(const Value* v) {
   if (is_float(t)) {
     s.is_float = true;
     if (auto* d = std::get_if<double>(&it->second)) s.f = *d;
-    else if (auto* n = std::get_if<int64_t>(&it->second)) s.f = double(*n);
-    else return std::nullopt;
+    else if (auto* n = std::get_if<int64_t>(&it->second)) {
+      // Beyond 2^53 the double would round before round_to rounds again.
+      if (*n > (int64_t(1) << 53) || *n < -(int64_t(1) << 53)) return std::nullopt;
+      s.f = double(*n);
+    } else {
+      return std::nullopt;
+    }
     s.f = round_to(t, s.f);  // the value the constant holds at its dtype
     return s;
   }
@@ -473,10 +482,55 @@ class Rewriter {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Control flow with constant conditions. Each returns true when it replaced
+// the op's results and the op (at `it` in `region`) is to be erased.
+
+// if with a constant condition: the chosen region's ops move in front of the
+// `if`, and its yielded values replace the results.
+bool inline_constant_if(ir::Region& region, ir::Region::iterator it) {
+  Op* op = it->get();
+  if (op->kind != OpKind::If || op->operands.size() != 1 || op->regions.size() != 2) return false;
+  auto cond = constant_of(op->operands[0]);
+  if (!cond || cond->is_float) return false;
+  ir::Region& chosen = *op->regions[cond->i != 0 ? 0 : 1];
+  Op* yield = chosen.terminator();
+  if (!yield || yield->kind != OpKind::Yield || yield->operands.size() != op->results.size()) return false;
+  while (chosen.ops.size() > 1) {
+    auto first = chosen.ops.begin();
+    (*first)->parent = &region;
+    region.ops.splice(it, chosen.ops, first);
+  }
+  for (size_t k = 0; k < op->results.size(); ++k)
+    ir::replace_uses(region, op->result(int(k)), yield->operands[k]);
+  return true;
+}
+
+// for whose constant bounds give no iteration (hi <= lo, ops.def): the
+// results are the initial values and the body never runs.
+bool remove_zero_trip_for(ir::Region& region, ir::Region::iterator it) {
+  constexpr size_t kBounds = 3;  // lo, hi, step before the initial values
+  Op* op = it->get();
+  if (op->kind != OpKind::For || op->operands.size() != kBounds + op->results.size()) return false;
+  auto lo = constant_of(op->operands[0]);
+  auto hi = constant_of(op->operands[1]);
+  if (!lo || !hi || lo->is_float || hi->is_float) return false;
+  const bool no_trips = is_signed(op->operands[0]->type.dtype) ? hi->i <= lo->i : uint64_t(hi->i) <= uint64_t(lo->i);
+  if (!no_trips) return false;
+  for (size_t k = 0; k < op->results.size(); ++k)
+    ir::replace_uses(region, op->result(int(k)), op->operands[kBounds + k]);
+  return true;
+}
+
 bool canonicalize_region(ir::Region& region) {
   bool changed = false;
   for (auto it = region.ops.begin(); it != region.ops.end();) {
     Op* op = it->get();
+    if (inline_constant_if(region, it) || remove_zero_trip_for(region, it)) {
+      it = region.ops.erase(it);
+      changed = true;
+      continue;
+    }
     for (auto& sub : op->regions) changed |= canonicalize_region(*sub);
     Value* replacement = Rewriter(op).run();
     if (!replacement) {

@@ -747,3 +747,56 @@ TEST_CASE("canonicalized IR prints the folded constant", "[passes][canonicalize]
   CHECK(text.find("constant {value = 42} : i32") != std::string::npos);
   CHECK(text.find("add") == std::string::npos);
 }
+
+TEST_CASE("if with a constant condition becomes the branch it takes", "[passes][canonicalize]") {
+  for (int taken : {1, 0}) {
+    TestFn f;
+    Value* x = f.arg(t_f32);
+    Value* p = f.arg(ir::ptr_type(DType::f32));
+    ir::Op* branch = f.b.create(OpKind::If, {f.cint(t_i1, taken)}, {t_f32});
+    Value* yielded[2];
+    for (int i = 0; i < 2; ++i) {
+      ir::Builder b(branch->add_region());
+      yielded[i] = b.create1(i == 0 ? OpKind::Add : OpKind::Mul, {x, x}, t_f32);
+      b.create(OpKind::Store, {p, yielded[i]}, {});
+      b.create(OpKind::Yield, {yielded[i]}, {});
+    }
+    ir::Op* st = f.keep(branch->result());
+    CHECK(transforms::canonicalize(f.fn));
+    f.verify();
+    CHECK(f.count(OpKind::If) == 0);
+    Value* chosen = yielded[taken ? 0 : 1];
+    CHECK(stored(st) == chosen);
+    CHECK(chosen->def->parent == &f.fn.body);
+    CHECK(f.count(OpKind::Store) == 2);  // the taken branch's store and `st`
+    CHECK(f.count(taken ? OpKind::Mul : OpKind::Add) == 0);
+  }
+}
+
+TEST_CASE("for with constant bounds and no iteration yields its initial values", "[passes][canonicalize]") {
+  TestFn f;
+  Value* x = f.arg(t_f32);
+  Value* n = f.arg(t_i32);
+  Value* p = f.arg(ir::ptr_type(DType::f32));
+  auto loop = [&](Value* lo, Value* hi) {
+    ir::Op* op = f.b.create(OpKind::For, {lo, hi, f.cint(t_i32, 1), x}, {t_f32});
+    ir::Region* r = op->add_region();
+    r->add_arg(t_i32);
+    Value* acc = r->add_arg(t_f32);
+    ir::Builder b(r);
+    b.create(OpKind::Store, {p, acc}, {});
+    b.create(OpKind::Yield, {b.create1(OpKind::Add, {acc, x}, t_f32)}, {});
+    return f.keep(op->result());
+  };
+  ir::Op* s_empty = loop(f.cint(t_i32, 4), f.cint(t_i32, 4));
+  ir::Op* s_backwards = loop(f.cint(t_i32, 5), f.cint(t_i32, -3));
+  ir::Op* s_runs = loop(f.cint(t_i32, -3), f.cint(t_i32, 5));
+  ir::Op* s_unknown = loop(f.cint(t_i32, 0), n);
+  CHECK(transforms::canonicalize(f.fn));
+  f.verify();
+  CHECK(stored(s_empty) == x);
+  CHECK(stored(s_backwards) == x);
+  CHECK(stored(s_runs)->def->kind == OpKind::For);
+  CHECK(stored(s_unknown)->def->kind == OpKind::For);
+  CHECK(f.count(OpKind::For) == 2);
+}
