@@ -71,6 +71,19 @@ void resolve(void* handle, const std::string& library, Fn& fn, const char* name,
 
 std::unique_ptr<CudaDriver> CudaDriver::load(const std::string& library) {
   std::unique_ptr<CudaDriver> d(new CudaDriver());
+  try {
+    d->open(library);
+  } catch (...) {
+    // A rejected library is unloaded, so that a later dlopen("libcuda.so.1")
+    // cannot find it by its SONAME (the toolkit's stub has that SONAME too).
+    if (d->handle_) dlclose(d->handle_);
+    throw;
+  }
+  return d;
+}
+
+void CudaDriver::open(const std::string& library) {
+  CudaDriver* d = this;
   d->library_ = library;
   d->handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!d->handle_) {
@@ -119,7 +132,6 @@ std::unique_ptr<CudaDriver> CudaDriver::load(const std::string& library) {
   d->check(r, "cuInit", "the CUDA driver could not start");
   d->check(d->cuDeviceGetCount(&d->device_count_), "cuDeviceGetCount");
   if (d->device_count_ <= 0) throw Error("no CUDA device: the driver " + library + " reports 0 GPUs");
-  return d;
 }
 
 CudaDriver::~CudaDriver() {

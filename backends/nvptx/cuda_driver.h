@@ -134,6 +134,7 @@ class CudaDriver {
 
  private:
   CudaDriver() = default;
+  void open(const std::string& library);  // dlopen, resolve, cuInit, count; throws
   std::string library_;
   void* handle_ = nullptr;
   int device_count_ = 0;

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <system_error>
 
 #include "ir/printer.h"
@@ -221,10 +220,22 @@ std::filesystem::path KernelCache::entry_path(const CacheKey& key) const {
 std::optional<Bytes> KernelCache::read_disk(const CacheKey& key) {
   if (dir_.empty()) return std::nullopt;
   auto path = entry_path(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  Bytes file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
+  Bytes file;
+  {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;  // no entry (or unreadable): a miss
+    // Read to end of file in large chunks; the size check is decode_entry's.
+    size_t done = 0;
+    for (;;) {
+      file.resize(done + (1 << 20));
+      ssize_t n = ::read(fd, file.data() + done, file.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += size_t(n);
+    }
+    ::close(fd);
+    file.resize(done);
+  }
   auto payload = decode_entry(key, file);
   if (!payload) {
     // Truncated, overwritten or foreign: never trusted. Removing it lets the

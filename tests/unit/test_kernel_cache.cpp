@@ -1,0 +1,353 @@
+// Kernel cache: SHA-256 against the FIPS test vectors, key construction,
+// the entry format's checks, memory and disk layers, corrupt entries being
+// recompiled, one compile per key across threads, and several processes
+// writing one key.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/kernel.h"
+#include "runtime/kernel_cache.h"
+#include "tiledsl/tiledsl.h"
+
+using tl::runtime::Bytes;
+using tl::runtime::CacheKey;
+using tl::runtime::KernelCache;
+using tl::runtime::Sha256;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string sha_hex(std::string_view s) { return Sha256::hex(Sha256::of(s.data(), s.size())); }
+
+// A fresh directory under the system temp dir, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "tiledsl-cache-test-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+Bytes bytes_of(std::string_view s) { return Bytes(s.begin(), s.end()); }
+
+Bytes read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+void write_file(const fs::path& p, const Bytes& b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+}
+
+int count_temporaries(const fs::path& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().string().find(".tmp.") != std::string::npos) ++n;
+  return n;
+}
+
+CacheKey test_key(std::string_view ir = "ir") { return CacheKey::make(ir, "opts", "d16,v1", "sm_90a", "test-version"); }
+
+template <int BLOCK>
+void scale_kernel(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);  // [BLOCK] i32
+  auto mask = offs < n;                                          // [BLOCK] i1
+  tl::store(x + offs, tl::load(x + offs, mask) * 2.0f, mask);
+}
+
+}  // namespace
+
+TEST_CASE("sha256 matches the FIPS 180-2 test vectors", "[cache]") {
+  CHECK(sha_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  std::string million(1000000, 'a');
+  CHECK(sha_hex(million) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // Fed in odd-sized pieces, the same digest.
+  Sha256 s;
+  for (size_t i = 0; i < million.size(); i += 77) s.update(million.data() + i, std::min<size_t>(77, million.size() - i));
+  CHECK(Sha256::hex(s.finish()) == sha_hex(million));
+}
+
+TEST_CASE("cache keys depend on every field, and only on them", "[cache]") {
+  CacheKey base = CacheKey::make("ir", "opts", "spec", "sm_90a", "v1");
+  CHECK(base == CacheKey::make("ir", "opts", "spec", "sm_90a", "v1"));
+  CHECK(base.hex().size() == 64);
+  CHECK(base != CacheKey::make("ir2", "opts", "spec", "sm_90a", "v1"));
+  CHECK(base != CacheKey::make("ir", "opts2", "spec", "sm_90a", "v1"));
+  CHECK(base != CacheKey::make("ir", "opts", "spec2", "sm_90a", "v1"));
+  CHECK(base != CacheKey::make("ir", "opts", "spec", "sm_80", "v1"));
+  CHECK(base != CacheKey::make("ir", "opts", "spec", "sm_90a", "v2"));
+  // Moving text across a field boundary changes the key.
+  CHECK(CacheKey::make("ab", "c", "", "", "") != CacheKey::make("a", "bc", "", "", ""));
+  CHECK(!tl::runtime::compiler_version().empty());
+}
+
+TEST_CASE("kernel cache keys of traced kernels", "[cache]") {
+  // Source locations are part of the IR text (device asserts print them), so
+  // "the same kernel twice" means traced from the same call site.
+  auto trace = [] { return tl::compile(scale_kernel<64>, {.name = "scale"}); };
+  tl::Kernel a = trace();
+  tl::Kernel a_again = trace();
+  tl::Kernel b = tl::compile(scale_kernel<128>, {.name = "scale"});
+  tl::Kernel a_8warps = tl::compile(scale_kernel<64>, {.name = "scale", .num_warps = 8});
+  auto key = [](const tl::Kernel& k, std::string spec = "d16,d16", std::string target = "sm_90a") {
+    return tl::runtime::kernel_cache_key(*k.impl(), spec, target);
+  };
+  CacheKey ka = key(a);
+  CHECK(!a.impl()->ir_digest.empty());  // memoized on first use
+  CHECK(ka == key(a));
+  CHECK(ka == key(a_again));            // same IR traced twice
+  CHECK(ka != key(b));                  // different IR
+  CHECK(ka != key(a_8warps));           // different options
+  CHECK(ka != key(a, "d16,d1"));        // different specialization
+  CHECK(ka != key(a, "d16,d16", "sm_80"));
+}
+
+TEST_CASE("cache entries: encode, decode, and every kind of damage rejected", "[cache]") {
+  CacheKey key = test_key();
+  Bytes payload = bytes_of("a cubin would be here");
+  Bytes file = KernelCache::encode_entry(key, payload);
+  REQUIRE(KernelCache::decode_entry(key, file) == payload);
+  CHECK(!KernelCache::decode_entry(test_key("other"), file));  // a file under the wrong name
+
+  for (size_t i = 0; i < file.size(); ++i) {
+    Bytes flipped = file;
+    flipped[i] ^= 0x20;
+    INFO("flipped byte " << i);
+    CHECK(!KernelCache::decode_entry(key, flipped));
+  }
+  for (size_t n : {size_t(0), size_t(10), size_t(87), size_t(88), file.size() - 1}) {
+    INFO("truncated to " << n << " bytes");
+    CHECK(!KernelCache::decode_entry(key, std::span<const uint8_t>(file.data(), n)));
+  }
+  Bytes longer = file;
+  longer.push_back(0);
+  CHECK(!KernelCache::decode_entry(key, longer));
+  // An empty payload is a valid entry.
+  CHECK(KernelCache::decode_entry(key, KernelCache::encode_entry(key, {})) == Bytes{});
+}
+
+TEST_CASE("kernel cache: miss, compile, memory hit, disk hit", "[cache]") {
+  TempDir tmp;
+  fs::path dir = tmp.path / "nested" / "cache";  // created on first write
+  KernelCache cache(dir);
+  CacheKey key = test_key();
+
+  CHECK(!cache.get(key));
+  CHECK(cache.stats().misses == 1);
+
+  int compiles = 0;
+  auto compile = [&] {
+    ++compiles;
+    return bytes_of("binary");
+  };
+  CHECK(*cache.get_or_compile(key, compile) == bytes_of("binary"));
+  CHECK(compiles == 1);
+  REQUIRE(fs::exists(cache.entry_path(key)));
+  CHECK(cache.entry_path(key).filename() == key.hex() + ".tlk");
+  CHECK(count_temporaries(dir) == 0);
+
+  CHECK(*cache.get_or_compile(key, compile) == bytes_of("binary"));
+  CHECK(compiles == 1);
+  CHECK(cache.stats().memory_hits == 1);
+
+  // A new process sees the disk entry: same as forgetting memory.
+  cache.clear_memory();
+  CHECK(*cache.get_or_compile(key, compile) == bytes_of("binary"));
+  CHECK(compiles == 1);
+  CHECK(cache.stats().disk_hits == 1);
+
+  KernelCache other(dir);
+  CHECK(other.get(key) == bytes_of("binary"));
+  CHECK(other.stats().disk_hits == 1);
+
+  // put() replaces, on disk too.
+  other.put(key, bytes_of("newer"));
+  KernelCache third(dir);
+  CHECK(third.get(key) == bytes_of("newer"));
+}
+
+TEST_CASE("kernel cache: a corrupt or truncated entry is removed and recompiled", "[cache]") {
+  TempDir tmp;
+  CacheKey key = test_key();
+  Bytes good = bytes_of("the real binary, long enough to truncate");
+  {
+    KernelCache cache(tmp.path);
+    cache.put(key, good);
+  }
+  fs::path path = KernelCache(tmp.path).entry_path(key);
+  Bytes file = read_file(path);
+  REQUIRE(file.size() == 88 + good.size());
+
+  struct Damage {
+    const char* what;
+    std::function<Bytes(Bytes)> apply;
+  };
+  std::vector<Damage> damages = {
+      {"payload byte flipped", [](Bytes b) { b[b.size() - 3] ^= 1; return b; }},
+      {"checksum byte flipped", [](Bytes b) { b[30] ^= 0x80; return b; }},
+      {"magic overwritten", [](Bytes b) { b[0] = 'X'; return b; }},
+      {"format version changed", [](Bytes b) { b[8] = 99; return b; }},
+      {"truncated payload", [](Bytes b) { b.resize(b.size() - 5); return b; }},
+      {"truncated header", [](Bytes b) { b.resize(40); return b; }},
+      {"empty file", [](Bytes) { return Bytes{}; }},
+      {"length field grown", [](Bytes b) { b[16] += 1; return b; }},
+  };
+  for (const auto& d : damages) {
+    INFO(d.what);
+    write_file(path, d.apply(file));
+    KernelCache cache(tmp.path);
+    int compiles = 0;
+    auto out = cache.get_or_compile(key, [&] {
+      ++compiles;
+      return good;
+    });
+    CHECK(*out == good);
+    CHECK(compiles == 1);
+    CHECK(cache.stats().corrupt_entries == 1);
+    CHECK(cache.stats().disk_hits == 0);
+    // The recompiled entry replaced the damaged one.
+    CHECK(read_file(path) == file);
+  }
+
+  // get() does not trust a damaged entry either, and deletes it.
+  write_file(path, Bytes(file.begin(), file.begin() + 60));
+  KernelCache cache(tmp.path);
+  CHECK(!cache.get(key));
+  CHECK(cache.stats().corrupt_entries == 1);
+  CHECK(!fs::exists(path));
+}
+
+TEST_CASE("kernel cache: threads asking for one key compile it once", "[cache]") {
+  TempDir tmp;
+  KernelCache cache(tmp.path);
+  CacheKey key = test_key();
+  std::atomic<int> compiles{0};
+  constexpr int kThreads = 8;
+  std::vector<std::shared_ptr<const Bytes>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      results[size_t(t)] = cache.get_or_compile(key, [&] {
+        ++compiles;
+        // Long enough that every other thread arrives while this one compiles.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return bytes_of("once");
+      });
+    });
+  for (auto& th : threads) th.join();
+  CHECK(compiles == 1);
+  for (const auto& r : results) {
+    REQUIRE(r);
+    CHECK(*r == bytes_of("once"));
+  }
+  CHECK(cache.stats().compiles == 1);
+  CHECK(cache.stats().memory_hits == kThreads - 1);
+
+  // Different keys compile independently.
+  std::atomic<int> distinct{0};
+  threads.clear();
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      cache.get_or_compile(test_key("kernel" + std::to_string(t)), [&] {
+        ++distinct;
+        return bytes_of("k");
+      });
+    });
+  for (auto& th : threads) th.join();
+  CHECK(distinct == kThreads);
+}
+
+TEST_CASE("kernel cache: a failed compile stores nothing and the next caller retries", "[cache]") {
+  TempDir tmp;
+  KernelCache cache(tmp.path);
+  CacheKey key = test_key();
+  CHECK_THROWS_WITH(cache.get_or_compile(key, []() -> Bytes { throw tl::Error("codegen failed"); }),
+                    "codegen failed");
+  CHECK(!fs::exists(cache.entry_path(key)));
+  int compiles = 0;
+  CHECK(*cache.get_or_compile(key, [&] {
+    ++compiles;
+    return bytes_of("ok");
+  }) == bytes_of("ok"));
+  CHECK(compiles == 1);
+}
+
+TEST_CASE("kernel cache: several processes writing one key leave a valid entry", "[cache]") {
+  TempDir tmp;
+  CacheKey key = test_key();
+  // A payload of several pages, so a torn write would show.
+  Bytes payload(64 << 10);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = uint8_t(i * 131 + 7);
+
+  constexpr int kProcesses = 6;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      // Child: no Catch2 here; the exit code says whether every read was valid.
+      int status = 0;
+      for (int round = 0; round < 10; ++round) {
+        KernelCache cache(tmp.path);
+        cache.put(key, payload);
+        KernelCache reader(tmp.path);
+        auto got = reader.get(key);
+        // A reader may find no entry (another process removed nothing valid,
+        // but rename is atomic, so a present entry must be complete).
+        if (got && *got != payload) status = 1;
+        if (reader.stats().corrupt_entries != 0) status = 2;
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = -1;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  KernelCache cache(tmp.path);
+  CHECK(cache.get(key) == payload);
+  CHECK(cache.stats().corrupt_entries == 0);
+  CHECK(count_temporaries(tmp.path) == 0);
+}
+
+TEST_CASE("kernel cache: memory-only and the default directory", "[cache]") {
+  KernelCache memory_only{fs::path()};
+  CacheKey key = test_key();
+  int compiles = 0;
+  auto compile = [&] {
+    ++compiles;
+    return bytes_of("m");
+  };
+  memory_only.get_or_compile(key, compile);
+  memory_only.get_or_compile(key, compile);
+  CHECK(compiles == 1);
+  CHECK(memory_only.entry_path(key).empty());
+
+  const char* old = std::getenv("TILEDSL_CACHE_DIR");
+  std::string saved = old ? old : "";
+  setenv("TILEDSL_CACHE_DIR", "/some/where", 1);
+  CHECK(KernelCache::default_dir() == fs::path("/some/where"));
+  unsetenv("TILEDSL_CACHE_DIR");
+  if (const char* home = std::getenv("HOME"); home && *home)
+    CHECK(KernelCache::default_dir() == fs::path(home) / ".cache" / "tiledsl");
+  if (old) setenv("TILEDSL_CACHE_DIR", saved.c_str(), 1);
+}
