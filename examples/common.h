@@ -1,5 +1,6 @@
 // What every example shares, so each example file holds only its kernel, its
-// reference and its sizes: command-line options (--device=NAME, --small),
+// reference and its sizes: command-line options (--device=NAME, --small,
+// --target=T --emit=STAGE),
 // deterministic random inputs, timing, the error check against a reference
 // computed in double, and the PASS/FAIL line (exit code 0 on PASS, 1 on FAIL).
 #pragma once
@@ -23,6 +24,9 @@ namespace examples {
 // ---------------------------------------------------------------------------
 // Options and device.
 
+// Set by parse_args under --emit: kernels are printed, not run.
+inline bool inspecting = false;
+
 struct Setup {
   tl::Device dev;
   bool small = false;      // --small: the sizes CI runs on the interpreter
@@ -30,10 +34,12 @@ struct Setup {
 };
 
 // Parses `--device=NAME` (default: tl::Device::get(), the best available,
-// which TILEDSL_DEVICE overrides) and `--small`. Unknown options print the
+// which TILEDSL_DEVICE overrides), `--small`, and `--target=T --emit=STAGE`
+// (print each kernel's STAGE — tile, gpu, llvm or asm — as compiled for
+// target T, default sm_90a, without a device). Unknown options print the
 // usage and exit with status 2.
 inline Setup parse_args(int argc, char** argv, std::string_view what) {
-  std::string device;
+  std::string device, target = "sm_90a", emit;
   Setup s;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -41,15 +47,26 @@ inline Setup parse_args(int argc, char** argv, std::string_view what) {
       device = std::string(a.substr(9));
     } else if (a == "--small") {
       s.small = true;
+    } else if (a.starts_with("--target=")) {
+      target = std::string(a.substr(9));
+    } else if (a.starts_with("--emit=")) {
+      emit = std::string(a.substr(7));
     } else {
       std::fprintf(stderr,
-                   "%s: %.*s\nusage: %s [--device=NAME] [--small]\n"
+                   "%s: %.*s\nusage: %s [--device=NAME] [--small] [--target=T --emit=STAGE]\n"
                    "  --device=NAME  interp, or a GPU back end; default: the best available\n"
-                   "  --small        the small sizes CI checks on the interpreter\n",
+                   "  --small        the small sizes CI checks on the interpreter\n"
+                   "  --target=T     interp|sm_80|sm_86|sm_89|sm_90|sm_90a|gfx90a|gfx942|gfx1100 (default sm_90a)\n"
+                   "  --emit=STAGE   tile|gpu|llvm|asm: print the kernels at that stage for T, run nothing\n",
                    argv[0], int(what.size()), what.data(), argv[0]);
       if (a != "--help" && a != "-h") std::fprintf(stderr, "unknown option '%.*s'\n", int(a.size()), a.data());
       std::exit(2);
     }
+  }
+  if (!emit.empty()) {
+    s.dev = tl::Device::inspector(target, emit);
+    s.small = s.on_interp = inspecting = true;
+    return s;
   }
   s.dev = tl::Device::get(device);
   s.on_interp = s.dev.name() == "interp";
@@ -136,13 +153,16 @@ std::vector<double> to_double(const std::vector<T>& v) {
 // Timing.
 
 // Milliseconds per launch of `launch` (which enqueues one kernel launch).
-// On a GPU: warm-up launches, then the mean of `reps` timed ones. On the
-// interpreter a launch is slow and the same every time: one timed launch.
+// On a GPU: a warm-up launch, then the mean of `reps` launches timed with
+// device events. On the interpreter a launch is slow and the same every
+// time: one launch timed with the host clock.
 inline double time_ms(Setup& s, const std::function<void()>& launch, int reps = 20) {
-  int warmup = s.on_interp ? 0 : 3;
-  if (s.on_interp) reps = 1;
-  for (int i = 0; i < warmup; ++i) launch();
-  s.dev.synchronize();
+  if (inspecting) {
+    launch();  // prints the kernel
+    return 0;
+  }
+  if (!s.on_interp) return s.dev.time_ms(launch, reps);  // the mean
+  reps = 1;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) launch();
   s.dev.synchronize();
@@ -214,6 +234,7 @@ struct Perf {
 // Prints the max error, the time and throughput, then PASS or FAIL.
 // Returns the process exit code: 0 on PASS, 1 on FAIL.
 inline int report(const Check& c, const Perf& p) {
+  if (inspecting) return 0;  // --emit: nothing ran, the results are meaningless
   std::printf("max abs error %.3g over %zu elements\n", c.max_abs_error, c.count);
   std::printf("time %.3f ms", p.ms);
   if (p.bytes > 0) std::printf(", %.3f GB/s", p.bytes / (p.ms * 1e-3) / 1e9);

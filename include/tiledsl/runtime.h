@@ -118,6 +118,11 @@ class Device {
   // "interp", or "" for the best available (TILEDSL_DEVICE overrides).
   static Device get(std::string_view name = "");
   static std::vector<std::string> available();
+  // A device that runs nothing: each launch prints `stage` ("tile", "gpu",
+  // "llvm" or "asm") of the kernel compiled for `target` ("interp",
+  // "sm_80", "sm_90a", "gfx942", ...), specialized for the launch's
+  // arguments. Needs no GPU; buffers are host memory.
+  static Device inspector(const std::string& target, const std::string& stage);
 
   std::string name() const;
   Buffer alloc(DType dtype, size_t n);

@@ -1,0 +1,74 @@
+// The inspector: a device that runs nothing. Each launch prints one stage
+// of the kernel (Tile IR, GPU IR with layouts, LLVM IR, or assembly) as
+// compiled for a named target and specialized for that launch's arguments,
+// once per kernel and specialization. Buffers are host memory, so programs
+// run unchanged; their results are meaningless. This is how the examples'
+// --target/--emit work on a machine with no GPU.
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <set>
+
+#include "codegen/compile.h"
+#include "runtime/device.h"
+
+namespace tl {
+
+namespace {
+
+class InspectDevice final : public detail::DeviceImpl {
+ public:
+  InspectDevice(std::string target, codegen::Stage stage) : target_(std::move(target)), stage_(stage) {}
+  std::string name() const override { return "inspect:" + target_; }
+
+  uint64_t alloc(size_t bytes) override {
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+    if (!p) throw Error("inspector: out of host memory for " + std::to_string(bytes) + " bytes");
+    return uint64_t(reinterpret_cast<uintptr_t>(p));
+  }
+  void free(uint64_t address) override { std::free(reinterpret_cast<void*>(uintptr_t(address))); }
+  void copy_to_device(uint64_t dst, const void* src, size_t bytes) override {
+    std::memcpy(reinterpret_cast<void*>(uintptr_t(dst)), src, bytes);
+  }
+  void copy_to_host(void* dst, uint64_t src, size_t bytes) override {
+    std::memcpy(dst, reinterpret_cast<const void*>(uintptr_t(src)), bytes);
+  }
+  void synchronize() override {}
+
+  void launch(const detail::KernelImpl& k, Grid, const std::vector<detail::LaunchArg>& args) override {
+    codegen::Specialization spec;
+    for (const auto& a : args)
+      spec.args.push_back(a.type.is_ptr ? codegen::pointer_arg_facts(a.address) : codegen::int_arg_facts(a.i));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!printed_.insert(k.name + "|" + spec.key()).second) return;
+    }
+    std::cout << "// kernel '" << k.name << "' for " << target_ << ", arguments specialized as [" << spec.key()
+              << "]\n"
+              << codegen::emit_stage(k, spec, target_, stage_) << std::flush;
+  }
+
+ private:
+  std::string target_;
+  codegen::Stage stage_;
+  std::mutex mu_;
+  std::set<std::string> printed_;
+};
+
+}  // namespace
+
+Device Device::inspector(const std::string& target, const std::string& stage) {
+  codegen::Stage s;
+  if (!codegen::parse_stage(stage, s)) throw Error("unknown stage '" + stage + "' (expected tile, gpu, llvm or asm)");
+  if (target == "interp") {
+    if (s != codegen::Stage::Tile) throw Error("the interpreter runs Tile IR: only --emit=tile applies to it");
+  } else if (!codegen::is_known_target(target)) {
+    std::string known;
+    for (const auto& t : codegen::available_targets()) known += " " + t;
+    throw Error("unknown target '" + target + "' (expected interp or one of:" + known + ")");
+  }
+  return Device(std::make_shared<InspectDevice>(target, s));
+}
+
+}  // namespace tl
