@@ -124,7 +124,8 @@ NORM_SIZES(softmax, tl::bf16)
 NORM_SIZES(softmax, float)
 NORM_SIZES(layernorm, tl::bf16)
 NORM_SIZES(layernorm, float)
-BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+// One iteration: a second one would find the kernel in the in-memory cache.
+BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

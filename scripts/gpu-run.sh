@@ -19,13 +19,15 @@ for w in $what; do
       echo "gpu tests rc=$?"; grep -E "SKIP|passed|failed|FAILED|GB/s" "$OUT/gpu-tests.log" | tail -15 ;;
     examples)
       for e in vector_add softmax layernorm gemm attention; do
-        timeout 120 "$bin/$e" --device=cuda > "$OUT/example-$e.log" 2>&1
-        echo "example $e rc=$?: $(grep -E 'PASS|FAIL|rror' "$OUT/example-$e.log" | head -3 | tr '\n' ' ')"
+        echo "== $e" >> "$OUT/examples.log"
+        timeout 120 "$bin/$e" --device=cuda > /tmp/example.log 2>&1
+        echo "example $e rc=$?: $(grep -E 'PASS|FAIL|rror|GB/s|TFLOP' /tmp/example.log | head -3 | tr '\n' ' ')"
+        cat /tmp/example.log >> "$OUT/examples.log"
       done ;;
     bench)
-      "$bin/bench_norms" --benchmark_format=json --benchmark_out="$OUT/norms.json" > "$OUT/bench-norms.log" 2>&1
+      "$bin/bench_norms" --benchmark_format=json --benchmark_out="$OUT/norms.json" > "$OUT/bench.log" 2>&1
       echo "bench_norms rc=$?"
-      python3 bench/compare_norms.py "$OUT/compare_norms.json" > "$OUT/compare-norms.log" 2>&1
+      python3 bench/compare_norms.py "$OUT/compare_norms.json" >> "$OUT/bench.log" 2>&1
       echo "compare_norms rc=$?"
       python3 bench/summarize_norms.py "$OUT/norms.json" "$OUT/compare_norms.json" | tee "$OUT/summary.txt" ;;
   esac

@@ -17,6 +17,62 @@ namespace {
 
 using llvm::Intrinsic::ID;
 
+// A value of 1 to 16 bytes as the registers a PTX access moves.
+struct Words {
+  int count = 1;                 // registers
+  llvm::Type* word = nullptr;    // i32, or i16 for accesses under 4 bytes
+  std::string constraint, mov;   // "r"/"h" and "b32"/"b16"
+  std::string suffix;            // ".v4.b32", ".b32", ".b16", ".b8"
+  int bytes = 0;
+
+  // "{$k, $k+1, ...}" or "$k" for one register.
+  std::string list(int first) const {
+    if (count == 1) return "$" + std::to_string(first);
+    std::string s = "{";
+    for (int i = 0; i < count; ++i) s += (i ? ", $" : "$") + std::to_string(first + i);
+    return s + "}";
+  }
+  std::vector<llvm::Value*> split(llvm::IRBuilder<>& b, llvm::Value* v) const {
+    llvm::Value* bits = b.CreateBitCast(v, b.getIntNTy(unsigned(bytes * 8)));
+    std::vector<llvm::Value*> out;
+    if (bytes < 2) return {b.CreateZExt(bits, word)};
+    llvm::Type* as_words = count == 1 ? word : static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, count));
+    llvm::Value* wv = b.CreateBitCast(bits, as_words);
+    for (int i = 0; i < count; ++i) out.push_back(count == 1 ? wv : b.CreateExtractElement(wv, uint64_t(i)));
+    return out;
+  }
+  llvm::Value* join(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& parts, llvm::Type* ty) const {
+    if (bytes < 2) return b.CreateBitCast(b.CreateTrunc(parts[0], b.getIntNTy(unsigned(bytes * 8))), ty);
+    llvm::Value* v;
+    if (count == 1) {
+      v = parts[0];
+    } else {
+      v = llvm::UndefValue::get(llvm::FixedVectorType::get(word, count));
+      for (int i = 0; i < count; ++i) v = b.CreateInsertElement(v, parts[i], uint64_t(i));
+    }
+    return b.CreateBitCast(b.CreateBitCast(v, b.getIntNTy(unsigned(bytes * 8))), ty);
+  }
+};
+
+Words words_of(llvm::IRBuilder<>& b, llvm::Type* ty) {
+  const llvm::DataLayout& dl = b.GetInsertBlock()->getModule()->getDataLayout();
+  Words w;
+  w.bytes = int(dl.getTypeStoreSize(ty).getFixedValue());
+  if (w.bytes >= 4) {
+    w.count = w.bytes / 4;
+    w.word = b.getInt32Ty();
+    w.constraint = "r";
+    w.mov = "b32";
+    w.suffix = w.count == 1 ? ".b32" : ".v" + std::to_string(w.count) + ".b32";
+  } else {
+    w.word = b.getInt16Ty();
+    w.constraint = "h";
+    w.mov = "b16";
+    w.suffix = w.bytes == 2 ? ".b16" : ".b8";
+  }
+  return w;
+}
+
 class NvptxTarget final : public Target {
  public:
   NvptxTarget(std::string arch, int shared_kib) : arch_(std::move(arch)), shared_bytes_(shared_kib * 1024) {
@@ -75,13 +131,53 @@ class NvptxTarget final : public Target {
                              {b.getInt32(-1), v32, b.getInt32(mask), b.getInt32(0x1f)});
   }
 
+  // Global accesses are predicated PTX instructions (`@p ld.global.v4.b32`),
+  // not branches: consecutive loads of a thread then issue back to back.
+  // The value travels as 32-bit words (16-bit for 2-byte accesses; a
+  // 1-byte access goes through a 16-bit register as PTX requires).
   llvm::Value* load(llvm::IRBuilder<>& b, llvm::Type* ty, llvm::Value* ptr, llvm::Value* mask, llvm::Value* other,
                     const MemoryHints& hints) const override {
-    return branch_masked_load(b, ty, ptr, mask, other, hints.is_volatile);
+    Words w = words_of(b, ty);
+    std::string op = std::string("ld.global") + (hints.is_volatile ? ".volatile" : "") + w.suffix;
+    // Outputs $0..$n-1, then the address, the predicate, the `other` words.
+    std::string text, cons;
+    for (int i = 0; i < w.count; ++i) cons += std::string(i ? "," : "") + "=" + w.constraint;
+    cons += ",l";
+    int addr = w.count, pred = w.count + 1, first_other = w.count + (mask ? 2 : 1);
+    if (mask) cons += ",b";
+    for (int i = 0; i < w.count; ++i) {
+      cons += std::string(",") + w.constraint;
+      text += "mov." + w.mov + " $" + std::to_string(i) + ", $" + std::to_string(first_other + i) + ";\n\t";
+    }
+    text += (mask ? "@$" + std::to_string(pred) + " " : "") + op + " " + w.list(0) + ", [$" + std::to_string(addr) + "];";
+    std::vector<llvm::Type*> outs(w.count, w.word);
+    llvm::Type* ret = w.count == 1 ? w.word : static_cast<llvm::Type*>(llvm::StructType::get(b.getContext(), outs));
+    std::vector<llvm::Value*> args = {ptr};
+    std::vector<llvm::Type*> arg_types = {ptr->getType()};
+    if (mask) args.push_back(mask), arg_types.push_back(b.getInt1Ty());
+    for (llvm::Value* o : w.split(b, other)) args.push_back(o), arg_types.push_back(w.word);
+    auto* fty = llvm::FunctionType::get(ret, arg_types, false);
+    llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, cons, /*hasSideEffects=*/hints.is_volatile), args);
+    std::vector<llvm::Value*> parts;
+    for (int i = 0; i < w.count; ++i) parts.push_back(w.count == 1 ? r : b.CreateExtractValue(r, unsigned(i)));
+    return w.join(b, parts, ty);
   }
   void store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* ptr, llvm::Value* mask,
              const MemoryHints& hints) const override {
-    branch_masked_store(b, value, ptr, mask, hints.is_volatile);
+    Words w = words_of(b, value->getType());
+    std::string op = std::string("st.global") + (hints.is_volatile ? ".volatile" : "") + w.suffix;
+    // Inputs: the address $0, the words $1..$n, the predicate.
+    std::string cons = "l";
+    for (int i = 0; i < w.count; ++i) cons += std::string(",") + w.constraint;
+    if (mask) cons += ",b";
+    std::string text = (mask ? "@$" + std::to_string(w.count + 1) + " " : "") + op + " [$0], " + w.list(1) + ";";
+    std::vector<llvm::Value*> args = {ptr};
+    for (llvm::Value* v : w.split(b, value)) args.push_back(v);
+    if (mask) args.push_back(mask);
+    std::vector<llvm::Type*> arg_types;
+    for (auto* a : args) arg_types.push_back(a->getType());
+    auto* fty = llvm::FunctionType::get(b.getVoidTy(), arg_types, false);
+    b.CreateCall(llvm::InlineAsm::get(fty, text, cons + ",~{memory}", /*hasSideEffects=*/true), args);
   }
 
   llvm::Value* fast_math(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x) const override {

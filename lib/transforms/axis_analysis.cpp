@@ -1,12 +1,13 @@
 // Axis analysis (see axis_analysis.h): one forward walk with a transfer
 // function per op. Values it cannot reason about get the pessimistic answer
 // (runs of 1, divisibility 1), which only costs vector width, never
-// correctness. Loop-carried values are pessimistic too; the induction
-// variable keeps the divisibility of its start and step.
+// correctness. Loop-carried values get the facts that hold on entry and
+// survive an iteration (run_loop).
 #include "transforms/axis_analysis.h"
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <numeric>
 
 namespace tl::transforms {
@@ -57,20 +58,60 @@ AxisAnalysis::AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& 
   }
   std::function<void(const ir::Region&)> run = [&](const ir::Region& r) {
     for (const auto& op : r.ops) {
-      for (const auto& sub : op->regions) {
-        // Region arguments: the for induction variable keeps the start's and
-        // step's divisibility; everything else is unknown.
-        for (const auto& a : sub->args) info_[a.get()] = AxisInfo::unknown(int(dims(a->type).size()));
-        if (op->kind == ir::OpKind::For && !sub->args.empty()) {
-          auto& iv = info_[sub->args[0].get()];
-          iv.divisibility[0] = std::min(get(op->operands[0]).divisibility[0], get(op->operands[2]).divisibility[0]);
+      if (op->kind == ir::OpKind::For) {
+        run_loop(*op, run);
+      } else {
+        for (const auto& sub : op->regions) {
+          // Other region arguments (reduce/scan combiners) are scalars.
+          for (const auto& a : sub->args) info_[a.get()] = AxisInfo::unknown(int(dims(a->type).size()));
+          run(*sub);
         }
-        run(*sub);
       }
       visit(*op);
     }
   };
   run(fn.body);
+}
+
+// A loop's carried values start as their initial values' facts; the body
+// runs, and each fact is met with what the yield produces (the weaker of
+// the two) until nothing changes. `p += BLOCK` keeps a pointer tile's
+// contiguity and alignment this way. The induction variable keeps the
+// divisibility of its start and step.
+void AxisAnalysis::run_loop(const ir::Op& loop, const std::function<void(const ir::Region&)>& run) {
+  const ir::Region& body = *loop.regions[0];
+  auto& iv = info_[body.args[0].get()];
+  iv = AxisInfo::unknown(1);
+  iv.divisibility[0] = std::min(get(loop.operands[0]).divisibility[0], get(loop.operands[2]).divisibility[0]);
+  std::vector<AxisInfo> carried;
+  for (size_t k = 0; k + 1 < body.args.size(); ++k) {
+    AxisInfo init = get(loop.operands[3 + k]);
+    init.value.reset();  // a constant start does not stay constant
+    carried.push_back(init);
+  }
+  const ir::Op* yield = body.terminator();
+  for (int round = 0; round < 4; ++round) {
+    for (size_t k = 0; k < carried.size(); ++k) info_[body.args[k + 1].get()] = carried[k];
+    run(body);
+    bool changed = false;
+    for (size_t k = 0; k < carried.size() && yield; ++k) {
+      const AxisInfo& next = get(yield->operands[k]);
+      for (int d = 0; d < carried[k].rank(); ++d) {
+        auto meet = [&](std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+          int64_t m = gcd(a[d], b[d]);
+          if (m != a[d]) a[d] = m, changed = true;
+        };
+        meet(carried[k].contiguity, next.contiguity);
+        meet(carried[k].divisibility, next.divisibility);
+        meet(carried[k].constancy, next.constancy);
+      }
+    }
+    if (!changed) return;
+  }
+  // Not settled after a few rounds: fall back to knowing nothing.
+  for (size_t k = 0; k < carried.size(); ++k)
+    info_[body.args[k + 1].get()] = AxisInfo::unknown(carried[k].rank());
+  run(body);
 }
 
 const AxisInfo& AxisAnalysis::get(const ir::Value* v) const {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -49,6 +50,7 @@ class AxisAnalysis {
 
  private:
   void visit(const ir::Op& op);
+  void run_loop(const ir::Op& loop, const std::function<void(const ir::Region&)>& run);
   std::unordered_map<const ir::Value*, AxisInfo> info_;
 };
 

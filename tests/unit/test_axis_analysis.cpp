@@ -111,3 +111,36 @@ TEST_CASE("an argument specialized as 1 is a known constant", "[axis]") {
   AxisAnalysis one(fn, {{1, 1}});
   CHECK(one.get(scaled).contiguity[0] == 64);  // a unit stride keeps the run
 }
+
+TEST_CASE("a pointer tile advanced in a loop keeps its contiguity and alignment", "[axis]") {
+  // p = x + arange(0, 128); for (...) { load(p); p += 128; }
+  Function fn;
+  Value* x = fn.body.add_arg(ptr_type(DType::f32));
+  Value* n = fn.body.add_arg(scalar_type(DType::i32));
+  Builder b(&fn.body);
+  Type idx = tile_type(DType::i32, {128});
+  Type ptile = Type{DType::f32, true, {128}};
+  Value* range = b.create1(OpKind::Arange, {}, idx, {{"start", int64_t(0)}, {"end", int64_t(128)}});
+  Value* p0 = b.create1(OpKind::AddPtr, {b.create1(OpKind::Splat, {x}, ptile), range}, ptile);
+  Value* zero = b.constant_int(scalar_type(DType::i32), 0);
+  Value* one = b.constant_int(scalar_type(DType::i32), 1);
+  Op* loop = b.create(OpKind::For, {zero, n, one, p0}, {ptile});
+  Region* body = loop->add_region();
+  body->add_arg(scalar_type(DType::i32));
+  Value* p = body->add_arg(ptile);
+  Builder in(body);
+  Op* load = in.create(OpKind::Load, {p}, {tile_type(DType::f32, {128})});
+  Value* next = in.create1(OpKind::AddPtr, {p, in.constant_int(idx, 128)}, ptile);
+  in.create(OpKind::Yield, {next}, {});
+  AxisAnalysis a(fn, {{16, {}}, {1, {}}});
+  CHECK(a.get(p).contiguity[0] == 128);
+  CHECK(a.get(p).divisibility[0] == 16);
+  CHECK(a.vector_width(*load) == 4);
+  // An advance by 1 element breaks the alignment: the loop must notice.
+  Builder before;
+  before.set_insertion_before(next->def);
+  next->def->operands[1] = before.constant_int(idx, 1);
+  AxisAnalysis odd(fn, {{16, {}}, {1, {}}});
+  CHECK(odd.get(p).divisibility[0] == 4);
+  CHECK(odd.vector_width(*load) == 1);
+}
