@@ -140,8 +140,10 @@ class NvptxTarget final : public Target {
     Words w = words_of(b, ty);
     std::string op = std::string("ld.global") + (hints.is_volatile ? ".volatile" : "") + w.suffix;
     // Outputs $0..$n-1, then the address, the predicate, the `other` words.
+    // The outputs are written (by the movs) before the inputs are all read:
+    // they must be early-clobber, or they may share an input's register.
     std::string text, cons;
-    for (int i = 0; i < w.count; ++i) cons += std::string(i ? "," : "") + "=" + w.constraint;
+    for (int i = 0; i < w.count; ++i) cons += std::string(i ? "," : "") + "=&" + w.constraint;
     cons += ",l";
     int addr = w.count, pred = w.count + 1, first_other = w.count + (mask ? 2 : 1);
     if (mask) cons += ",b";
@@ -192,6 +194,12 @@ class NvptxTarget final : public Target {
       }
       default: return nullptr;  // exp2 lowers to ex2.approx; the rest expand
     }
+  }
+
+  // div.full.f32 (within 2 ulp over the full range), what Triton's `/`
+  // on f32 compiles to: a few instructions instead of div.rn's dozen.
+  llvm::Value* fast_divide(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) const override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_div_full, {x, y});
   }
 
   void print(llvm::IRBuilder<>& b, const std::string& format, const std::vector<llvm::Value*>& args) const override {

@@ -236,7 +236,7 @@ class Assigner {
 
   void run(const ir::Function& fn) {
     anchor(fn.body);
-    for (int pass = 0; pass < 2; ++pass) backward(fn.body);
+    for (int pass = 0; pass < 3; ++pass) backward(fn.body);
     forward(fn.body);
   }
 
@@ -296,6 +296,13 @@ class Assigner {
               if (const Op* y = sub->terminator()) set(y->operands[k], plan_.of(op.results[k].get()));
         continue;
       }
+      // An elementwise op whose result nobody placed takes the layout of a
+      // placed operand (a load's, say), so that a chain like
+      // `acc = acc + cast(load(p))` inside a loop settles on the load's
+      // layout instead of a default one that would need a conversion on
+      // every iteration. Walking twice carries this across a chain.
+      if (ir::op_is_elementwise(op.kind) && op.results.size() == 1 && is_tile(op.result()) && !plan_.has(op.result()))
+        if (auto l = placed_operand(op)) set(op.result(), *l);
       bool results_placed = std::all_of(op.results.begin(), op.results.end(),
                                         [&](const auto& v) { return !is_tile(v.get()) || plan_.has(v.get()); });
       if (op.results.empty() || !results_placed) continue;
@@ -331,6 +338,19 @@ class Assigner {
     }
   }
 
+  // The layout of an operand of the result's shape that has one, preferring
+  // values that hold data over splats and constants (those rematerialize in
+  // any layout for free, so they should not decide one).
+  std::optional<LinearLayout> placed_operand(const Op& op) {
+    const Value* res = op.result();
+    for (bool allow_uniform : {false, true})
+      for (const Value* v : op.operands) {
+        bool uniform = v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
+        if ((!uniform || allow_uniform) && plan_.has(v) && v->type.shape == res->type.shape) return plan_.of(v);
+      }
+    return std::nullopt;
+  }
+
   LinearLayout forward_layout(const Op& op, int k) {
     const Value* res = op.results[k].get();
     auto operand = [&](int i) -> std::optional<LinearLayout> {
@@ -364,8 +384,7 @@ class Assigner {
         break;
       default:
         if (ir::op_is_elementwise(op.kind))
-          for (size_t i = 0; i < op.operands.size(); ++i)
-            if (auto l = operand(int(i)); l && op.operands[i]->type.shape == res->type.shape) return *l;
+          if (auto l = placed_operand(op)) return *l;
         break;
     }
     return dflt(res);

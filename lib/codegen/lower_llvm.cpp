@@ -449,7 +449,10 @@ class Lowerer {
       case OpKind::Add: return b_.CreateFAdd(a[0], a[1]);
       case OpKind::Sub: return b_.CreateFSub(a[0], a[1]);
       case OpKind::Mul: return b_.CreateFMul(a[0], a[1]);
-      case OpKind::Div: return b_.CreateFDiv(a[0], a[1]);
+      case OpKind::Div:
+        if (d == DType::f32)
+          if (llvm::Value* fast = t_.fast_divide(b_, a[0], a[1])) return fast;
+        return b_.CreateFDiv(a[0], a[1]);
       case OpKind::Rem: return b_.CreateFRem(a[0], a[1]);
       case OpKind::Minimum: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a[0], a[1]);
       case OpKind::Maximum: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a[0], a[1]);
@@ -932,7 +935,13 @@ class Lowerer {
           smem_store(acc[j][i], b_.CreateAdd(b_.CreateMul(group, b_.getInt32(int32_t(slots))), slot(j)),
                      acc[j][i]->getType(), base[i]);
       t_.barrier(b_);
-      for (int j = 0; j < out_regs; ++j) {
+      // When the low lane bits replicate the result (a reduction to a
+      // scalar, say), lane l reads the partial of warp group (l mod groups)
+      // and shuffles across those bits combine the groups: one read per
+      // lane instead of one per warp. Otherwise every lane reads them all.
+      bool lanes_replicate = groups <= plan_.warp_size &&
+                             (scalar || (s.broadcast_mask(kLane) & uint32_t(groups - 1)) == uint32_t(groups - 1));
+      for (int j = 0; j < out_regs && !lanes_replicate; ++j) {
         std::vector<std::vector<llvm::Value*>> items;
         for (int g = 0; g < groups; ++g) {
           std::vector<llvm::Value*> t;
@@ -941,6 +950,19 @@ class Lowerer {
           items.push_back(t);
         }
         acc[j] = tree(region, items);
+      }
+      llvm::Value* mine = b_.CreateAnd(lane_, groups - 1);
+      for (int j = 0; j < out_regs && lanes_replicate; ++j) {
+        std::vector<llvm::Value*> v;
+        for (size_t i = 0; i < n; ++i)
+          v.push_back(smem_load(acc[j][i]->getType(),
+                                b_.CreateAdd(b_.CreateMul(mine, b_.getInt32(int32_t(slots))), slot(j)), base[i]));
+        for (int bit = 1; bit < groups; bit <<= 1) {
+          std::vector<llvm::Value*> other;
+          for (auto* x : v) other.push_back(shuffle(x, bit));
+          v = combine(region, v, other);
+        }
+        acc[j] = v;
       }
     }
     for (size_t i = 0; i < n; ++i) {

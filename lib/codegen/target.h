@@ -58,6 +58,9 @@ class Target {
   // f32 math the target has a fast instruction for; null means "use the
   // generic expansion". `op` is one of the unary math OpKinds.
   virtual llvm::Value* fast_math(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x) const = 0;
+  // f32 division x / y as the target's Triton-compatible full-range
+  // division (within 2 ulp), or null for the correctly rounded one.
+  virtual llvm::Value* fast_divide(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) const { return nullptr; }
 
   // Device-side printf (format, args) and assertion failure (message,
   // file, line). Printing may be unsupported: then throw tl::Error.
