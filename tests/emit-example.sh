@@ -15,8 +15,8 @@ case $target in
   sm_*)
     ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
     if [ ! -x "$ptxas" ]; then echo "[SKIP] ptxas not found: $kernels kernel(s) not assembled"; exit 0; fi
-    # Split at each header and assemble every kernel's PTX.
-    awk -v dir="$out" '/^\/\/ kernel /{n++} {print > (dir "/k" n ".ptx")}' "$out/all.s"
+    # Each kernel's PTX stands between its header and its end line.
+    awk -v dir="$out" '/^\/\/ kernel /{n++; on=1} on {print > (dir "/k" n ".ptx")} /^\/\/ end of kernel /{on=0}' "$out/all.s"
     for f in "$out"/k*.ptx; do
       "$ptxas" -arch="$target" -v "$f" -o "$f.cubin" 2> "$f.log" || { cat "$f.log"; exit 1; }
       if grep -q "bytes spill stores" "$f.log" && ! grep -q " 0 bytes spill stores" "$f.log"; then

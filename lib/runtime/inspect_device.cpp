@@ -46,7 +46,8 @@ class InspectDevice final : public detail::DeviceImpl {
     }
     std::cout << "// kernel '" << k.name << "' for " << target_ << ", arguments specialized as [" << spec.key()
               << "]\n"
-              << codegen::emit_stage(k, spec, target_, stage_) << std::flush;
+              << codegen::emit_stage(k, spec, target_, stage_) << "// end of kernel '" << k.name << "'\n"
+              << std::flush;
   }
 
  private:
