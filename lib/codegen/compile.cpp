@@ -75,7 +75,8 @@ std::string Specialization::key() const {
   std::string k;
   for (const auto& a : args) {
     if (!k.empty()) k += ",";
-    k += a.value ? "v" + std::to_string(*a.value) : "d" + std::to_string(a.divisibility);
+    k += a.value ? 'v' : 'd';
+    k += std::to_string(a.value ? *a.value : a.divisibility);
   }
   return k;
 }
