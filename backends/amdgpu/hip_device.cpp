@@ -192,59 +192,6 @@ std::string arch_name(const std::vector<char>& props) {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// The cached payload: what a launch needs besides the code object (a disk
-// hit skips codegen). Header lines, an empty line, then the code object.
-//   tiledsl-hip-kernel 1\n entry <name>\n threads <n>\n shared <n>\n \n <code object>
-struct CodeObjectEntry {
-  std::string entry;
-  int threads = 0;
-  int shared_bytes = 0;
-  std::vector<uint8_t> code_object;
-};
-
-std::vector<uint8_t> encode_payload(const CodeObjectEntry& e) {
-  std::string head = "tiledsl-hip-kernel 1\nentry " + e.entry + "\nthreads " + std::to_string(e.threads) +
-                     "\nshared " + std::to_string(e.shared_bytes) + "\n\n";
-  std::vector<uint8_t> out(head.begin(), head.end());
-  out.insert(out.end(), e.code_object.begin(), e.code_object.end());
-  return out;
-}
-
-CodeObjectEntry decode_payload(const std::vector<uint8_t>& bytes) {
-  auto bad = [] {
-    return Error("kernel cache entry for the hip device is malformed (delete " +
-                 runtime::KernelCache::global().dir().string() + " to rebuild the cache)");
-  };
-  const char* sep = "\n\n";
-  auto it = std::search(bytes.begin(), bytes.end(), sep, sep + 2);
-  if (it == bytes.end()) throw bad();
-  std::string head(bytes.begin(), it + 1);
-  CodeObjectEntry e;
-  size_t pos = 0;
-  for (int line_no = 0; pos < head.size(); ++line_no) {
-    size_t nl = head.find('\n', pos);
-    std::string line = head.substr(pos, nl - pos);
-    pos = nl + 1;
-    auto sp = line.find(' ');
-    if (sp == std::string::npos) throw bad();
-    std::string field = line.substr(0, sp), value = line.substr(sp + 1);
-    if (line_no == 0) {
-      if (line != "tiledsl-hip-kernel 1") throw bad();
-    } else if (field == "entry") {
-      e.entry = value;
-    } else if (field == "threads") {
-      e.threads = std::stoi(value);
-    } else if (field == "shared") {
-      e.shared_bytes = std::stoi(value);
-    } else {
-      throw bad();
-    }
-  }
-  if (e.entry.empty() || e.threads <= 0) throw bad();
-  e.code_object.assign(it + 2, bytes.end());
-  return e;
-}
-
 struct LoadedKernel {
   hipModule_t module = nullptr;
   hipFunction_t function = nullptr;
@@ -356,9 +303,9 @@ class HipDevice final : public detail::DeviceImpl {
       std::lock_guard lock(stats_mutex_);
       ++stats_.compiles;
       stats_.codegen_ms += codegen_ms;
-      return encode_payload({ck.entry, ck.threads, ck.shared_bytes, ck.binary});
+      return runtime::encode_cached_binary("hip", {ck.entry, ck.threads, ck.shared_bytes, ck.binary});
     });
-    CodeObjectEntry e = decode_payload(*payload);
+    runtime::CachedBinary e = runtime::decode_cached_binary("hip", *payload);
     if (e.shared_bytes > kMaxSharedBytes)
       throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) + " bytes of LDS; " +
                   gpu_name_ + " allows at most " + std::to_string(kMaxSharedBytes));
@@ -366,7 +313,7 @@ class HipDevice final : public detail::DeviceImpl {
     auto out = std::make_shared<LoadedKernel>();
     out->threads = e.threads;
     out->shared_bytes = e.shared_bytes;
-    hip_.check(hip_.hipModuleLoadData(&out->module, e.code_object.data()), "hipModuleLoadData",
+    hip_.check(hip_.hipModuleLoadData(&out->module, e.binary.data()), "hipModuleLoadData",
                "kernel '" + k.name + "' for " + target_ + " on " + gpu_name_ + " (" + arch_ + ")");
     hip_.check(hip_.hipModuleGetFunction(&out->function, out->module, e.entry.c_str()), "hipModuleGetFunction",
                "entry '" + e.entry + "'");

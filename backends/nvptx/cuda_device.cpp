@@ -61,62 +61,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// ---------------------------------------------------------------------------
-// The cached payload: what a launch needs besides the cubin, since a disk
-// hit skips codegen. Text header lines, an empty line, then the cubin.
-//   tiledsl-cuda-kernel 1\n entry <name>\n threads <n>\n shared <n>\n \n <cubin>
-
-struct CubinEntry {
-  std::string entry;
-  int threads = 0;
-  int shared_bytes = 0;
-  std::vector<uint8_t> cubin;
-};
-
-std::vector<uint8_t> encode_payload(const CubinEntry& e) {
-  std::string head = "tiledsl-cuda-kernel 1\nentry " + e.entry + "\nthreads " + std::to_string(e.threads) +
-                     "\nshared " + std::to_string(e.shared_bytes) + "\n\n";
-  std::vector<uint8_t> out(head.begin(), head.end());
-  out.insert(out.end(), e.cubin.begin(), e.cubin.end());
-  return out;
-}
-
-CubinEntry decode_payload(const std::vector<uint8_t>& bytes) {
-  const char* sep = "\n\n";
-  auto it = std::search(bytes.begin(), bytes.end(), sep, sep + 2);
-  auto bad = [] {
-    return Error("kernel cache entry for the cuda device is malformed (delete " +
-                 runtime::KernelCache::global().dir().string() + " to rebuild the cache)");
-  };
-  if (it == bytes.end()) throw bad();
-  std::string head(bytes.begin(), it + 1);
-  CubinEntry e;
-  size_t pos = 0;
-  int line_no = 0;
-  while (pos < head.size()) {
-    size_t nl = head.find('\n', pos);
-    std::string line = head.substr(pos, nl - pos);
-    pos = nl + 1;
-    auto sp = line.find(' ');
-    if (sp == std::string::npos) throw bad();
-    std::string field = line.substr(0, sp), value = line.substr(sp + 1);
-    if (line_no++ == 0) {
-      if (line != "tiledsl-cuda-kernel 1") throw bad();
-    } else if (field == "entry") {
-      e.entry = value;
-    } else if (field == "threads") {
-      e.threads = std::stoi(value);
-    } else if (field == "shared") {
-      e.shared_bytes = std::stoi(value);
-    } else {
-      throw bad();
-    }
-  }
-  if (e.entry.empty() || e.threads <= 0) throw bad();
-  e.cubin.assign(it + 2, bytes.end());
-  return e;
-}
-
 // One kernel, specialized and loaded into the context.
 struct LoadedKernel {
   CUmodule module = nullptr;
@@ -257,12 +201,12 @@ class CudaDevice final : public detail::DeviceImpl {
       codegen::CompiledKernel ck = codegen::compile(k, spec, target_);
       double codegen_ms = ms_since(t0);
       auto t1 = Clock::now();
-      CubinEntry e;
+      runtime::CachedBinary e;
       e.entry = ck.entry;
       e.threads = ck.threads;
       e.shared_bytes = ck.shared_bytes;
       try {
-        e.cubin = link_ptx_to_cubin(driver_, ck.assembly, k.name);
+        e.binary = link_ptx_to_cubin(driver_, ck.assembly, k.name);
       } catch (const Error& err) {
         if (!cuda_target_is_fallback(cc_major_, cc_minor_)) throw;
         throw Error(std::string(err.what()) + "\n(" + gpu_name_ + " has compute capability " +
@@ -274,9 +218,9 @@ class CudaDevice final : public detail::DeviceImpl {
       ++stats_.compiles;
       stats_.codegen_ms += codegen_ms;
       stats_.link_ms += link_ms;
-      return encode_payload(e);
+      return runtime::encode_cached_binary("cuda", e);
     });
-    CubinEntry e = decode_payload(*payload);
+    runtime::CachedBinary e = runtime::decode_cached_binary("cuda", *payload);
     if (e.shared_bytes > max_shared_optin_)
       throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) +
                   " bytes of shared memory per block; " + gpu_name_ + " allows at most " +
@@ -288,7 +232,7 @@ class CudaDevice final : public detail::DeviceImpl {
     out->threads = e.threads;
     out->shared_bytes = e.shared_bytes;
     auto log = std::make_unique<JitLog>();
-    CUresult r = driver_.cuModuleLoadDataEx(&out->module, e.cubin.data(), JitLog::count, log->options, log->values);
+    CUresult r = driver_.cuModuleLoadDataEx(&out->module, e.binary.data(), JitLog::count, log->options, log->values);
     driver_.check(r, "cuModuleLoadDataEx",
                   "kernel '" + k.name + "' for " + target_ +
                       (log->text().empty() ? std::string() : ":\n" + log->text()));

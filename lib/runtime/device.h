@@ -1,6 +1,6 @@
 // What sits behind tl::Device and tl::Buffer: the abstract device every
-// back end implements (the interpreter today; CUDA and HIP through dlopen
-// later), the buffer record, and the registry that maps device names to
+// back end implements (the interpreter here; the GPU devices of backends/,
+// loaded through dlopen), the buffer record, and the registry that maps device names to
 // implementations. Devices are process-wide singletons, so two
 // Device::get("interp") calls share memory and buffers.
 #pragma once

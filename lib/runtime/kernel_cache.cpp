@@ -1,5 +1,6 @@
 // The kernel cache (see kernel_cache.h for the key, the file format and the
 // concurrency rules) and the SHA-256 it keys by.
+#include <algorithm>
 #include "runtime/kernel_cache.h"
 
 #include <fcntl.h>
@@ -347,6 +348,53 @@ KernelCache::Stats KernelCache::stats() const {
 void KernelCache::reset_stats() {
   std::lock_guard lock(stats_mutex_);
   stats_ = Stats{};
+}
+
+Bytes encode_cached_binary(std::string_view device, const CachedBinary& e) {
+  std::string head = "tiledsl-" + std::string(device) + "-kernel 1\nentry " + e.entry + "\nthreads " +
+                     std::to_string(e.threads) + "\nshared " + std::to_string(e.shared_bytes) + "\n\n";
+  Bytes out(head.begin(), head.end());
+  out.insert(out.end(), e.binary.begin(), e.binary.end());
+  return out;
+}
+
+CachedBinary decode_cached_binary(std::string_view device, std::span<const uint8_t> bytes) {
+  auto bad = [&] {
+    return Error("kernel cache entry for the " + std::string(device) + " device is malformed (delete " +
+                 KernelCache::global().dir().string() + " to rebuild the cache)");
+  };
+  const char* sep = "\n\n";
+  auto it = std::search(bytes.begin(), bytes.end(), sep, sep + 2);
+  if (it == bytes.end()) throw bad();
+  std::string head(bytes.begin(), it + 1);
+  CachedBinary e;
+  size_t pos = 0;
+  for (int line_no = 0; pos < head.size(); ++line_no) {
+    size_t nl = head.find('\n', pos);
+    std::string line = head.substr(pos, nl - pos);
+    pos = nl + 1;
+    auto sp = line.find(' ');
+    if (sp == std::string::npos) throw bad();
+    std::string field = line.substr(0, sp), value = line.substr(sp + 1);
+    try {
+      if (line_no == 0) {
+        if (line != "tiledsl-" + std::string(device) + "-kernel 1") throw bad();
+      } else if (field == "entry") {
+        e.entry = value;
+      } else if (field == "threads") {
+        e.threads = std::stoi(value);
+      } else if (field == "shared") {
+        e.shared_bytes = std::stoi(value);
+      } else {
+        throw bad();
+      }
+    } catch (const std::logic_error&) {  // stoi on a damaged number
+      throw bad();
+    }
+  }
+  if (e.entry.empty() || e.threads <= 0) throw bad();
+  e.binary.assign(it + 2, bytes.end());
+  return e;
 }
 
 }  // namespace tl::runtime

@@ -1,5 +1,5 @@
-// The kernel cache: compiled kernels (any back end's bytes: a cubin, an
-// AMDGPU code object, ...) kept in memory and on disk, so that a kernel is
+// The kernel cache: compiled kernels (any back end's bytes: a GPU binary
+// or code object) kept in memory and on disk, so that a kernel is
 // compiled once per machine rather than once per process.
 //
 // Key: SHA-256 over the kernel's Tile IR text, its compile options, the
@@ -222,5 +222,20 @@ class KernelCache {
   mutable std::mutex stats_mutex_;
   Stats stats_;
 };
+
+// What a GPU device caches for one kernel: the binary and what a launch
+// needs besides it, so that a disk hit skips codegen entirely. Encoded as
+// text header lines, an empty line, then the binary:
+//   tiledsl-<device>-kernel 1\n entry <name>\n threads <n>\n shared <n>\n \n <binary>
+struct CachedBinary {
+  std::string entry;
+  int threads = 0;
+  int shared_bytes = 0;
+  Bytes binary;
+};
+Bytes encode_cached_binary(std::string_view device, const CachedBinary& e);
+// Throws tl::Error naming the device and the cache folder when `bytes` is
+// not an entry that `device` wrote.
+CachedBinary decode_cached_binary(std::string_view device, std::span<const uint8_t> bytes);
 
 }  // namespace tl::runtime

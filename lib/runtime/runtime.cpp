@@ -98,7 +98,7 @@ void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args) {
   auto& dev = device_impl(impl_);
   const auto& kernel = kernel_impl(k.impl());
   auto checked = detail::check_launch_args(kernel, dev, args);
-  // Like Triton (and unlike CUDA, which rejects it), a grid with a zero
+  // Like Triton (and unlike the GPU drivers, which reject it), a grid with a zero
   // dimension is a valid launch of no programs.
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
   dev.launch(kernel, grid, checked);

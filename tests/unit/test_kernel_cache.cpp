@@ -351,3 +351,20 @@ TEST_CASE("kernel cache: memory-only and the default directory", "[cache]") {
     CHECK(KernelCache::default_dir() == fs::path(home) / ".cache" / "tiledsl");
   if (old) setenv("TILEDSL_CACHE_DIR", saved.c_str(), 1);
 }
+
+TEST_CASE("a GPU device's cached binary round-trips and rejects damage", "[cache]") {
+  tl::runtime::CachedBinary e{"softmax", 512, 4096, {0x7f, 'E', 'L', 'F', 0, 1, 2, '\n', '\n', 3}};
+  auto bytes = tl::runtime::encode_cached_binary("cuda", e);
+  auto back = tl::runtime::decode_cached_binary("cuda", bytes);
+  CHECK(back.entry == "softmax");
+  CHECK(back.threads == 512);
+  CHECK(back.shared_bytes == 4096);
+  CHECK(back.binary == e.binary);  // binary bytes may hold "\n\n" themselves
+  // Another device's entry, a damaged header and a cut-off header are refused.
+  CHECK_THROWS_WITH(tl::runtime::decode_cached_binary("hip", bytes), Catch::Contains("for the hip device is malformed"));
+  auto damaged = bytes;
+  damaged[std::string("tiledsl-cuda-kernel 1\nentry softmax\nthreads ").size()] = 'x';
+  CHECK_THROWS_WITH(tl::runtime::decode_cached_binary("cuda", damaged), Catch::Contains("malformed"));
+  CHECK_THROWS_WITH(tl::runtime::decode_cached_binary("cuda", std::vector<uint8_t>(bytes.begin(), bytes.begin() + 20)),
+                    Catch::Contains("malformed"));
+}
