@@ -46,7 +46,7 @@ def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.co
 
 
 def warps_for(block):  # the same choice as bench/norm_kernels.h
-    return 4 if block <= 1024 else 8 if block <= 2048 else 16 if block <= 8192 else 32
+    return min(32, max(4, block // 1024))
 
 
 def gbps(ms, nbytes):
@@ -84,6 +84,18 @@ def main():
                 rows.append({"op": op, "dtype": dname, "n": n, "impl": impl, "ms": ms, "GB/s": gbps(ms, nbytes)})
         del x, y
         torch.cuda.empty_cache()
+
+    # How many warps a long bf16 row wants, for Triton (bench_norms'
+    # softmax_warps measures the same for tiledsl).
+    for n, warps in [(8192, 4), (8192, 8), (8192, 16), (8192, 32), (16384, 4), (16384, 8), (16384, 16),
+                     (16384, 32), (32768, 8), (32768, 16), (32768, 32)]:
+        m = ELEMS // n
+        x2 = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        y2 = torch.empty_like(x2)
+        ms = bench(lambda: softmax_kernel[(m,)](y2, x2, n, n, BLOCK=n, num_warps=warps))
+        rows.append({"op": f"softmax_warps{warps}", "dtype": "bf16", "n": n, "impl": "triton", "ms": ms,
+                     "GB/s": gbps(ms, 2 * m * n * 2)})
+        del x2, y2
 
     # Triton's cold compile of the bf16 softmax (N = 4096) with an empty cache.
     with tempfile.TemporaryDirectory() as cache:

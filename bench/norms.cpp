@@ -54,6 +54,21 @@ void softmax(benchmark::State& state) {
   }
 }
 
+// The same softmax with num_warps from the benchmark's argument: how many
+// warps a row wants (bench::warps_for is the default choice).
+template <class T, int BLOCK>
+void softmax_warps(benchmark::State& state) {
+  const int n = BLOCK, warps = int(state.range(0));
+  const int rows = int(total_elements() / n);
+  auto k = tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = warps});
+  auto x = random_buffer<T>(size_t(rows) * n);
+  auto y = device().alloc<T>(size_t(rows) * n);
+  for (auto _ : state) {
+    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, n, n); }, 20);
+    report(state, ms, 2.0 * rows * n * sizeof(T));
+  }
+}
+
 template <class T, int BLOCK>
 void layernorm(benchmark::State& state) {
   const int n = BLOCK;
@@ -123,6 +138,9 @@ NORM_SIZES(softmax, float)
 NORM_SIZES(layernorm, tl::bf16)
 NORM_SIZES(layernorm, float)
 // One iteration: a second one would find the kernel in the in-memory cache.
+BENCHMARK(softmax_warps<tl::bf16, 8192>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(softmax_warps<tl::bf16, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(softmax_warps<tl::bf16, 32768>)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
 BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
