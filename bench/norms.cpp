@@ -42,23 +42,8 @@ void report(benchmark::State& state, double ms, double bytes) {
 }
 
 template <class T, int BLOCK>
-void softmax(benchmark::State& state) {
+void time_softmax(benchmark::State& state, int warps) {
   const int n = BLOCK;
-  const int rows = int(total_elements() / n);
-  auto k = tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = bench::warps_for(BLOCK)});
-  auto x = random_buffer<T>(size_t(rows) * n);
-  auto y = device().alloc<T>(size_t(rows) * n);
-  for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, n, n); }, 20);
-    report(state, ms, 2.0 * rows * n * sizeof(T));
-  }
-}
-
-// The same softmax with num_warps from the benchmark's argument: how many
-// warps a row wants (bench::warps_for is the default choice).
-template <class T, int BLOCK>
-void softmax_warps(benchmark::State& state) {
-  const int n = BLOCK, warps = int(state.range(0));
   const int rows = int(total_elements() / n);
   auto k = tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = warps});
   auto x = random_buffer<T>(size_t(rows) * n);
@@ -67,6 +52,18 @@ void softmax_warps(benchmark::State& state) {
     double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, n, n); }, 20);
     report(state, ms, 2.0 * rows * n * sizeof(T));
   }
+}
+
+template <class T, int BLOCK>
+void softmax(benchmark::State& state) {
+  time_softmax<T, BLOCK>(state, bench::warps_for(BLOCK));
+}
+
+// The same softmax with num_warps from the benchmark's argument: how many
+// warps a row wants (bench::warps_for is the default choice).
+template <class T, int BLOCK>
+void softmax_warps(benchmark::State& state) {
+  time_softmax<T, BLOCK>(state, int(state.range(0)));
 }
 
 template <class T, int BLOCK>

@@ -375,19 +375,8 @@ std::string hip_target_for(const std::string& arch, const std::function<bool(con
 }
 
 detail::DeviceEntry hip_device_entry() {
-  detail::DeviceEntry e;
-  e.name = "hip";
-  e.available = [] { return HipRuntime::available(); };
-  e.create = []() -> std::shared_ptr<detail::DeviceImpl> { return std::make_shared<HipDevice>(); };
-  e.why_unavailable = []() -> std::string {
-    try {
-      HipRuntime::get();
-      return "";
-    } catch (const Error& err) {
-      return err.what();
-    }
-  };
-  return e;
+  return detail::driver_device_entry<HipDevice>(
+      "hip", [] { return HipRuntime::available(); }, [] { HipRuntime::get(); });
 }
 
 }  // namespace tl::amdgpu

@@ -301,19 +301,8 @@ class CudaDevice final : public detail::DeviceImpl {
 }  // namespace
 
 detail::DeviceEntry cuda_device_entry() {
-  detail::DeviceEntry e;
-  e.name = "cuda";
-  e.available = [] { return CudaDriver::available(); };
-  e.create = []() -> std::shared_ptr<detail::DeviceImpl> { return std::make_shared<CudaDevice>(); };
-  e.why_unavailable = []() -> std::string {
-    try {
-      CudaDriver::get();
-      return "";
-    } catch (const Error& err) {
-      return err.what();
-    }
-  };
-  return e;
+  return detail::driver_device_entry<CudaDevice>(
+      "cuda", [] { return CudaDriver::available(); }, [] { CudaDriver::get(); });
 }
 
 }  // namespace tl::nvptx

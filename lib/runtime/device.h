@@ -73,6 +73,26 @@ struct DeviceEntry {
   std::function<std::string()> why_unavailable;         // optional: the reason, for the error message
 };
 
+// The entry of a GPU device whose driver loads through `load` (which throws
+// tl::Error saying why it cannot): available when `available` says so, the
+// reason being the message `load` throws.
+template <class Device>
+DeviceEntry driver_device_entry(std::string name, std::function<bool()> available, std::function<void()> load) {
+  DeviceEntry e;
+  e.name = std::move(name);
+  e.available = std::move(available);
+  e.create = []() -> std::shared_ptr<DeviceImpl> { return std::make_shared<Device>(); };
+  e.why_unavailable = [load = std::move(load)]() -> std::string {
+    try {
+      load();
+      return "";
+    } catch (const Error& err) {
+      return err.what();
+    }
+  };
+  return e;
+}
+
 // Defined in backends/devices.cpp: the GPU devices of this build, in order
 // of preference. The registry puts them ahead of the interpreter.
 std::vector<DeviceEntry> builtin_gpu_devices();
