@@ -223,6 +223,7 @@ class HipDevice final : public detail::DeviceImpl {
   // singleton; static Buffers may outlive any earlier teardown).
 
   std::string name() const override { return "hip"; }
+  bool addresses_are_device_pointers() const override { return true; }
 
   uint64_t alloc(size_t bytes) override {
     if (bytes == 0) return 0;

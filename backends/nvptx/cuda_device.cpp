@@ -103,6 +103,7 @@ class CudaDevice final : public detail::DeviceImpl {
   // static Buffers still point into it would crash at exit.
 
   std::string name() const override { return "cuda"; }
+  bool addresses_are_device_pointers() const override { return true; }
 
   uint64_t alloc(size_t bytes) override {
     if (bytes == 0) return 0;  // cuMemAlloc rejects 0; a null address is never dereferenced

@@ -74,6 +74,11 @@ class Buffer {
   size_t bytes() const;
   void copy_from_host(const void* src, size_t bytes);
   void copy_to_host(void* dst, size_t bytes) const;
+  // The allocation's address on the GPU (a CUdeviceptr or HIP device
+  // pointer), for handing the buffer to a vendor library such as cuBLAS;
+  // 0 on devices whose buffers are not GPU memory (the interpreter, the
+  // inspector).
+  uint64_t device_address() const;
 
   template <class T>
   void upload(const std::vector<T>& host) {

@@ -62,6 +62,11 @@ void Buffer::copy_to_host(void* dst, size_t bytes) const {
   b.device->copy_to_host(dst, b.address, bytes);
 }
 
+uint64_t Buffer::device_address() const {
+  const auto& b = buffer_impl(impl_);
+  return b.device->addresses_are_device_pointers() ? b.address : 0;
+}
+
 void Buffer::check_host_type(DType host, size_t n) const {
   const auto& b = buffer_impl(impl_);
   if (host != b.dtype)
