@@ -1,0 +1,150 @@
+// GEMM, C = A @ B with A [M, K] and B [K, N] in bf16 or f16, f32
+// accumulation and C [M, N] in the input type: the kernel that
+// examples/gemm.cpp checks and bench/gemm.cpp times. Also the tile
+// configurations both of them can pick at run time (GemmConfig).
+//
+// Each program computes one BM x BN tile of C, walking K in BK steps with
+// tl::range; masks cover the ragged edges of M, N and K, so no size has to be
+// a multiple of a tile. Strides are kernel parameters, so A and B may each be
+// row- or column-major (or any other strided layout); tile sizes are
+// template parameters.
+//
+// Program order is grouped (as in Triton's matmul tutorial): programs that
+// run at the same time cover GROUP_M rows of tiles and share their columns of
+// B, instead of sweeping a whole row of C and re-reading all of B, which
+// improves L2 reuse on a GPU.
+//
+// Launch: grid {cdiv(M, BM) * cdiv(N, BN)}; arguments A, B, C, M, N, K,
+// stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "tiledsl/tiledsl.h"
+
+namespace kernels {
+
+template <class T, int BM, int BN, int BK, int GROUP_M>
+void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
+          tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+          tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
+          tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
+          tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
+  // Grouped order: pid -> (pid_m, pid_n). Groups of GROUP_M tile rows are
+  // walked column by column; the last group may be shorter.
+  auto pid = tl::program_id(0);                                 // scalar i32
+  auto num_pid_m = tl::cdiv(M, BM);                             // scalar i32
+  auto num_pid_n = tl::cdiv(N, BN);                             // scalar i32
+  auto num_pid_in_group = GROUP_M * num_pid_n;                  // scalar i32
+  auto group_id = pid / num_pid_in_group;
+  auto first_pid_m = group_id * GROUP_M;
+  auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);
+  auto pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+  auto pid_n = (pid % num_pid_in_group) / group_size_m;
+
+  auto offs_m = pid_m * BM + tl::arange(0, BM);                 // [BM] i32
+  auto offs_n = pid_n * BN + tl::arange(0, BN);                 // [BN] i32
+  auto offs_k = tl::arange(0, BK);                              // [BK] i32
+  auto a_ptrs = a + tl::col(offs_m) * stride_am + tl::row(offs_k) * stride_ak;  // [BM, BK] ptr<T>
+  auto b_ptrs = b + tl::col(offs_k) * stride_bk + tl::row(offs_n) * stride_bn;  // [BK, BN] ptr<T>
+  auto m_ok = tl::col(offs_m < M);                              // [BM, 1] i1
+  auto n_ok = tl::row(offs_n < N);                              // [1, BN] i1
+
+  // acc, a_ptrs and b_ptrs are assigned in the body: they become the loop's
+  // carried values.
+  auto acc = tl::zeros<float>({BM, BN});                        // [BM, BN] f32
+  for (auto k : tl::range(0, K, BK)) {
+    auto k_ok = k + offs_k < K;                                 // [BK] i1
+    auto a_tile = tl::load(a_ptrs, m_ok & tl::row(k_ok), 0.0f);  // [BM, BK] T
+    auto b_tile = tl::load(b_ptrs, tl::col(k_ok) & n_ok, 0.0f);  // [BK, BN] T
+    acc = tl::dot(a_tile, b_tile, acc);                         // [BM, BN] f32
+    a_ptrs += BK * stride_ak;
+    b_ptrs += BK * stride_bk;
+  }
+
+  auto c_ptrs = c + tl::col(offs_m) * stride_cm + tl::row(offs_n) * stride_cn;  // [BM, BN] ptr<T>
+  tl::store(c_ptrs, tl::cast<T>(acc), m_ok & n_ok);
+}
+
+// ---------------------------------------------------------------------------
+// Tile configurations chosen at run time.
+
+// How a gemm is compiled: tile sizes (template parameters of the kernel, so
+// only the shapes in kGemmTiles below exist), warps and pipeline depth.
+// Written and parsed as "BMxBNxBK:warps:stages", e.g. "128x128x64:8:3".
+struct GemmConfig {
+  int bm = 128, bn = 128, bk = 64;
+  int num_warps = 8;
+  int num_stages = 3;
+
+  std::string str() const {
+    return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
+           std::to_string(num_warps) + ":" + std::to_string(num_stages);
+  }
+};
+
+// GROUP_M of every configuration: 8 tile rows share their columns of B.
+inline constexpr int kGemmGroupM = 8;
+
+// The tile shapes that have an instantiation: the GPU default, the larger
+// 8-warp tiles worth trying on Hopper-class GPUs, and smaller ones for the
+// interpreter and narrow problems.
+struct GemmTile {
+  int bm, bn, bk;
+};
+inline constexpr GemmTile kGemmTiles[] = {
+    {128, 128, 64}, {128, 256, 64}, {256, 128, 64}, {128, 128, 32},
+    {64, 128, 64},  {128, 64, 64},  {64, 64, 64},   {64, 64, 32},
+};
+
+inline std::string gemm_tiles_list() {
+  std::string s;
+  for (const auto& t : kGemmTiles)
+    s += (s.empty() ? "" : ", ") + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" + std::to_string(t.bk);
+  return s;
+}
+
+// Parses "BMxBNxBK:warps:stages"; ":stages" or ":warps:stages" may be left
+// out (defaults 8 warps, 3 stages). Throws tl::Error on malformed text or a
+// tile shape without an instantiation.
+inline GemmConfig parse_gemm_config(const std::string& text) {
+  GemmConfig c;
+  int consumed = 0;
+  int fields = std::sscanf(text.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
+                           &consumed, &c.num_stages, &consumed);
+  if (fields < 3 || size_t(consumed) != text.size() || c.num_warps < 1 || c.num_stages < 1)
+    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]], e.g. 128x128x64:8:3");
+  for (const auto& t : kGemmTiles)
+    if (t.bm == c.bm && t.bn == c.bn && t.bk == c.bk) return c;
+  throw tl::Error("gemm config '" + text + "': tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
+                  std::to_string(c.bk) + " has no instantiation (one of " + gemm_tiles_list() + ")");
+}
+
+namespace detail {
+template <class T, size_t I = 0>
+tl::Kernel compile_gemm_tile(const GemmConfig& c, const tl::CompileOptions& options) {
+  if constexpr (I == std::size(kGemmTiles)) {
+    throw tl::Error("gemm tile " + c.str() + " has no instantiation (one of " + gemm_tiles_list() + ")");
+  } else {
+    constexpr GemmTile t = kGemmTiles[I];
+    if (c.bm == t.bm && c.bn == t.bn && c.bk == t.bk)
+      return tl::compile(gemm<T, t.bm, t.bn, t.bk, kGemmGroupM>, options);
+    return compile_gemm_tile<T, I + 1>(c, options);
+  }
+}
+}  // namespace detail
+
+// Traces gemm<T, ...> for configuration `c` under the kernel name `name`.
+template <class T>
+tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
+  return detail::compile_gemm_tile<T>(c, {.name = name, .num_warps = c.num_warps, .num_stages = c.num_stages});
+}
+
+// The launch grid of a gemm of M x N under configuration `c`.
+inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N) {
+  return tl::Grid{uint32_t(tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn))};
+}
+
+}  // namespace kernels
