@@ -24,6 +24,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +68,9 @@ std::vector<Shape> shapes() {
       if (std::sscanf(text.c_str(), "%dx%dx%d%n", &s.m, &s.n, &s.k, &consumed) != 3 ||
           size_t(consumed) != text.size() || s.m < 1 || s.n < 1 || s.k < 1)
         throw tl::Error("TILEDSL_GEMM_SHAPES: expected MxNxK[,MxNxK...] with positive sizes, found '" + text + "'");
+      // The kernel's offsets are i32.
+      if (std::max({int64_t(s.m) * s.k, int64_t(s.k) * s.n, int64_t(s.m) * s.n}) > INT32_MAX)
+        throw tl::Error("TILEDSL_GEMM_SHAPES: " + text + " has a matrix of 2^31 or more elements (offsets are i32)");
       list.push_back(s);
     }
     return list;
