@@ -11,6 +11,7 @@
 
 #include "codegen/lower_llvm.h"
 #include "codegen/target.h"
+#include "nvptx/matrix_unit.h"
 
 namespace tl::codegen {
 namespace {
@@ -75,7 +76,8 @@ Words words_of(llvm::IRBuilder<>& b, llvm::Type* ty) {
 
 class NvptxTarget final : public Target {
  public:
-  NvptxTarget(std::string arch, int shared_kib) : arch_(std::move(arch)), shared_bytes_(shared_kib * 1024) {
+  NvptxTarget(std::string arch, int shared_kib)
+      : arch_(std::move(arch)), sm_(std::stoi(arch_.substr(3, 2))), shared_bytes_(shared_kib * 1024) {
     static std::once_flag once;
     std::call_once(once, [] {
       LLVMInitializeNVPTXTargetInfo();
@@ -202,6 +204,26 @@ class NvptxTarget final : public Target {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_div_full, {x, y});
   }
 
+  std::optional<MatrixInstr> matrix_instr(DType in, bool allow_tf32) const override {
+    return nvptx::mma_instr(in, allow_tf32, sm_);
+  }
+  std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
+                                            const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
+                                            const std::vector<llvm::Value*>& c) const override {
+    return nvptx::mma_multiply(b, instr, a, bv, c);
+  }
+  std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
+                                            bool trans) const override {
+    return nvptx::ldmatrix(b, row_ptr, count, trans);
+  }
+  bool has_async_copy() const override { return true; }
+  void async_copy(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes,
+                  llvm::Value* pred) const override {
+    nvptx::cp_async(b, dst, src, bytes, pred);
+  }
+  void async_commit(llvm::IRBuilder<>& b) const override { nvptx::cp_async_commit(b); }
+  void async_wait(llvm::IRBuilder<>& b, int pending) const override { nvptx::cp_async_wait(b, pending); }
+
   void print(llvm::IRBuilder<>& b, const std::string& format, const std::vector<llvm::Value*>& args) const override {
     llvm::Module* m = b.GetInsertBlock()->getModule();
     llvm::FunctionCallee vprintf =
@@ -235,6 +257,7 @@ class NvptxTarget final : public Target {
 
  private:
   std::string arch_;
+  int sm_;  // 80, 86, 89, 90
   int shared_bytes_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   mutable std::mutex mu_;

@@ -212,10 +212,13 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
     case OpKind::AtomicRmw:
     case OpKind::AtomicCas:
       return i == 0 ? std::nullopt : std::optional(plan.of(op.operands[0]));
+    case OpKind::Dot: {
+      const DotLayouts& d = plan.dots.at(&op);
+      return i == 0 ? d.a : i == 1 ? d.b : d.c;
+    }
     case OpKind::Load:
     case OpKind::Assert:
     case OpKind::Print:
-    case OpKind::Dot:
     case OpKind::For:
     case OpKind::If:
     case OpKind::Yield:
@@ -232,9 +235,11 @@ namespace {
 
 class Assigner {
  public:
-  Assigner(LayoutPlan& plan, const transforms::AxisAnalysis& axis) : plan_(plan), axis_(axis) {}
+  Assigner(LayoutPlan& plan, const transforms::AxisAnalysis& axis, const MatrixInstrPicker& pick)
+      : plan_(plan), axis_(axis), pick_(pick) {}
 
   void run(const ir::Function& fn) {
+    note_users(fn.body);
     anchor(fn.body);
     for (int pass = 0; pass < 3; ++pass) backward(fn.body);
     forward(fn.body);
@@ -249,10 +254,17 @@ class Assigner {
     if (is_tile(v) && !plan_.has(v)) plan_.layouts.emplace(v, std::move(l));
   }
 
-  // Memory ops get the coalesced layout with the proven vector width.
+  // Memory ops get the coalesced layout with the proven vector width; dots
+  // their accumulator layout.
   void anchor(const ir::Region& r) {
     for (const auto& op : r.ops) {
       for (const auto& sub : op->regions) anchor(*sub);
+      if (op->kind == OpKind::Dot) {
+        const DotLayouts& d = plan_.dots.emplace(op.get(), dot_layouts(*op)).first->second;
+        set(op->result(), d.c);
+        set(op->operands[2], d.c);
+        continue;
+      }
       bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::AtomicRmw ||
                  op->kind == OpKind::AtomicCas;
       if (!mem || !is_tile(op->operands[0])) continue;
@@ -390,18 +402,47 @@ class Assigner {
     return dflt(res);
   }
 
+  DotLayouts dot_layouts(const Op& dot) {
+    const auto& as = dot.operands[0]->type.shape;
+    int64_t M = as[0], K = as[1], N = dot.operands[1]->type.shape[1];
+    if (pick_)
+      if (auto instr = pick_(dot); instr && fits(*instr, M, N, K))
+        return matrix_dot_layouts(*instr, M, N, K, plan_.num_warps, feeds_dot_a(dot.result()));
+    return fma_dot_layouts(M, N, K, plan_.num_warps, plan_.warp_size);
+  }
+
+  void note_users(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const Value* v : op->operands) users_[v].push_back(op.get());
+      for (const auto& sub : op->regions) note_users(*sub);
+    }
+  }
+
+  // Whether `v` reaches operand A of a dot through elementwise ops (the
+  // probabilities of attention, say).
+  bool feeds_dot_a(const Value* v, int depth = 0) {
+    if (depth > 32) return false;
+    for (const Op* u : users_[v]) {
+      if (u->kind == OpKind::Dot && u->operands[0] == v) return true;
+      if (ir::op_is_elementwise(u->kind) && u->results.size() == 1 && feeds_dot_a(u->result(), depth + 1)) return true;
+    }
+    return false;
+  }
+
   LayoutPlan& plan_;
   const transforms::AxisAnalysis& axis_;
+  const MatrixInstrPicker& pick_;
+  std::unordered_map<const Value*, std::vector<const Op*>> users_;
 };
 
 }  // namespace
 
 LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
-                          int warp_size) {
+                          int warp_size, const MatrixInstrPicker& pick) {
   LayoutPlan plan;
   plan.num_warps = num_warps;
   plan.warp_size = warp_size;
-  Assigner(plan, axis).run(fn);
+  Assigner(plan, axis, pick).run(fn);
   return plan;
 }
 

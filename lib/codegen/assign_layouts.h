@@ -12,9 +12,11 @@
 // `required_operand_layout` is the one rule both sides use.
 #pragma once
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/dot_layout.h"
 #include "codegen/linear_layout.h"
 #include "ir/ir.h"
 #include "transforms/axis_analysis.h"
@@ -25,13 +27,17 @@ struct LayoutPlan {
   int num_warps = 4;
   int warp_size = 32;
   std::unordered_map<const ir::Value*, LinearLayout> layouts;  // every tile value
+  std::unordered_map<const ir::Op*, DotLayouts> dots;            // every dot
 
   const LinearLayout& of(const ir::Value* v) const;
   bool has(const ir::Value* v) const { return layouts.count(v) != 0; }
 };
 
+// The target's matrix instruction for a dot, or nullopt for the FMA form.
+using MatrixInstrPicker = std::function<std::optional<MatrixInstr>(const ir::Op& dot)>;
+
 LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
-                          int warp_size);
+                          int warp_size, const MatrixInstrPicker& pick = {});
 
 // The layout op `op` needs for tile operand `i`, given the plan's layouts of
 // its results; null-equivalent (empty optional) when any layout will do

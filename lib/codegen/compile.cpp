@@ -114,7 +114,9 @@ struct Pipeline {
 
   Pipeline(const detail::KernelImpl& k, const Specialization& spec, const Target& t)
       : kernel(k), target(t), axis(*k.fn, spec.args),
-        plan(assign_layouts(*k.fn, axis, k.options.num_warps, t.warp_size())) {}
+        plan(assign_layouts(*k.fn, axis, k.options.num_warps, t.warp_size(), [&t](const ir::Op& dot) {
+          return t.matrix_instr(dot.operands[0]->type.dtype, dot.attr_str_or("input_precision", "tf32") == "tf32");
+        })) {}
 
   LoweredKernel lower(llvm::LLVMContext& ctx) const {
     LoweredKernel l = lower_to_llvm(ctx, *kernel.fn, plan, axis, target, kernel.name);

@@ -308,8 +308,7 @@ class Lowerer {
       }
       case OpKind::Reduce: return lower_reduce(op);
       case OpKind::Scan: return lower_scan(op);
-      case OpKind::Dot:
-        unsupported(op, "is not lowered for GPU targets yet: tensor-core dot arrives with the GEMM back end");
+      case OpKind::Dot: return lower_dot(op);
       case OpKind::Load: return lower_load(op);
       case OpKind::Store: return lower_store(op);
       case OpKind::AtomicRmw:
@@ -993,6 +992,63 @@ class Lowerer {
       }
     }
     for (size_t i = 0; i < n; ++i) vals_[op.result(int(i))] = out[i];
+  }
+
+  // -------------------------------------------------------------------- dot
+  // A x B + C on the target's matrix instruction: for each (m, n) fragment
+  // of this warp, walk K through the instruction, picking each fragment's
+  // registers out of the tile layouts (dot_layout.h).
+  void lower_dot(const Op& op) {
+    const DotLayouts& d = plan_.dots.at(&op);
+    Regs a = operand(op, 0), bm = operand(op, 1), c = operand(op, 2);
+    DType in = op.operands[0]->type.dtype, acc = op.result()->type.dtype;
+    if (!d.instr) {
+      vals_[op.result()] = fma_dot(op, d, a, bm, c);
+      return;
+    }
+    const MatrixInstr& mi = *d.instr;
+    for (auto*& v : c) v = cast(v, acc, mi.acc, op);
+    int na = mi.a.in_size(kReg), nb = mi.b.in_size(kReg), nc = mi.c.in_size(kReg);
+    for (int i = 0; i < d.reps_m; ++i)
+      for (int j = 0; j < d.reps_n; ++j) {
+        Regs cf(nc);
+        for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
+        for (int s = 0; s < d.reps_k; ++s) {
+          Regs af(na), bf(nb);
+          for (int r = 0; r < na; ++r) af[r] = a[d.a_reg(i, s, r)];
+          for (int r = 0; r < nb; ++r) bf[r] = bm[d.b_reg(s, j, r)];
+          cf = t_.matrix_multiply(b_, mi, af, bf, cf);
+        }
+        for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
+      }
+    for (auto*& v : c) v = cast(v, mi.acc, acc, op);
+    (void)in;
+    vals_[op.result()] = c;
+  }
+
+  // Without a matrix instruction: every thread owns its C elements and
+  // holds the rows of A and columns of B they need; products accumulate in
+  // K order with fused multiply-adds (f32, or f64 for f64 inputs).
+  Regs fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c) {
+    DType in = op.operands[0]->type.dtype, acc = op.result()->type.dtype;
+    int64_t K = op.operands[0]->type.shape[1];
+    bool int_dot = !is_float(in);
+    DType work = int_dot ? DType::i32 : in == DType::f64 || acc == DType::f64 ? DType::f64 : DType::f32;
+    std::map<LinearLayout::Coords, int> a_at, b_at;
+    for (int r = 0; r < num_regs(d.a); ++r) a_at.emplace(reg_coords(d.a, r), r);
+    for (int r = 0; r < num_regs(d.b); ++r) b_at.emplace(reg_coords(d.b, r), r);
+    for (int r = 0; r < num_regs(d.c); ++r) {
+      auto mn = reg_coords(d.c, r);
+      llvm::Value* sum = cast(c[r], acc, work, op);
+      for (int32_t k = 0; k < K; ++k) {
+        llvm::Value* x = cast(a[a_at.at({mn[0], k})], in, work, op);
+        llvm::Value* y = cast(bm[b_at.at({k, mn[1]})], in, work, op);
+        sum = int_dot ? b_.CreateAdd(b_.CreateMul(x, y), sum)
+                      : b_.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, sum});
+      }
+      c[r] = cast(sum, work, acc, op);
+    }
+    return c;
   }
 
   // ------------------------------------------------------------ control flow

@@ -13,6 +13,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include "codegen/dot_layout.h"
 #include "tiledsl/detail/ir_types.h"
 
 namespace tl::codegen {
@@ -61,6 +62,43 @@ class Target {
   // f32 division x / y as the target's Triton-compatible full-range
   // division (within 2 ulp), or null for the correctly rounded one.
   virtual llvm::Value* fast_divide(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) const { return nullptr; }
+
+  // ---- Matrix units (dot).
+  // The instruction for a dot of `in` x `in` accumulating in f32 (i32 for
+  // 8-bit integers); `allow_tf32` lets f32 inputs round to tf32. nullopt:
+  // the lowering uses FMAs.
+  virtual std::optional<MatrixInstr> matrix_instr(DType in, bool allow_tf32) const { return std::nullopt; }
+  // One instruction: returns c + a x b. `a`, `b`, `c` hold one element per
+  // register of instr's fragment layouts, in their register order (a and b
+  // in instr.in's register type, c in instr.acc's); the result like c.
+  virtual std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
+                                                    const std::vector<llvm::Value*>& a,
+                                                    const std::vector<llvm::Value*>& bv,
+                                                    const std::vector<llvm::Value*>& c) const {
+    throw Error("internal: target " + name() + " has no matrix instructions");
+  }
+
+  // ---- Shared memory helpers for matrix operands and pipelining.
+  // Loads `count` (1, 2 or 4) 8x8 matrices of 16-bit elements from shared
+  // memory: lane l passes the address of row l % 8 of matrix l / 8 (each row
+  // 16 contiguous bytes). Lane l receives, per matrix, one 32-bit word with
+  // elements (l / 4, 2 (l % 4) + {0, 1}), or with `trans` the elements
+  // (2 (l % 4) + {0, 1}, l / 4). Empty when the target has no such load.
+  virtual std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
+                                                    bool trans) const {
+    return {};
+  }
+  // Asynchronous copies from global to shared memory: `bytes` (4, 8 or 16)
+  // from `src` to `dst`, or zeros when `pred` is false (reading nothing).
+  // Copies issued since the last commit form a group; wait(n) returns when
+  // at most n groups are still in flight (this thread's copies; a barrier
+  // then makes them visible to the block).
+  virtual bool has_async_copy() const { return false; }
+  virtual void async_copy(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes, llvm::Value* pred) const {
+    throw Error("internal: target " + name() + " has no asynchronous copies");
+  }
+  virtual void async_commit(llvm::IRBuilder<>& b) const {}
+  virtual void async_wait(llvm::IRBuilder<>& b, int pending) const {}
 
   // Device-side printf (format, args) and assertion failure (message,
   // file, line). Printing may be unsupported: then throw tl::Error.

@@ -11,11 +11,13 @@
 #include <fstream>
 #include <regex>
 
+#include "codegen_checks.h"
 #include "codegen/compile.h"
 #include "runtime/kernel.h"
 #include "tiledsl/tiledsl.h"
 
 using namespace tl;
+using namespace codegen_checks;
 
 namespace {
 
@@ -60,43 +62,6 @@ void carried_sum(ptr<bf16> out, ptr<bf16> in, scalar<int32_t> n) {
     p += 1024;
   }
   store(out + arange(0, 1024), cast<bf16>(acc));
-}
-
-codegen::Specialization aligned(const Kernel& k) {
-  codegen::Specialization s;
-  for (const auto& p : k.params()) s.args.push_back(p.is_ptr ? codegen::pointer_arg_facts(256) : codegen::int_arg_facts(4096));
-  return s;
-}
-
-int count(const std::string& text, const std::string& pattern) {
-  std::regex re(pattern);
-  return int(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
-}
-
-// Assembles PTX with ptxas; returns its output, or nullopt when absent.
-std::optional<std::string> ptxas(const std::string& ptx, const std::string& arch) {
-  const char* tool = "/usr/local/cuda/bin/ptxas";
-  if (!std::filesystem::exists(tool)) return std::nullopt;
-  auto dir = std::filesystem::temp_directory_path() / ("tiledsl-ptxas-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "k.ptx") << ptx;
-  std::string cmd = std::string(tool) + " -v -arch=" + arch + " " + (dir / "k.ptx").string() + " -o " +
-                    (dir / "k.cubin").string() + " > " + (dir / "log").string() + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::ifstream log(dir / "log");
-  std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  std::filesystem::remove_all(dir);
-  if (rc != 0) FAIL("ptxas rejected the PTX:\n" << out);
-  return out;
-}
-
-void check_assembles(const std::string& ptx, const std::string& arch) {
-  if (auto log = ptxas(ptx, arch)) {
-    CHECK(log->find("0 bytes spill stores") != std::string::npos);
-  } else {
-    WARN("[SKIP] ptxas not found (/usr/local/cuda/bin/ptxas): PTX not assembled");
-  }
-  CHECK(count(ptx, R"(ld\.local|st\.local)") == 0);
 }
 
 }  // namespace

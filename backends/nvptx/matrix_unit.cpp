@@ -1,0 +1,187 @@
+// mma.sync for dot on sm_80 and later (see matrix_unit.h).
+//
+// Fragment layouts, (register, lane) -> coordinates, with g = lane / 4 and
+// t = lane % 4 (PTX ISA, "Matrix Fragments for mma.m16n8k*"):
+//   m16n8k16 (bf16, f16)  A[m][k]: a0,a1 (g, 2t+{0,1}), a2,a3 (g+8, ..),
+//                                  a4..a7 as a0..a3 with k + 8
+//                         B[k][n]: b0,b1 (2t+{0,1}, g), b2,b3 (k + 8)
+//   m16n8k8 (tf32)        A: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)
+//                         B: b0 (t, g), b1 (t+4, g)
+//   m16n8k32 (f8, s8, u8) A: a0..a3 (g, 4t+{0..3}), a4..a7 (g+8, ..),
+//                            a8..a15 as a0..a7 with k + 16
+//                         B: b0..b3 (4t+{0..3}, g), b4..b7 (k + 16)
+//   C[m][n] (all)         c0,c1 (g, 2t+{0,1}), c2,c3 (g+8, ..)
+// As linear layouts each is a handful of basis vectors.
+#include "nvptx/matrix_unit.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+namespace tl::codegen::nvptx {
+
+namespace {
+using L = LinearLayout;
+
+L frag(std::vector<L::Coords> reg, std::vector<L::Coords> lane, int rows, int cols) {
+  return L({{kReg, std::move(reg)}, {kLane, std::move(lane)}}, {{dim_name(0), rows}, {dim_name(1), cols}});
+}
+
+// g = lane bits 2..4 walk rows; t = lane bits 0..1 walk columns in steps of `t_step`.
+L c_frag() { return frag({{0, 1}, {8, 0}}, {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}, 16, 8); }
+
+std::string ptx_type(DType d) {
+  switch (d) {
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
+    case DType::f32: return "tf32";
+    case DType::f8e4m3: return "e4m3";
+    case DType::f8e5m2: return "e5m2";
+    case DType::i8: return "s8";
+    case DType::u8: return "u8";
+    default: return "";
+  }
+}
+}  // namespace
+
+std::optional<MatrixInstr> mma_instr(DType in, bool allow_tf32, int sm) {
+  MatrixInstr mi;
+  mi.in = in;
+  mi.acc = DType::f32;
+  mi.m = 16;
+  mi.n = 8;
+  mi.c = c_frag();
+  switch (in) {
+    case DType::bf16:
+    case DType::f16:
+      mi.k = 16;
+      mi.a = frag({{0, 1}, {8, 0}, {0, 8}}, {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}, 16, 16);
+      mi.b = frag({{1, 0}, {8, 0}}, {{2, 0}, {4, 0}, {0, 1}, {0, 2}, {0, 4}}, 16, 8);
+      break;
+    case DType::f32:
+      if (!allow_tf32) return std::nullopt;
+      mi.k = 8;
+      mi.a = frag({{8, 0}, {0, 4}}, {{0, 1}, {0, 2}, {1, 0}, {2, 0}, {4, 0}}, 16, 8);
+      mi.b = frag({{4, 0}}, {{1, 0}, {2, 0}, {0, 1}, {0, 2}, {0, 4}}, 8, 8);
+      break;
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+    case DType::i8:
+    case DType::u8:
+      if ((in == DType::f8e4m3 || in == DType::f8e5m2) && sm < 89) return std::nullopt;
+      if (in == DType::i8 || in == DType::u8) mi.acc = DType::i32;
+      mi.k = 32;
+      mi.a = frag({{0, 1}, {0, 2}, {8, 0}, {0, 16}}, {{0, 4}, {0, 8}, {1, 0}, {2, 0}, {4, 0}}, 16, 32);
+      mi.b = frag({{1, 0}, {2, 0}, {16, 0}}, {{4, 0}, {8, 0}, {0, 1}, {0, 2}, {0, 4}}, 32, 8);
+      break;
+    default:
+      return std::nullopt;
+  }
+  std::string acc = mi.acc == DType::i32 ? "s32" : "f32";
+  mi.name = "mma.sync.aligned.m16n8k" + std::to_string(mi.k) + ".row.col." + acc + "." + ptx_type(in) + "." +
+            ptx_type(in) + "." + acc;
+  return mi;
+}
+
+namespace {
+// Packs consecutive elements into 32-bit words (tf32: each f32 rounded to
+// tf32 with cvt.rna, as the interpreter rounds).
+std::vector<llvm::Value*> pack(llvm::IRBuilder<>& b, DType in, const std::vector<llvm::Value*>& elems) {
+  std::vector<llvm::Value*> words;
+  if (in == DType::f32) {
+    auto* fty = llvm::FunctionType::get(b.getInt32Ty(), {b.getFloatTy()}, false);
+    auto* cvt = llvm::InlineAsm::get(fty, "cvt.rna.tf32.f32 $0, $1;", "=r,f", false);
+    for (auto* e : elems) words.push_back(b.CreateCall(cvt, {e}));
+    return words;
+  }
+  size_t per = 32 / elems[0]->getType()->getPrimitiveSizeInBits();
+  auto* vty = llvm::FixedVectorType::get(elems[0]->getType(), unsigned(per));
+  for (size_t i = 0; i < elems.size(); i += per) {
+    llvm::Value* v = llvm::UndefValue::get(vty);
+    for (size_t k = 0; k < per; ++k) v = b.CreateInsertElement(v, elems[i + k], uint64_t(k));
+    words.push_back(b.CreateBitCast(v, b.getInt32Ty()));
+  }
+  return words;
+}
+}  // namespace
+
+std::vector<llvm::Value*> mma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
+                                       const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
+                                       const std::vector<llvm::Value*>& c) {
+  std::vector<llvm::Value*> aw = pack(b, instr.in, a), bw = pack(b, instr.in, bv);
+  bool int_acc = instr.acc == DType::i32;
+  llvm::Type* acc_ty = int_acc ? b.getInt32Ty() : b.getFloatTy();
+  std::string acc_cons = int_acc ? "r" : "f";
+  // Operands: $0..$3 the results, then A, B, and C tied to the results.
+  std::string cons, text = instr.name + " {$0, $1, $2, $3}, {";
+  int next = 4;
+  for (int i = 0; i < 4; ++i) cons += (i ? ",=" : "=") + acc_cons;
+  auto list = [&](size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) {
+      s += (i ? ", $" : "$") + std::to_string(next++);
+      cons += ",r";
+    }
+    return s;
+  };
+  text += list(aw.size()) + "}, {" + list(bw.size()) + "}, {$" + std::to_string(next) + ", $" +
+          std::to_string(next + 1) + ", $" + std::to_string(next + 2) + ", $" + std::to_string(next + 3) + "};";
+  cons += ",0,1,2,3";
+  std::vector<llvm::Value*> args(aw);
+  args.insert(args.end(), bw.begin(), bw.end());
+  args.insert(args.end(), c.begin(), c.end());
+  std::vector<llvm::Type*> arg_types;
+  for (auto* v : args) arg_types.push_back(v->getType());
+  auto* ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type*>(4, acc_ty));
+  auto* fty = llvm::FunctionType::get(ret, arg_types, false);
+  llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, cons, false), args);
+  std::vector<llvm::Value*> out;
+  for (unsigned i = 0; i < 4; ++i) out.push_back(b.CreateExtractValue(r, i));
+  return out;
+}
+
+std::vector<llvm::Value*> ldmatrix(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count, bool trans) {
+  std::string text = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(count) + (trans ? ".trans" : "") +
+                     ".shared.b16 {";
+  std::string cons;
+  for (int i = 0; i < count; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i);
+    cons += i ? ",=r" : "=r";
+  }
+  text += "}, [$" + std::to_string(count) + "];";
+  cons += ",r";
+  // Shared addresses are 32-bit in PTX.
+  llvm::Value* addr = b.CreatePtrToInt(row_ptr, b.getInt32Ty());
+  llvm::Type* ret = count == 1 ? b.getInt32Ty()
+                               : static_cast<llvm::Type*>(llvm::StructType::get(
+                                     b.getContext(), std::vector<llvm::Type*>(size_t(count), b.getInt32Ty())));
+  auto* fty = llvm::FunctionType::get(ret, {b.getInt32Ty()}, false);
+  // Reads memory another thread's cp.async filled: must stay after the
+  // barrier, hence a side effect.
+  llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, cons + ",~{memory}", true), {addr});
+  std::vector<llvm::Value*> out;
+  for (int i = 0; i < count; ++i) out.push_back(count == 1 ? r : b.CreateExtractValue(r, unsigned(i)));
+  return out;
+}
+
+void cp_async(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes, llvm::Value* pred) {
+  // .cg (L2 only) exists for 16 bytes; smaller copies use .ca. The source
+  // size operand is 0 when `pred` is false: nothing is read, zeros land.
+  std::string text = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") + ".shared.global [$0], [$1], " +
+                     std::to_string(bytes) + ", $2;";
+  llvm::Value* addr = b.CreatePtrToInt(dst, b.getInt32Ty());
+  llvm::Value* size = pred ? b.CreateSelect(pred, b.getInt32(bytes), b.getInt32(0)) : b.getInt32(bytes);
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), src->getType(), b.getInt32Ty()}, false);
+  b.CreateCall(llvm::InlineAsm::get(fty, text, "r,l,r,~{memory}", true), {addr, src, size});
+}
+
+void cp_async_commit(llvm::IRBuilder<>& b) {
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
+  b.CreateCall(llvm::InlineAsm::get(fty, "cp.async.commit_group;", "~{memory}", true), {});
+}
+
+void cp_async_wait(llvm::IRBuilder<>& b, int pending) {
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
+  b.CreateCall(llvm::InlineAsm::get(fty, "cp.async.wait_group " + std::to_string(pending) + ";", "~{memory}", true),
+               {});
+}
+
+}  // namespace tl::codegen::nvptx

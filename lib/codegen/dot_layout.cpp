@@ -1,0 +1,98 @@
+// Tiled layouts of dot (see dot_layout.h): the back end's fragment layouts
+// repeated in registers, then spread over warps.
+#include "codegen/dot_layout.h"
+
+#include <bit>
+
+#include "codegen/assign_layouts.h"
+
+namespace tl::codegen {
+
+namespace {
+int32_t i32(int64_t v) { return int32_t(v); }
+}  // namespace
+
+int DotLayouts::a_reg(int i, int s, int r) const {
+  return r + instr->a.in_size(kReg) * (s + reps_k * i);
+}
+int DotLayouts::b_reg(int s, int j, int r) const {
+  return r + instr->b.in_size(kReg) * (s + reps_k * j);
+}
+int DotLayouts::c_reg(int i, int j, int r) const {
+  return r + instr->c.in_size(kReg) * (j + reps_n * i);
+}
+
+bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K) {
+  return M % instr.m == 0 && N % instr.n == 0 && K % instr.k == 0;
+}
+
+DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
+                              bool warps_along_m) {
+  // Warps go where a warp's share is larger (square warp tiles reuse each
+  // fragment of A and B most), never below one instruction per warp.
+  int wm = 1, wn = 1;
+  while (wm * wn < num_warps) {
+    bool can_m = M / (int64_t(instr.m) * wm) >= 2, can_n = N / (int64_t(instr.n) * wn) >= 2;
+    if (warps_along_m) can_n = false;
+    if (!can_m && !can_n) break;
+    if (can_m && (!can_n || M / wm >= N / wn)) wm *= 2;
+    else wn *= 2;
+  }
+  int rest = num_warps / (wm * wn);  // warps beyond the tile replicate it
+
+  DotLayouts d;
+  d.instr = instr;
+  d.warps_m = wm;
+  d.warps_n = wn;
+  d.reps_m = int(M / (int64_t(instr.m) * wm));
+  d.reps_n = int(N / (int64_t(instr.n) * wn));
+  d.reps_k = int(K / instr.k);
+  using L = LinearLayout;
+  const std::string d0 = dim_name(0), d1 = dim_name(1);
+  // Register order: the fragment's own registers, then repeats along K (for
+  // A and B) or N (for C), then repeats along M or N. Warp bits: M first.
+  d.a = instr.a * L::identity(kReg, d.reps_k, d1) * L::identity(kReg, d.reps_m, d0) * L::identity(kWarp, wm, d0) *
+        L::zeros(kWarp, wn, d1) * L::zeros(kWarp, rest, d0);
+  d.b = instr.b * L::identity(kReg, d.reps_k, d0) * L::identity(kReg, d.reps_n, d1) * L::zeros(kWarp, wm, d0) *
+        L::identity(kWarp, wn, d1) * L::zeros(kWarp, rest, d0);
+  d.c = instr.c * L::identity(kReg, d.reps_n, d1) * L::identity(kReg, d.reps_m, d0) * L::identity(kWarp, wm, d0) *
+        L::identity(kWarp, wn, d1) * L::zeros(kWarp, rest, d0);
+  return d;
+}
+
+DotLayouts fma_dot_layouts(int64_t M, int64_t N, int64_t K, int num_warps, int warp_size) {
+  DotLayouts d;
+  d.c = default_layout({M, N}, 1, num_warps, warp_size);
+  // A keeps C's rows (its column bits become broadcast), B its columns; both
+  // add registers walking all of K, first.
+  auto operand = [&](int keep, int64_t rows, int64_t cols, int k_dim) {
+    std::vector<LinearLayout::InDim> ins;
+    LinearLayout::InDim reg{kReg, {}};
+    for (int64_t bit = 1; bit < K; bit <<= 1) {
+      LinearLayout::Coords c(2, 0);
+      c[k_dim] = i32(bit);
+      reg.bases.push_back(c);
+    }
+    auto project = [&](const LinearLayout::Coords& c) {
+      LinearLayout::Coords r(2, 0);
+      r[1 - k_dim] = c[keep];
+      return r;
+    };
+    for (const auto& in : d.c.in_dims()) {
+      if (in.name == kReg) {
+        for (const auto& b : in.bases) reg.bases.push_back(project(b));
+        continue;
+      }
+      LinearLayout::InDim n{in.name, {}};
+      for (const auto& b : in.bases) n.bases.push_back(project(b));
+      ins.push_back(std::move(n));
+    }
+    ins.insert(ins.begin(), std::move(reg));
+    return LinearLayout(std::move(ins), {{dim_name(0), i32(rows)}, {dim_name(1), i32(cols)}}).remove_broadcast(kReg);
+  };
+  d.a = operand(0, M, K, 1);
+  d.b = operand(1, K, N, 0);
+  return d;
+}
+
+}  // namespace tl::codegen

@@ -1,0 +1,61 @@
+// Layouts of `dot`: which thread holds which element of A [M, K], B [K, N]
+// and the accumulator C [M, N].
+//
+// On a matrix unit (tensor cores, MFMA, WMMA) one instruction multiplies an
+// m x k by a k x n fragment held across one warp; the back end describes it
+// by three small linear layouts (register, lane -> fragment coordinates).
+// The tile layouts repeat that fragment in registers and spread warps over
+// M and N, so the lowering only walks (m, n, k) instruction indices and
+// picks the registers of each. Without a matrix unit (f64, exact f32, small
+// tiles) the FMA form keeps C in a blocked layout and gives each thread the
+// rows of A and columns of B its C elements need.
+//
+// LLVM-free: layout assignment and the lowering both use it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "codegen/linear_layout.h"
+#include "tiledsl/dtype.h"
+
+namespace tl::codegen {
+
+// One matrix instruction as a back end describes it. Register order within
+// each fragment layout is the order the instruction takes its operands in,
+// element by element (the back end packs them into its registers).
+struct MatrixInstr {
+  std::string name;  // for dumps and messages, e.g. "mma.m16n8k16.bf16"
+  int m = 0, n = 0, k = 0;
+  DType in = DType::bf16;   // A and B element type
+  DType acc = DType::f32;   // accumulator element type
+  LinearLayout a, b, c;     // (register, lane) -> [m, k], [k, n], [m, n]
+};
+
+struct DotLayouts {
+  LinearLayout a, b, c;              // [M, K], [K, N], [M, N] over register, lane, warp
+  std::optional<MatrixInstr> instr;  // absent: the FMA form
+  int warps_m = 1, warps_n = 1;      // warps along M and N (the rest replicate)
+  int reps_m = 1, reps_n = 1, reps_k = 1;  // instructions per warp along M, N, K
+
+  // Register index, in the tile layouts, of register `r` of the fragment of
+  // instruction (i, s) of A, (s, j) of B, (i, j) of C.
+  int a_reg(int i, int s, int r) const;
+  int b_reg(int s, int j, int r) const;
+  int c_reg(int i, int j, int r) const;
+};
+
+// Whether `instr` can tile an M x N x K dot with `num_warps` warps.
+bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K);
+
+// The tiled layouts of a dot on `instr`. `warps_along_m` puts every warp on M
+// (each warp owns whole rows of C), so that C converts to the A operand of
+// a following dot without moving data between threads.
+DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
+                              bool warps_along_m);
+
+// The FMA form: C in the default blocked layout; A and B hold, per thread,
+// the full K extent of the rows and columns of its C elements.
+DotLayouts fma_dot_layouts(int64_t M, int64_t N, int64_t K, int num_warps, int warp_size);
+
+}  // namespace tl::codegen
