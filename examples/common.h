@@ -73,6 +73,27 @@ inline Setup parse_args(int argc, char** argv, std::string_view what) {
   return s;
 }
 
+// An option an example adds to parse_args's: removes every `--NAME=VALUE`
+// (a bare `--NAME` counts as VALUE "1") from argv and returns the last
+// value, or `fallback` when there is none. Call it before parse_args, which
+// rejects options it does not know. `name` is given with its dashes.
+inline std::string take_option(int& argc, char** argv, std::string_view name, std::string fallback = "") {
+  std::string_view value;  // the last one found; empty: none
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == name) {
+      value = "1";
+    } else if (a.starts_with(name) && a.size() > name.size() && a[name.size()] == '=') {
+      value = a.substr(name.size() + 1);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return value.empty() ? fallback : std::string(value);
+}
+
 // Runs an example's body; a tl::Error (or any exception) is reported as a
 // FAIL with its message instead of an abort, so ctest shows why.
 template <class Body>

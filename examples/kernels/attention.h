@@ -1,0 +1,132 @@
+// Flash-attention forward, O = softmax(Q K^T * sm_scale) V, with Q, K, V, O
+// of shape [B, H, N, D] (contiguous) in bf16 or f16: the kernel that
+// examples/attention.cpp checks and bench/attention.cpp times.
+//
+// Each program owns BM query rows of one (batch, head) and streams the keys
+// and values in BN-row blocks, never materializing the N x N score matrix:
+// an online softmax keeps each row's running max m_i and running sum l_i in
+// f32 and rescales the partial output whenever the max grows. Scores are
+// scaled by sm_scale * log2(e) so exp2 can stand in for exp. CAUSAL (query i
+// sees keys j <= i) is a template parameter: the causal loop also stops at
+// the diagonal, halving the work. N need not be a multiple of BM or BN:
+// query rows and keys past N are masked.
+//
+// Launch: grid {cdiv(N, BM), B * H}; arguments Q, K, V, O, N, sm_scale.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "tiledsl/tiledsl.h"
+
+namespace kernels {
+
+template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
+void attention_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
+                   tl::scalar<float> sm_scale) {
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
+  auto start_m = tl::program_id(0);                             // block of query rows
+  auto head = tl::program_id(1);                                // batch * H + head
+  auto base = head * seq_len * HEAD_DIM;                        // scalar i32: this head's [N, D]
+
+  auto offs_m = start_m * BM + tl::arange(0, BM);               // [BM] i32
+  auto offs_n = tl::arange(0, BN);                              // [BN] i32
+  auto offs_d = tl::arange(0, HEAD_DIM);                        // [D] i32
+  auto row_ok = tl::col(offs_m < seq_len);                      // [BM, 1] i1
+  auto q = tl::load(Q + base + tl::col(offs_m) * HEAD_DIM + tl::row(offs_d), row_ok);  // [BM, D] T
+  auto qk_scale = sm_scale * 1.44269504f;                       // scalar f32: log2(e) folded in
+
+  auto m_i = tl::full<float>({BM}, -INFINITY);                  // [BM] f32 running max (log2 units)
+  auto l_i = tl::zeros<float>({BM});                            // [BM] f32 running sum of p
+  auto acc = tl::zeros<float>({BM, HEAD_DIM});                  // [BM, D] f32 unnormalized output
+
+  // Keys past the last query row of this block are all masked when causal.
+  auto hi = seq_len;                                            // scalar i32
+  if constexpr (CAUSAL) hi = tl::minimum((start_m + 1) * BM, seq_len);
+
+  for (auto start_n : tl::range(0, hi, BN)) {
+    auto cols = start_n + offs_n;                               // [BN] i32: key indices
+    auto col_ok = tl::col(cols < seq_len);                      // [BN, 1] i1
+    auto kv_offs = base + tl::col(cols) * HEAD_DIM + tl::row(offs_d);  // [BN, D] i32
+    auto k = tl::load(K + kv_offs, col_ok);                     // [BN, D] T
+    auto v = tl::load(V + kv_offs, col_ok);                     // [BN, D] T
+
+    auto qk = tl::dot(q, tl::trans(k)) * qk_scale;              // [BM, BN] f32
+    auto key_ok = tl::row(cols < seq_len);                      // [1, BN] i1
+    if constexpr (CAUSAL)
+      qk = tl::where(key_ok & (tl::col(offs_m) >= tl::row(cols)), qk, -INFINITY);  // [BM, BN] f32
+    else
+      qk = tl::where(key_ok, qk, -INFINITY);
+
+    // Key 0 is valid for every row (seq_len >= 1, and a causal row i sees
+    // keys 0..i), and the first block contains it, so m_new is finite from
+    // the first iteration on: no inf - inf below.
+    auto m_new = tl::maximum(m_i, tl::max(qk, 1));              // [BM] f32
+    auto p = tl::exp2(qk - tl::col(m_new));                     // [BM, BN] f32
+    auto alpha = tl::exp2(m_i - m_new);                         // [BM] f32: rescales the old state
+    l_i = l_i * alpha + tl::sum(p, 1);
+    // P is rounded to the input type for the tensor-core product, as in
+    // Triton; l_i sums the unrounded p.
+    acc = tl::dot(tl::cast<T>(p), v, acc * tl::col(alpha));     // [BM, D] f32
+    m_i = m_new;
+  }
+
+  auto out = acc / tl::col(l_i);                                // [BM, D] f32
+  tl::store(O + base + tl::col(offs_m) * HEAD_DIM + tl::row(offs_d), tl::cast<T>(out), row_ok);
+}
+
+// Two matrix products of 2 * N * N * D flops per (batch, head); causal
+// skips the masked half (the diagonal blocks' waste is not counted), as
+// FlashAttention's benchmarks count.
+inline double attention_flops(int B, int H, int N, int D, bool causal) {
+  return 4.0 * B * H * double(N) * N * D * (causal ? 0.5 : 1.0);
+}
+
+// Tiles, warps and pipeline depth of one attention launch.
+struct AttentionConfig {
+  int block_m = 128;  // BM: query rows per program
+  int block_n = 64;   // BN: keys per loop iteration
+  int num_warps = 4;
+  int num_stages = 3;
+};
+
+// The configuration for head dim `head_dim`: TILEDSL_ATTN_CONFIG =
+// BMxBN:warps:stages (e.g. 128x64:8:3) when set, for every head dim, else
+// 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
+// FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query
+// rows per warp at d = 128, where the [BM, D] f32 accumulator is largest).
+// BM is 64 or 128 and BN 32, 64 or 128: the instantiations with_tiles makes.
+inline AttentionConfig attention_config(int head_dim) {
+  AttentionConfig c{128, 64, head_dim == 64 ? 4 : 8, 3};
+  const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
+  if (!env || !*env) return c;
+  char extra;
+  bool parsed = std::sscanf(env, "%dx%d:%d:%d%c", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, &extra) == 4;
+  bool tiles_ok = (c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128);
+  bool warps_ok = c.num_warps >= 1 && c.num_warps <= 16 && (c.num_warps & (c.num_warps - 1)) == 0;
+  if (!parsed || !tiles_ok || !warps_ok || c.num_stages < 1 || c.num_stages > 8)
+    throw tl::Error("TILEDSL_ATTN_CONFIG: expected BMxBN:warps:stages with BM 64 or 128, BN 32, 64 or 128, "
+                    "warps a power of two up to 16 and 1 to 8 stages (e.g. 128x64:8:3), found '" +
+                    std::string(env) + "'");
+  return c;
+}
+
+// Calls `f.template operator()<BM, BN>()` for the run-time tile sizes of `c`
+// (BM in {64, 128}, BN in {32, 64, 128}); returns what f returns.
+template <class F>
+decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
+  auto with_bn = [&]<int BM>() -> decltype(auto) {
+    if (c.block_n == 32) return f.template operator()<BM, 32>();
+    if (c.block_n == 64) return f.template operator()<BM, 64>();
+    if (c.block_n == 128) return f.template operator()<BM, 128>();
+    throw tl::Error("attention: BN " + std::to_string(c.block_n) + " has no instantiation (32, 64 or 128)");
+  };
+  if (c.block_m == 64) return with_bn.template operator()<64>();
+  if (c.block_m == 128) return with_bn.template operator()<128>();
+  throw tl::Error("attention: BM " + std::to_string(c.block_m) + " has no instantiation (64 or 128)");
+}
+
+}  // namespace kernels
