@@ -1,82 +1,94 @@
-// gemm: C = A @ B with A [M, K] and B [K, N] in bf16, f32 accumulation and
-// a bf16 C [M, N]. Each program computes one BM x BN tile of C, walking K in
-// BK steps with tl::range; masks cover the ragged edges of M, N and K, so no
-// size has to be a multiple of a tile. Strides are kernel parameters (any
-// row- or column-major layout works); tile sizes are template parameters.
+// gemm: C = A @ B with A [M, K] and B [K, N] in bf16 or f16, f32
+// accumulation and C [M, N] in the input type, checked against a reference
+// computed in double from the same inputs. The kernel (grouped program
+// order, masked ragged edges, strides as parameters) is in kernels/gemm.h,
+// shared with bench/gemm.cpp.
 //
-// Program order is grouped (as in Triton's matmul tutorial): programs that
-// run at the same time cover GROUP_M rows of tiles and share their columns of
-// B, instead of sweeping a whole row of C and re-reading all of B, which
-// improves L2 reuse on a GPU.
+// Options, on top of those of common.h:
+//   --dtype=bf16|f16      element type of A, B and C (default bf16)
+//   --a=row|col           A stored row-major ([M, K], the default) or
+//   --b=row|col           column-major; likewise B ([K, N]). Only the
+//                         strides passed to the kernel change.
+//   --mnk=M,N,K           problem size (any positive sizes, ragged included)
+//   --config=BMxBNxBK:warps:stages   tile configuration (see kernels/gemm.h)
+//   --sweep               correctness over ragged shapes x both dtypes x the
+//                         four A/B layouts, one PASS/FAIL line each, then an
+//                         overall PASS only if every case passed (small
+//                         shapes only on the interpreter)
+#include <optional>
+
 #include "common.h"
+#include "kernels/gemm.h"
 
-template <int BM, int BN, int BK, int GROUP_M>
-void gemm(tl::ptr<tl::bf16> a, tl::ptr<tl::bf16> b, tl::ptr<tl::bf16> c,
-          tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
-          tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
-          tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
-          tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
-  // Grouped order: pid -> (pid_m, pid_n). Groups of GROUP_M tile rows are
-  // walked column by column; the last group may be shorter.
-  auto pid = tl::program_id(0);                                 // scalar i32
-  auto num_pid_m = tl::cdiv(M, BM);                             // scalar i32
-  auto num_pid_n = tl::cdiv(N, BN);                             // scalar i32
-  auto num_pid_in_group = GROUP_M * num_pid_n;                  // scalar i32
-  auto group_id = pid / num_pid_in_group;
-  auto first_pid_m = group_id * GROUP_M;
-  auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);
-  auto pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-  auto pid_n = (pid % num_pid_in_group) / group_size_m;
+namespace {
 
-  auto offs_m = pid_m * BM + tl::arange(0, BM);                 // [BM] i32
-  auto offs_n = pid_n * BN + tl::arange(0, BN);                 // [BN] i32
-  auto offs_k = tl::arange(0, BK);                              // [BK] i32
-  auto a_ptrs = a + tl::col(offs_m) * stride_am + tl::row(offs_k) * stride_ak;  // [BM, BK] ptr<bf16>
-  auto b_ptrs = b + tl::col(offs_k) * stride_bk + tl::row(offs_n) * stride_bn;  // [BK, BN] ptr<bf16>
-  auto m_ok = tl::col(offs_m < M);                              // [BM, 1] i1
-  auto n_ok = tl::row(offs_n < N);                              // [1, BN] i1
+struct Shape {
+  int m, n, k;
+};
 
-  // acc, a_ptrs and b_ptrs are assigned in the body: they become the loop's
-  // carried values.
-  auto acc = tl::zeros<float>({BM, BN});                        // [BM, BN] f32
-  for (auto k : tl::range(0, K, BK)) {
-    auto k_ok = k + offs_k < K;                                 // [BK] i1
-    auto a_tile = tl::load(a_ptrs, m_ok & tl::row(k_ok), 0.0f);  // [BM, BK] bf16
-    auto b_tile = tl::load(b_ptrs, tl::col(k_ok) & n_ok, 0.0f);  // [BK, BN] bf16
-    acc = tl::dot(a_tile, b_tile, acc);                         // [BM, BN] f32
-    a_ptrs += BK * stride_ak;
-    b_ptrs += BK * stride_bk;
+// One problem: its size, its dtype and how A and B are stored.
+struct Case {
+  Shape size;
+  std::string dtype = "bf16";  // bf16 | f16
+  bool a_col = false;          // A stored column-major
+  bool b_col = false;          // B stored column-major
+  std::string str() const {
+    return dtype + " A=" + (a_col ? "col" : "row") + " B=" + (b_col ? "col" : "row") + " M=" +
+           std::to_string(size.m) + " N=" + std::to_string(size.n) + " K=" + std::to_string(size.k);
   }
+};
 
-  auto c_ptrs = c + tl::col(offs_m) * stride_cm + tl::row(offs_n) * stride_cn;  // [BM, BN] ptr<bf16>
-  tl::store(c_ptrs, tl::cast<tl::bf16>(acc), m_ok & n_ok);
+struct Outcome {
+  examples::Check check;
+  double ms = 0;
+};
+
+// `logical` is a row-major [rows, cols] matrix; returns it stored
+// column-major when `col_major` (element (r, c) at c * rows + r).
+template <class T>
+std::vector<T> store_as(const std::vector<T>& logical, int rows, int cols, bool col_major) {
+  if (!col_major) return logical;
+  std::vector<T> stored(logical.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) stored[size_t(c) * rows + r] = logical[size_t(r) * cols + c];
+  return stored;
 }
 
-// Compiles gemm<...> for one tile configuration and runs it on s.dev.
-template <int BM, int BN, int BK, int GROUP_M>
-int run(examples::Setup& s, int M, int N, int K, int num_warps) {
-  tl::Kernel k;
-  double compile_ms = examples::wall_ms([&] {
-    k = tl::compile(gemm<BM, BN, BK, GROUP_M>, {.name = "gemm", .num_warps = num_warps, .num_stages = 3});
-  });
-  std::printf("gemm: M=%d N=%d K=%d, tiles %dx%dx%d, GROUP_M=%d, %d warps on %s (tl::compile %.1f ms)\n", M, N, K, BM,
-              BN, BK, GROUP_M, num_warps, s.dev.name().c_str(), compile_ms);
+// Runs `k` (gemm<T, ...> compiled for `cfg`) on one case and checks up to
+// `max_rows` rows of C (all of them when M is that small) against a double
+// reference. `timed`: time the launch like every example (warm-up + mean on
+// a GPU) rather than launch it once.
+template <class T>
+Outcome run_case(examples::Setup& s, const tl::Kernel& k, const kernels::GemmConfig& cfg, const Case& c, int max_rows,
+                 bool timed) {
+  const int M = c.size.m, N = c.size.n, K = c.size.k;
+  // The values are the logical matrices, row-major; the buffers hold them
+  // in the layout under test.
+  auto ha = examples::random_vector<T>(size_t(M) * K, 7);  // [M, K]
+  auto hb = examples::random_vector<T>(size_t(K) * N, 8);  // [K, N]
+  tl::Buffer a = s.dev.upload(store_as(ha, M, K, c.a_col));
+  tl::Buffer b = s.dev.upload(store_as(hb, K, N, c.b_col));
+  tl::Buffer out = s.dev.alloc<T>(size_t(M) * N);  // row-major [M, N]
+  const int stride_am = c.a_col ? 1 : K, stride_ak = c.a_col ? M : 1;
+  const int stride_bk = c.b_col ? 1 : N, stride_bn = c.b_col ? K : 1;
 
-  auto ha = examples::random_vector<tl::bf16>(size_t(M) * K, 7);  // row-major [M, K]
-  auto hb = examples::random_vector<tl::bf16>(size_t(K) * N, 8);  // row-major [K, N]
-  tl::Buffer a = s.dev.upload(ha), b = s.dev.upload(hb);
-  tl::Buffer c = s.dev.alloc<tl::bf16>(size_t(M) * N);
+  auto launch = [&] {
+    s.dev(k, kernels::gemm_grid(cfg, M, N), a, b, out, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, N, 1);
+  };
+  Outcome o;
+  if (timed) {
+    o.ms = examples::time_ms(s, launch);
+  } else {
+    launch();
+    s.dev.synchronize();
+  }
+  if (examples::inspecting) return o;  // nothing ran
 
-  tl::Grid grid{uint32_t(tl::cdiv(M, BM) * tl::cdiv(N, BN))};
-  double ms = examples::time_ms(s, [&] { s.dev(k, grid, a, b, c, M, N, K, K, 1, N, 1, N, 1); });
-
-  // Reference in double from the same bf16 inputs, on every row of C when
-  // that is cheap, else on 256 rows spread over it.
-  auto rows = examples::rows_to_check(M, double(M) * N * K <= 1 << 30 ? M : 256);
+  auto rows = examples::rows_to_check(M, max_rows);
   auto da = examples::to_double(ha), db = examples::to_double(hb);
-  auto hc = c.download<tl::bf16>();
+  auto hc = out.download<T>();
   std::vector<double> ref(rows.size() * N, 0.0);
-  std::vector<tl::bf16> got(rows.size() * N);
+  std::vector<T> got(rows.size() * N);
   for (size_t r = 0; r < rows.size(); ++r) {
     double* ref_row = &ref[r * N];
     for (int kk = 0; kk < K; ++kk) {
@@ -86,19 +98,149 @@ int run(examples::Setup& s, int M, int N, int K, int num_warps) {
     }
     std::copy_n(&hc[size_t(rows[r]) * N], N, &got[r * N]);
   }
-  // C is rounded to bf16 (relative error <= 2^-9); the f32 accumulation adds
-  // a little on top. atol covers entries that cancel to near zero.
-  auto check = examples::compare(got, ref, 1e-3, 4e-3);
-  return examples::report(check, {.ms = ms, .flops = 2.0 * M * N * K});
+  // C is rounded to bf16 (relative error <= 2^-9) or f16 (2^-11); the f32
+  // accumulation adds a little on top. atol covers entries that cancel to
+  // near zero. Well inside the 1e-2 relative bound of the issue; NaN never
+  // passes.
+  o.check = examples::compare(got, ref, 1e-3, 4e-3);
+  return o;
 }
+
+// Calls body.template operator()<T>() for the element type named `dtype`.
+template <class Body>
+decltype(auto) with_dtype(const std::string& dtype, Body&& body) {
+  if (dtype == "bf16") return body.template operator()<tl::bf16>();
+  if (dtype == "f16") return body.template operator()<tl::f16>();
+  throw tl::Error("--dtype: expected bf16 or f16, found '" + dtype + "'");
+}
+
+void check_size(const Shape& s) {
+  if (s.m < 1 || s.n < 1 || s.k < 1)
+    throw tl::Error("--mnk: expected positive M, N and K, found " + std::to_string(s.m) + "," + std::to_string(s.n) +
+                    "," + std::to_string(s.k));
+  // The kernel's offsets are i32.
+  for (int64_t elems : {int64_t(s.m) * s.k, int64_t(s.k) * s.n, int64_t(s.m) * s.n})
+    if (elems > INT32_MAX)
+      throw tl::Error("--mnk: a matrix of " + std::to_string(elems) + " elements needs 64-bit offsets (at most 2^31-1)");
+}
+
+// One run: the configuration line, then the report of examples/common.h.
+int run_one(examples::Setup& s, const kernels::GemmConfig& cfg, const Case& c) {
+  check_size(c.size);
+  return with_dtype(c.dtype, [&]<class T>() {
+    tl::Kernel k;
+    double compile_ms = examples::wall_ms([&] { k = kernels::compile_gemm<T>(cfg); });
+    std::printf("gemm: %s, config %s (tiles BMxBNxBK:warps:stages), GROUP_M=%d on %s (tl::compile %.1f ms)\n",
+                c.str().c_str(), cfg.str().c_str(), kernels::kGemmGroupM, s.dev.name().c_str(), compile_ms);
+    // Every row of C when the reference is cheap, else 256 rows spread over it.
+    const auto& z = c.size;
+    int max_rows = double(z.m) * z.n * z.k <= 1 << 30 ? z.m : 256;
+    auto o = run_case<T>(s, k, cfg, c, max_rows, true);
+    return examples::report(o.check, {.ms = o.ms, .flops = 2.0 * z.m * z.n * z.k});
+  });
+}
+
+// Every shape x dtype x A/B layout; one line per case, a total at the end.
+int run_sweep(examples::Setup& s, const kernels::GemmConfig& cfg) {
+  std::vector<Shape> shapes = {{1, 1, 1}, {17, 33, 65}, {129, 257, 100}, {1, 130, 77}};
+  if (!s.on_interp) {
+    shapes.push_back({1000, 1000, 1000});
+    shapes.push_back({4096, 4096, 4096});
+  }
+  std::printf("gemm sweep on %s, config %s, GROUP_M=%d\n", s.dev.name().c_str(), cfg.str().c_str(),
+              kernels::kGemmGroupM);
+  int cases = 0, failed = 0;
+  for (std::string dtype : {"bf16", "f16"}) {
+    with_dtype(dtype, [&]<class T>() {
+      tl::Kernel k = kernels::compile_gemm<T>(cfg);
+      for (const Shape& size : shapes) {
+        for (int layout = 0; layout < 4; ++layout) {
+          Case c{size, dtype, bool(layout & 2), bool(layout & 1)};
+          // Big problems: 64 rows spread over C keep the double reference
+          // at a few seconds per case.
+          int max_rows = double(size.m) * size.n * size.k <= 1 << 30 ? size.m : 64;
+          ++cases;
+          try {
+            auto o = run_case<T>(s, k, cfg, c, max_rows, false);
+            const auto& ch = o.check;
+            if (ch.mismatches) {
+              ++failed;
+              std::printf("FAIL %-40s max abs error %.3g; %zu of %zu mismatch, first at %zu: got %.6g, expected %.6g\n",
+                          c.str().c_str(), ch.max_abs_error, ch.mismatches, ch.count, ch.first_bad, ch.first_got,
+                          ch.first_ref);
+            } else {
+              std::printf("PASS %-40s max abs error %.3g over %zu elements\n", c.str().c_str(), ch.max_abs_error,
+                          ch.count);
+            }
+          } catch (const std::exception& e) {
+            ++failed;
+            std::printf("FAIL %-40s error: %s\n", c.str().c_str(), e.what());
+          }
+          std::fflush(stdout);
+        }
+      }
+    });
+  }
+  std::printf("%d of %d cases passed\n%s\n", cases - failed, cases, failed ? "FAIL" : "PASS");
+  return failed ? 1 : 0;
+}
+
+std::optional<Shape> parse_mnk(std::string_view text) {
+  Shape s{};
+  int consumed = 0;
+  std::string t(text);
+  if (std::sscanf(t.c_str(), "%d,%d,%d%n", &s.m, &s.n, &s.k, &consumed) != 3 || size_t(consumed) != t.size())
+    return std::nullopt;
+  return s;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return examples::run_main([&] {
-    auto s = examples::parse_args(argc, argv, "bf16 matrix multiply with f32 accumulation");
-    // --small: N and K are not multiples of the 64x64x32 tiles (ragged edges).
-    if (s.small) return run<64, 64, 32, 8>(s, 192, 160, 100, 4);
-    // Without a GPU: a size the interpreter finishes in about ten seconds.
-    if (s.on_interp) return run<64, 64, 32, 8>(s, 1536, 1536, 1536, 4);
-    return run<128, 128, 64, 8>(s, 4096, 4096, 4096, 8);
+    // This example's own options, taken out of argv before
+    // examples::parse_args sees the rest.
+    for (int i = 1; i < argc; ++i)
+      if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
+        std::fprintf(stderr,
+                     "gemm options: [--dtype=bf16|f16] [--a=row|col] [--b=row|col] [--mnk=M,N,K]\n"
+                     "              [--config=BMxBNxBK:warps:stages] [--sweep]\n"
+                     "  tiles with an instantiation: %s\n",
+                     kernels::gemm_tiles_list().c_str());
+    auto layout_is_col = [](const std::string& v, const char* opt) {
+      if (v != "row" && v != "col") throw tl::Error(std::string(opt) + ": expected row or col, found '" + v + "'");
+      return v == "col";
+    };
+    Case c;
+    c.dtype = examples::take_option(argc, argv, "--dtype", "bf16");
+    if (c.dtype != "bf16" && c.dtype != "f16") throw tl::Error("--dtype: expected bf16 or f16, found '" + c.dtype + "'");
+    c.a_col = layout_is_col(examples::take_option(argc, argv, "--a", "row"), "--a");
+    c.b_col = layout_is_col(examples::take_option(argc, argv, "--b", "row"), "--b");
+    std::optional<Shape> mnk;
+    if (auto text = examples::take_option(argc, argv, "--mnk"); !text.empty()) {
+      mnk = parse_mnk(text);
+      if (!mnk) throw tl::Error("--mnk: expected M,N,K (three integers), found '" + text + "'");
+      check_size(*mnk);
+    }
+    std::optional<kernels::GemmConfig> config;
+    if (auto text = examples::take_option(argc, argv, "--config"); !text.empty())
+      config = kernels::parse_gemm_config(text);
+    bool sweep = examples::take_option(argc, argv, "--sweep") == "1";
+    auto s = examples::parse_args(argc, argv, "matrix multiply, bf16 or f16 with f32 accumulation");
+
+    // The GPU configuration is 128x128x64 tiles, 8 warps, 3 stages; the
+    // interpreter (and --small, which CI runs on it) uses 64x64x32 tiles
+    // and 4 warps, so that small problems still span several tiles.
+    kernels::GemmConfig small_tiles{.bm = 64, .bn = 64, .bk = 32, .num_warps = 4, .num_stages = 3};
+    kernels::GemmConfig cfg = config ? *config : (s.small || s.on_interp) ? small_tiles : kernels::GemmConfig{};
+    if (sweep && !examples::inspecting) return run_sweep(s, cfg);
+    // --small: N and K are not multiples of the 64x64x32 tiles (ragged
+    // edges). Without a GPU: a size the interpreter finishes in about ten
+    // seconds.
+    c.size = mnk ? *mnk
+             : s.small    ? Shape{192, 160, 100}
+             : s.on_interp ? Shape{1536, 1536, 1536}
+                           : Shape{4096, 4096, 4096};
+    return run_one(s, cfg, c);
   });
 }
