@@ -1,0 +1,96 @@
+// TFLOP/s of the flash-attention forward (examples/kernels/attention.h) in
+// bf16, head dim 64 and 128, causal and not, for sequence lengths 1024 to
+// 16384, on the best device present. bench/compare_attention.py measures
+// torch's scaled_dot_product_attention (cuDNN and FlashAttention back ends)
+// and a Triton kernel on the same shapes.
+//
+// Shapes as in FlashAttention's benchmarks: 16k tokens per batch
+// (B = 16384 / N) and a model width of 2048 (H = 2048 / D). FLOPs =
+// 4 * B * H * N^2 * D, halved for causal.
+//
+//   bench_attention --benchmark_format=json --benchmark_out=attention.json
+// TILEDSL_ATTN_CONFIG=BMxBN:warps:stages overrides the tile configuration
+// (kernels::attention_config); the one used is in each result's counters.
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "../examples/kernels/attention.h"
+
+namespace {
+
+constexpr int kTokens = 16384;      // B * N
+constexpr int kModelWidth = 2048;   // H * D
+
+tl::Device& device() {
+  static tl::Device dev = tl::Device::get();
+  return dev;
+}
+
+tl::Buffer random_buffer(size_t n, uint32_t seed) {
+  std::vector<tl::bf16> host(n);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (auto& v : host) v = tl::bf16(dist(rng));
+  return device().upload(host);
+}
+
+template <int BM, int BN, int D, bool CAUSAL>
+void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg) {
+  const int N = int(state.range(0));
+  const int B = kTokens / N, H = kModelWidth / D;
+  const size_t n = size_t(B) * H * N * D;
+  auto kernel = tl::compile(kernels::attention_fwd<tl::bf16, BM, BN, D, CAUSAL>,
+                            {.name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : ""),
+                             .num_warps = cfg.num_warps,
+                             .num_stages = cfg.num_stages});
+  auto q = random_buffer(n, 1), k = random_buffer(n, 2), v = random_buffer(n, 3);
+  auto o = device().alloc<tl::bf16>(n);
+  const float sm_scale = 1.0f / std::sqrt(float(D));
+  const tl::Grid grid{uint32_t(tl::cdiv(N, BM)), uint32_t(B * H)};
+  const double flops = kernels::attention_flops(B, H, N, D, CAUSAL);
+  auto launch = [&] { device()(kernel, grid, q, k, v, o, N, sm_scale); };
+  // The first launch generates and loads the code: a device that cannot
+  // compile the kernel throws here, before the timed loop starts.
+  launch();
+  device().synchronize();
+  for (auto _ : state) {
+    double ms = device().time_ms(launch, 20);
+    state.SetIterationTime(ms / 1e3);
+    state.counters["TFLOP/s"] = flops / (ms / 1e3) / 1e12;
+    state.counters["ms"] = ms;
+  }
+  state.counters["B"] = B;
+  state.counters["H"] = H;
+  state.counters["BM"] = BM;
+  state.counters["BN"] = BN;
+  state.counters["warps"] = cfg.num_warps;
+  state.counters["stages"] = cfg.num_stages;
+}
+
+// One (D, causal) pair; the sequence length is the benchmark's argument.
+// An error (a kernel the device cannot compile, a bad TILEDSL_ATTN_CONFIG)
+// skips this benchmark with its message and lets the others run.
+template <int D, bool CAUSAL>
+void attention(benchmark::State& state) {
+  try {
+    auto cfg = kernels::attention_config(D);
+    kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention<BM, BN, D, CAUSAL>(state, cfg); });
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());  // before the timed loop: see time_attention
+  }
+}
+
+#define ATTENTION_LENGTHS(D, CAUSAL)                                                                 \
+  BENCHMARK(attention<D, CAUSAL>)                                                                   \
+      ->Arg(1024)->Arg(2048)->Arg(4096)->Arg(8192)->Arg(16384)                                       \
+      ->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+
+ATTENTION_LENGTHS(64, false)
+ATTENTION_LENGTHS(64, true)
+ATTENTION_LENGTHS(128, false)
+ATTENTION_LENGTHS(128, true)
+
+}  // namespace
+
+BENCHMARK_MAIN();

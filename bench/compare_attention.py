@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""The torch and Triton side of bench/attention.cpp: TFLOP/s of the bf16
+flash-attention forward on the same shapes (16k tokens, B = 16384 / N;
+model width 2048, H = 2048 / D; D = 64 and 128; N = 1024 to 16384; causal
+and not), timed with triton.testing.do_bench (medians):
+
+  cudnn         torch SDPA, cuDNN back end (SDPBackend.CUDNN_ATTENTION)
+  fa2           torch SDPA, FlashAttention-2 back end (SDPBackend.FLASH_ATTENTION)
+  triton        the Triton kernel below with tiledsl's tile configuration
+                (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages overrides both)
+  triton_best   the same kernel, best of a few configurations
+
+The Triton kernel is the algorithm of examples/kernels/attention.h written
+in Triton (one program per BM query rows of one head, online softmax in
+exp2, P rounded to bf16 for the second product, causal loop stopping at the
+diagonal), so tiledsl/triton compares the compilers, not the algorithms.
+Each kernel's result is checked against torch's math SDPA (first head)
+before it is timed.
+Writes JSON to the path given (default: stdout only).
+
+    python3 bench/compare_attention.py [out.json]
+"""
+import json
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+TOKENS = 16384       # B * N
+MODEL_WIDTH = 2048   # H * D
+LENGTHS = [1024, 2048, 4096, 8192, 16384]
+HEAD_DIMS = [64, 128]
+# (BM, BN, warps, stages) tried for triton_best.
+TRITON_CONFIGS = [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 32, 4, 4), (64, 64, 4, 3),
+                  (128, 64, 4, 4)]
+
+
+@triton.jit
+def attention_fwd(Q, K, V, O, N, sm_scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                  CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    base = tl.program_id(1).to(tl.int64) * N * D          # this head's [N, D]
+    offs_m = start_m * BM + tl.arange(0, BM)               # [BM]
+    offs_n = tl.arange(0, BN)                              # [BN]
+    offs_d = tl.arange(0, D)                               # [D]
+    row_ok = offs_m[:, None] < N                           # [BM, 1]
+    q = tl.load(Q + base + offs_m[:, None] * D + offs_d[None, :], mask=row_ok, other=0.0)  # [BM, D]
+    qk_scale = sm_scale * 1.44269504                       # log2(e) folded in
+    m_i = tl.full([BM], float("-inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    if CAUSAL:
+        hi = tl.minimum((start_m + 1) * BM, N)
+    else:
+        hi = N
+    for start_n in range(0, hi, BN):
+        cols = start_n + offs_n                            # [BN] key indices
+        kv = base + cols[:, None] * D + offs_d[None, :]    # [BN, D]
+        k = tl.load(K + kv, mask=cols[:, None] < N, other=0.0)
+        v = tl.load(V + kv, mask=cols[:, None] < N, other=0.0)
+        qk = tl.dot(q, tl.trans(k)) * qk_scale             # [BM, BN] f32
+        ok = cols[None, :] < N
+        if CAUSAL:
+            ok = ok & (offs_m[:, None] >= cols[None, :])
+        qk = tl.where(ok, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.exp2(qk - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(V.dtype.element_ty), v, acc * alpha[:, None])
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok)
+
+
+def default_config(d):
+    """kernels::attention_config of examples/kernels/attention.h."""
+    env = os.environ.get("TILEDSL_ATTN_CONFIG")
+    if env:
+        tiles, warps, stages = env.split(":")
+        bm, bn = tiles.split("x")
+        return int(bm), int(bn), int(warps), int(stages)
+    return 128, 64, 4 if d == 64 else 8, 3
+
+
+def triton_attention(q, k, v, o, causal, config):
+    bm, bn, warps, stages = config
+    b, h, n, d = q.shape
+    grid = (triton.cdiv(n, bm), b * h)
+    return lambda: attention_fwd[grid](q, k, v, o, n, 1.0 / d ** 0.5, D=d, BM=bm, BN=bn, CAUSAL=causal,
+                                       num_warps=warps, num_stages=stages)
+
+
+def sdpa(q, k, v, causal):
+    """Run under `with sdpa_kernel(backend)` (entered once, outside the timing)."""
+    return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def flops(b, h, n, d, causal):
+    return 4.0 * b * h * n * n * d * (0.5 if causal else 1.0)
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def reference(q, k, v, causal):
+    """torch's math SDPA in f32 on the first head of the first batch (all of
+    it would materialize B*H*N*N scores: 34 GB at N = 16384)."""
+    with sdpa_kernel(SDPBackend.MATH):
+        return torch.nn.functional.scaled_dot_product_attention(q[:1, :1].float(), k[:1, :1].float(),
+                                                                 v[:1, :1].float(), is_causal=causal)
+
+
+def check(name, got, ref):
+    torch.testing.assert_close(got[:1, :1].float(), ref, atol=2e-2, rtol=2e-2, msg=lambda m: f"{name}: {m}")
+
+
+def main():
+    rows = []
+    for d in HEAD_DIMS:
+        for causal in (False, True):
+            for n in LENGTHS:
+                b, h = TOKENS // n, MODEL_WIDTH // d
+                gen = torch.Generator(device="cuda").manual_seed(0)
+                q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+                           for _ in range(3))
+                o = torch.empty_like(q)
+                shape = {"op": "attention", "dtype": "bf16", "d": d, "causal": causal, "n": n, "B": b, "H": h}
+                fl = flops(b, h, n, d, causal)
+                ref = reference(q, k, v, causal)
+
+                # fn launches once; `out` is where the result lands (None: fn returns it).
+                def record(impl, fn, out=None, **extra):
+                    try:
+                        result = fn()
+                        check(impl, result if out is None else out, ref)
+                        ms = bench(fn)
+                        rows.append({**shape, "impl": impl, "ms": ms, "TFLOP/s": fl / (ms * 1e-3) / 1e12, **extra})
+                    except Exception as e:  # a back end that refuses the shape: say so, go on
+                        rows.append({**shape, "impl": impl, "error": f"{type(e).__name__}: {e}"[:300], **extra})
+                    return rows[-1]
+
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    record("cudnn", sdpa(q, k, v, causal))
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    record("fa2", sdpa(q, k, v, causal))
+                cfg = default_config(d)
+                record("triton", triton_attention(q, k, v, o, causal, cfg), out=o, config=list(cfg))
+                best = None
+                for c in TRITON_CONFIGS:
+                    o.zero_()  # each configuration must write its own result
+                    r = record("triton_cfg", triton_attention(q, k, v, o, causal, c), out=o, config=list(c))
+                    rows.pop()
+                    if "ms" in r and (best is None or r["ms"] < best["ms"]):
+                        best = r
+                if best is not None:
+                    rows.append({**best, "impl": "triton_best"})
+                del q, k, v, o, ref
+                torch.cuda.empty_cache()
+
+    print(f"{'d':>4} {'causal':<7}{'n':>7}  {'impl':<12}{'ms':>10}{'TFLOP/s':>10}  config/error")
+    for r in rows:
+        tail = r.get("error", "") or " ".join(map(str, r.get("config", [])))
+        print(f"{r['d']:>4} {str(r['causal']):<7}{r['n']:>7}  {r['impl']:<12}{r.get('ms', 0):>10.4f}"
+              f"{r.get('TFLOP/s', 0):>10.1f}  {tail}")
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Markdown table of bench_attention (tiledsl) and compare_attention.py
+(torch SDPA with the cuDNN and FlashAttention-2 back ends, Triton) results
+from one run: bf16 forward TFLOP/s per head dim, causality and sequence
+length, and tiledsl's ratio to each. A result that failed shows its error
+below the table instead of a number.
+
+    python3 bench/summarize_attention.py attention.json compare_attention.json
+"""
+import json
+import re
+import sys
+
+TOKENS, MODEL_WIDTH = 16384, 2048  # B * N and H * D, as in bench/attention.cpp
+IMPLS = [("cudnn", "cuDNN"), ("fa2", "FA2"), ("triton", "Triton"), ("triton_best", "Triton best")]
+
+
+def main(ours_path, theirs_path):
+    ours, errors = {}, []
+    keys = set()  # every (D, causal, N) seen, failed ones included
+    for b in json.load(open(ours_path))["benchmarks"]:
+        m = re.match(r"attention<(\d+), (true|false)>/(\d+)", b["name"])
+        if not m:
+            continue
+        key = (int(m.group(1)), m.group(2) == "true", int(m.group(3)))
+        keys.add(key)
+        if b.get("error_occurred"):
+            errors.append(f"tiledsl {key}: {b.get('error_message', '')}")
+            continue
+        ours[key] = b
+    theirs = {}
+    for r in json.load(open(theirs_path)):
+        key = (r["d"], r["causal"], r["n"])
+        keys.add(key)
+        if "error" in r:
+            errors.append(f"{r['impl']} {key}: {r['error']}")
+            continue
+        theirs[key + (r["impl"],)] = r
+
+    def num(x):
+        return f"{x:.1f}" if x else "-"
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a and b else "-"
+
+    head = ["D", "causal", "N", "B x H", "tiledsl"] + [name for _, name in IMPLS] + \
+           ["tl/cuDNN", "tl/FA2", "tl/Triton"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---:" for _ in head) + "|")
+    for d, causal, n in sorted(keys):
+        ours_row = ours.get((d, causal, n), {})
+        tl_tflops = ours_row.get("TFLOP/s", 0)
+        other = {impl: theirs.get((d, causal, n, impl), {}).get("TFLOP/s", 0) for impl, _ in IMPLS}
+        bh = f"{TOKENS // n} x {MODEL_WIDTH // d}"
+        cells = [str(d), "yes" if causal else "no", str(n), bh, num(tl_tflops)] + \
+                [num(other[impl]) for impl, _ in IMPLS] + \
+                [ratio(tl_tflops, other["cudnn"]), ratio(tl_tflops, other["fa2"]), ratio(tl_tflops, other["triton"])]
+        print("| " + " | ".join(cells) + " |")
+
+    configs = {(int(b["BM"]), int(b["BN"]), int(b["warps"]), int(b["stages"])) for b in ours.values()}
+    if configs:
+        print("\ntiledsl tiles (BM x BN : warps : stages): " +
+              ", ".join(f"{m}x{n}:{w}:{s}" for m, n, w, s in sorted(configs)))
+    best = {(k[0], k[1], k[2]): r.get("config") for k, r in theirs.items() if k[3] == "triton_best"}
+    if best:
+        print("Triton best configs: " + ", ".join(
+            f"d{d}{' causal' if c else ''} N={n}: {'x'.join(map(str, cfg[:2]))}:{cfg[2]}:{cfg[3]}"
+            for (d, c, n), cfg in sorted(best.items()) if cfg))
+    for e in errors:
+        print(f"- {e}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
