@@ -2,13 +2,22 @@
 # Runs on the GPU machine (the device tool), from the repository root, with
 # dist/ carried: unpacks the build, then runs the [gpu] tests, the examples
 # on the GPU, the C++ benchmarks and the torch/Triton comparison in one go.
-# Logs and JSON go to $OUT. Usage: scripts/gpu-run.sh [tests] [examples] [bench]
+# Logs and JSON go to $OUT.
+# Usage: scripts/gpu-run.sh [tests] [examples] [sweep] [bench] [gemm] [attn]
+#   tests     the [gpu] Catch2 cases (every op family and dot vs the interpreter)
+#   examples  every example at its default GPU size
+#   sweep     the gemm and attention correctness sweeps (shapes, dtypes, strides)
+#   bench     softmax/layernorm GB/s with torch and Triton
+#   gemm      bench_gemm (tiledsl and cuBLAS) with torch and Triton
+#   attn      bench_attention with torch SDPA (cuDNN, FlashAttention) and Triton
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/tl
 tar -xJf dist/tiledsl-gpu.tar.xz -C /tmp/tl
 export LD_LIBRARY_PATH=/tmp/tl/lib
 export TILEDSL_CACHE_DIR=/tmp/tl/cache
+# cuBLAS for bench_gemm: the copy torch's wheels ship.
+export TILEDSL_CUBLAS=${TILEDSL_CUBLAS:-$(python3 -c 'import glob,os,torch;c=sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__),"..","nvidia","**","libcublas.so.*"),recursive=True));print(c[0] if c else "")' 2>/dev/null)}
 bin=/tmp/tl/bin
 what=${*:-tests examples bench}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
@@ -24,6 +33,24 @@ for w in $what; do
         echo "example $e rc=$?: $(grep -E 'PASS|FAIL|rror|GB/s|TFLOP' /tmp/example.log | head -3 | tr '\n' ' ')"
         cat /tmp/example.log >> "$OUT/examples.log"
       done ;;
+    sweep)
+      for e in gemm attention; do
+        timeout 300 "$bin/$e" --device=cuda --sweep > "$OUT/sweep-$e.log" 2>&1
+        echo "sweep $e rc=$?: $(grep -c PASS "$OUT/sweep-$e.log") PASS, $(grep -c FAIL "$OUT/sweep-$e.log") FAIL; $(tail -1 "$OUT/sweep-$e.log")"
+        grep FAIL "$OUT/sweep-$e.log" | head -5
+      done ;;
+    gemm)
+      "$bin/bench_gemm" --benchmark_format=json --benchmark_out="$OUT/gemm.json" > "$OUT/bench-gemm.log" 2>&1
+      echo "bench_gemm rc=$?"
+      python3 bench/compare_gemm.py "$OUT/compare_gemm.json" >> "$OUT/bench-gemm.log" 2>&1
+      echo "compare_gemm rc=$?"
+      python3 bench/summarize_gemm.py "$OUT/gemm.json" "$OUT/compare_gemm.json" | tee "$OUT/gemm-summary.md" ;;
+    attn)
+      "$bin/bench_attention" --benchmark_format=json --benchmark_out="$OUT/attention.json" > "$OUT/bench-attention.log" 2>&1
+      echo "bench_attention rc=$?"
+      python3 bench/compare_attention.py "$OUT/compare_attention.json" >> "$OUT/bench-attention.log" 2>&1
+      echo "compare_attention rc=$?"
+      python3 bench/summarize_attention.py "$OUT/attention.json" "$OUT/compare_attention.json" | tee "$OUT/attention-summary.md" ;;
     bench)
       "$bin/bench_norms" --benchmark_format=json --benchmark_out="$OUT/norms.json" > "$OUT/bench.log" 2>&1
       echo "bench_norms rc=$?"

@@ -964,10 +964,13 @@ class Lowerer {
         acc[j] = v;
       }
     }
+    // The results are in the sliced layout; users may have asked for another.
     for (size_t i = 0; i < n; ++i) {
       Regs out;
       for (int j = 0; j < out_regs; ++j) out.push_back(acc[j][i]);
-      vals_[op.result(int(i))] = out;
+      const ir::Value* res = op.result(int(i));
+      if (!scalar) out = convert(out, s, plan_.of(res), res->type.shape, value_type(res->type));
+      vals_[res] = out;
     }
   }
 
@@ -991,7 +994,11 @@ class Lowerer {
         for (size_t i = 0; i < n; ++i) out[i][r] = acc[i];
       }
     }
-    for (size_t i = 0; i < n; ++i) vals_[op.result(int(i))] = out[i];
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* res = op.result(int(i));
+      vals_[res] = convert(out[i], *required_operand_layout(op, int(i), plan_), plan_.of(res), res->type.shape,
+                           value_type(res->type));
+    }
   }
 
   // -------------------------------------------------------------------- dot
