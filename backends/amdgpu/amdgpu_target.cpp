@@ -1,10 +1,11 @@
 // AMD targets (gfx90a, gfx942: CDNA, wave64; gfx1100: RDNA3, wave32) for the
 // shared lowering: work-item and work-group ids, the grid size from the HSA
 // dispatch packet, workgroup barriers with the LDS fences LLVM needs, cross-
-// lane exchanges (DPP where one instruction does it, else ds_bpermute), and
-// emission of AMDGCN assembly and of a loadable code object: LLVM's AMDGPU
-// back end writes a relocatable object, which lld (linked into this library,
-// run in-process) turns into the ELF shared object that the HIP runtime loads.
+// lane exchanges (DPP where one instruction does it, else ds_bpermute), dot
+// on the matrix units (MFMA, WMMA: matrix_unit.h), and emission of AMDGCN
+// assembly and of a loadable code object: LLVM's AMDGPU back end writes a
+// relocatable object, which lld (linked into this library, run in-process)
+// turns into the ELF shared object that the HIP runtime loads.
 //
 // No AMD GPU is reachable from where this is developed: the code objects are
 // checked by reading their ELF headers, kernel descriptors and disassembly
@@ -23,6 +24,7 @@
 #include <llvm/TargetParser/Triple.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include "amdgpu/matrix_unit.h"
 #include "codegen/lower_llvm.h"
 #include "codegen/target.h"
 
@@ -165,6 +167,19 @@ class AmdgpuTarget final : public Target {
   void store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* ptr, llvm::Value* mask,
              const MemoryHints& hints) const override {
     branch_masked_store(b, value, ptr, mask, hints.is_volatile);
+  }
+
+  // dot: MFMA (gfx90a, gfx942) or WMMA (gfx1100), operands through LDS
+  // (amdgpu/matrix_unit.cpp). No LDS matrix load (load_matrix_8x8) and no
+  // asynchronous copies yet: the shared lowering converts operands with
+  // plain LDS stores and loads.
+  std::optional<MatrixInstr> matrix_instr(DType in, bool allow_tf32) const override {
+    return amdgpu::matrix_instr(arch_, in, allow_tf32);
+  }
+  std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
+                                            const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
+                                            const std::vector<llvm::Value*>& c) const override {
+    return amdgpu::matrix_multiply(b, instr, a, bv, c);
   }
 
   // LLVM's AMDGPU lowering of llvm.exp2/log2/sqrt/sin/cos is native
