@@ -122,8 +122,12 @@ std::vector<llvm::Value*> mma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& 
     }
     return s;
   };
-  text += list(aw.size()) + "}, {" + list(bw.size()) + "}, {$" + std::to_string(next) + ", $" +
-          std::to_string(next + 1) + ", $" + std::to_string(next + 2) + ", $" + std::to_string(next + 3) + "};";
+  // (Separate statements: the operand numbers depend on the call order.)
+  text += list(aw.size());
+  text += "}, {";
+  text += list(bw.size());
+  text += "}, {$" + std::to_string(next) + ", $" + std::to_string(next + 1) + ", $" + std::to_string(next + 2) +
+          ", $" + std::to_string(next + 3) + "};";
   cons += ",0,1,2,3";
   std::vector<llvm::Value*> args(aw);
   args.insert(args.end(), bw.begin(), bw.end());

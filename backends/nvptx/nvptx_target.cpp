@@ -212,6 +212,7 @@ class NvptxTarget final : public Target {
                                             const std::vector<llvm::Value*>& c) const override {
     return nvptx::mma_multiply(b, instr, a, bv, c);
   }
+  bool has_matrix_load_8x8() const override { return true; }
   std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
                                             bool trans) const override {
     return nvptx::ldmatrix(b, row_ptr, count, trans);

@@ -38,6 +38,33 @@ int ilog2(int64_t v) { return std::countr_zero(uint64_t(v)); }
 
 bool is_f8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
 
+// A 2-D tile in shared memory, stored with rows of its contiguous
+// dimension in 16-byte chunks whose order within a row is XOR-swizzled by
+// the row index (bank-conflict-free 8-row matrix loads), seen possibly
+// transposed.
+struct SmemTile {
+  llvm::Value* base = nullptr;  // first byte (i8 pointer in shared memory)
+  int64_t shape[2] = {0, 0};    // stored shape
+  int contiguous = 1;           // stored dimension that is contiguous
+  int elem_bytes = 2;
+  int vec = 8;                  // elements per 16-byte chunk
+  int per_phase = 1, max_phase = 1;
+  bool transposed = false;      // the value is the transpose of what is stored
+
+  static SmemTile plan(int64_t d0, int64_t d1, int contiguous, int elem_bytes) {
+    SmemTile t;
+    t.shape[0] = d0, t.shape[1] = d1;
+    t.contiguous = contiguous;
+    t.elem_bytes = elem_bytes;
+    int64_t row_bytes = t.shape[contiguous] * elem_bytes;
+    t.vec = int(std::min<int64_t>(16 / elem_bytes, t.shape[contiguous]));
+    t.per_phase = int(std::max<int64_t>(1, 128 / row_bytes));
+    t.max_phase = int(std::max<int64_t>(1, std::min<int64_t>(row_bytes / 16, 8)));
+    return t;
+  }
+  int64_t bytes() const { return shape[0] * shape[1] * elem_bytes; }
+};
+
 class Lowerer {
  public:
   Lowerer(llvm::LLVMContext& ctx, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const Target& target)
@@ -156,10 +183,12 @@ class Lowerer {
   }
 
   // ----------------------------------------------------------- shared memory
+  // Scratch users (conversions, reductions) share one region that starts
+  // past the buffers live pipelines hold (scratch_base_).
   llvm::Value* smem_ptr(llvm::Value* byte_offset) {
-    return b_.CreateGEP(b_.getInt8Ty(), smem_, byte_offset);
+    return b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(byte_offset, b_.getInt64(scratch_base_)));
   }
-  void need_smem(int64_t bytes) { smem_bytes_ = std::max<int64_t>(smem_bytes_, bytes); }
+  void need_smem(int64_t bytes) { smem_bytes_ = std::max<int64_t>(smem_bytes_, scratch_base_ + bytes); }
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0) {
     llvm::Value* stored = v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v;
     llvm::Type* st = stored->getType();
@@ -257,6 +286,7 @@ class Lowerer {
   void lower_region(const ir::Region& r) {
     for (const auto& op : r.ops) {
       if (op->kind == OpKind::Yield) continue;  // read by the parent op
+      if (skip_.count(op.get())) continue;      // lives in shared memory (pipelined)
       b_.SetCurrentDebugLocation(llvm::DebugLoc());
       lower_op(*op);
     }
@@ -1007,7 +1037,7 @@ class Lowerer {
   // registers out of the tile layouts (dot_layout.h).
   void lower_dot(const Op& op) {
     const DotLayouts& d = plan_.dots.at(&op);
-    Regs a = operand(op, 0), bm = operand(op, 1), c = operand(op, 2);
+    Regs a = dot_operand(op, 0), bm = dot_operand(op, 1), c = operand(op, 2);
     DType in = op.operands[0]->type.dtype, acc = op.result()->type.dtype;
     if (!d.instr) {
       vals_[op.result()] = fma_dot(op, d, a, bm, c);
@@ -1031,6 +1061,166 @@ class Lowerer {
     for (auto*& v : c) v = cast(v, mi.acc, acc, op);
     (void)in;
     vals_[op.result()] = c;
+  }
+
+  // ------------------------------------------------ dot operands in smem
+  // Whether the operands of `dot` can be read from shared memory with 8x8
+  // matrix loads: 16-bit elements on a k = 16 instruction.
+  bool matrix_loadable(const Op& dot) {
+    const DotLayouts& d = plan_.dots.at(&dot);
+    return d.instr && d.instr->k == 16 && byte_size(dot.operands[0]->type.dtype) == 2 && t_.has_matrix_load_8x8();
+  }
+
+  // Operand `i` of a dot in its fragment layout: from shared memory when a
+  // pipeline left it there, from before the loop when it was hoisted, else
+  // written to shared memory and read back with matrix loads (or converted
+  // generically).
+  Regs dot_operand(const Op& dot, int i) {
+    const ir::Value* v = dot.operands[i];
+    const DotLayouts& d = plan_.dots.at(&dot);
+    if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return load_fragments(it->second, dot, i);
+    if (auto it = hoisted_.find({&dot, i}); it != hoisted_.end()) return it->second;
+    if (matrix_loadable(dot) && !is_uniform(v)) {
+      const LinearLayout& from = plan_.of(v);
+      const LinearLayout& to = i == 0 ? d.a : d.b;
+      if (!(from == to)) {
+        // Registers already in the fragment layout's threads (a dot's
+        // result feeding the next) are only permuted.
+        if (same_threads(from, to)) return operand(dot, i);
+        SmemTile t = stage(get(v), from, v->type);
+        return load_fragments(t, dot, i);
+      }
+    }
+    return operand(dot, i);
+  }
+
+  static bool same_threads(const LinearLayout& a, const LinearLayout& b) {
+    auto bases = [](const LinearLayout& l, const std::string& in) {
+      for (const auto& d : l.in_dims())
+        if (d.name == in) return d.bases;
+      return std::vector<LinearLayout::Coords>{};
+    };
+    return bases(a, kLane) == bases(b, kLane) && bases(a, kWarp) == bases(b, kWarp);
+  }
+
+  // Byte offset in a tile of the element at (runtime) coordinates of the
+  // value's view.
+  llvm::Value* tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Value* v1) {
+    llvm::Value* s0 = t.transposed ? v1 : v0;
+    llvm::Value* s1 = t.transposed ? v0 : v1;
+    llvm::Value* row = t.contiguous == 1 ? s0 : s1;
+    llvm::Value* col = t.contiguous == 1 ? s1 : s0;
+    int64_t cols = t.shape[t.contiguous];
+    llvm::Value* phase = b_.CreateURem(b_.CreateUDiv(row, b_.getInt32(t.per_phase)), b_.getInt32(t.max_phase));
+    llvm::Value* chunk = b_.CreateXor(b_.CreateUDiv(col, b_.getInt32(t.vec)), phase);
+    llvm::Value* elem = b_.CreateAdd(b_.CreateMul(row, b_.getInt32(int32_t(cols))),
+                                     b_.CreateAdd(b_.CreateMul(chunk, b_.getInt32(t.vec)),
+                                                  b_.CreateURem(col, b_.getInt32(t.vec))));
+    return b_.CreateMul(elem, b_.getInt32(t.elem_bytes));
+  }
+  llvm::Value* tile_ptr(const SmemTile& t, llvm::Value* v0, llvm::Value* v1) {
+    return b_.CreateGEP(b_.getInt8Ty(), t.base, b_.CreateZExt(tile_offset(t, v0, v1), b_.getInt64Ty()));
+  }
+
+  // The stored layout for a value in layout `l`: contiguous along the
+  // dimension its registers run along (so stores vectorize).
+  static int contiguous_dim(const LinearLayout& l) {
+    return l.contiguous_run(kReg, 1) >= l.contiguous_run(kReg, 0) ? 1 : 0;
+  }
+
+  // Writes a register tile to scratch shared memory (swizzled) and returns
+  // where it is; the caller reads it after the barrier this emits.
+  SmemTile stage(const Regs& regs, const LinearLayout& l, const ir::Type& type) {
+    int bytes = byte_size(type.dtype);
+    int cd = contiguous_dim(l);
+    SmemTile t = SmemTile::plan(type.shape[0], type.shape[1], cd, bytes);
+    need_smem(t.bytes());
+    t_.barrier(b_);  // the previous scratch user is done
+    t.base = smem_ptr(b_.getInt64(0));
+    auto hw = hw_coords(l);
+    auto dup = duplicate_regs(l);
+    int run = std::max(1, std::min<int>(l.contiguous_run(kReg, cd), t.vec));
+    llvm::Type* ety = value_type(type);
+    for (int r = 0; r < num_regs(l); r += run) {
+      if (dup[r]) continue;
+      auto c = reg_coords(l, r);
+      llvm::Value* v0 = b_.CreateXor(hw[0], b_.getInt32(c[0]));
+      llvm::Value* v1 = b_.CreateXor(hw[1], b_.getInt32(c[1]));
+      llvm::Value* val = regs[r];
+      if (run > 1) {
+        val = llvm::UndefValue::get(llvm::FixedVectorType::get(ety, run));
+        for (int k = 0; k < run; ++k) val = b_.CreateInsertElement(val, regs[r + k], uint64_t(k));
+      }
+      b_.CreateStore(val, tile_ptr(t, v0, v1));
+    }
+    t_.barrier(b_);
+    return t;
+  }
+
+  // Operand `i` of `dot` read from a tile with 8x8 matrix loads, in the
+  // fragment layout. Lane l addresses row l % 8 of matrix l / 8; a matrix
+  // row runs along the stored contiguous dimension; when that is not the
+  // fragment's K the load transposes.
+  Regs load_fragments(const SmemTile& t, const Op& dot, int i) {
+    const DotLayouts& d = plan_.dots.at(&dot);
+    const LinearLayout& l = i == 0 ? d.a : d.b;
+    int k_dim = i == 0 ? 1 : 0;
+    int view_contig = t.transposed ? 1 - t.contiguous : t.contiguous;
+    bool trans = view_contig != k_dim;
+    int walk = 1 - view_contig;  // lane % 8 walks the stored rows
+    // This lane's coordinates within a fragment group: the warp's origin,
+    // the matrix's corner, the row.
+    auto warp_origin = hw_coords_of(l, kWarp);
+    llvm::Value* q = b_.CreateLShr(lane_, 3);
+    llvm::Value* r8 = b_.CreateAnd(lane_, 7);
+    // Matrix q's corner: for A (m + 8 (q & 1), k + 8 (q >> 1)); for B
+    // (k + 8 (q & 1), n + 8 (q >> 1)) spanning two n fragments.
+    llvm::Value* lo = b_.CreateMul(b_.CreateAnd(q, 1), b_.getInt32(8));
+    llvm::Value* hi = b_.CreateMul(b_.CreateLShr(q, 1), b_.getInt32(8));
+    llvm::Value* base0 = b_.CreateAdd(warp_origin[0], lo);
+    llvm::Value* base1 = b_.CreateAdd(warp_origin[1], hi);
+    if (walk == 0) base0 = b_.CreateAdd(base0, r8);
+    else base1 = b_.CreateAdd(base1, r8);
+    Regs out(num_regs(l));
+    llvm::Type* ety = value_type(dot.operands[0]->type);
+    auto unpack = [&](llvm::Value* word, int reg0, int reg1) {
+      llvm::Value* v = b_.CreateBitCast(word, llvm::FixedVectorType::get(ety, 2));
+      out[reg0] = b_.CreateExtractElement(v, uint64_t(0));
+      out[reg1] = b_.CreateExtractElement(v, uint64_t(1));
+    };
+    int outer = i == 0 ? d.reps_m : d.reps_n;
+    for (int o = 0; o < outer; o += (i == 0 ? 1 : 2))
+      for (int s = 0; s < d.reps_k; ++s) {
+        int reg0 = i == 0 ? d.a_reg(o, s, 0) : d.b_reg(s, o, 0);
+        auto corner = reg_coords(l, reg0);
+        llvm::Value* p = tile_ptr(t, b_.CreateAdd(base0, b_.getInt32(corner[0])),
+                                  b_.CreateAdd(base1, b_.getInt32(corner[1])));
+        bool pair = i == 1 && o + 1 < outer;
+        int count = i == 0 || pair ? 4 : 2;
+        Regs words = t_.load_matrix_8x8(b_, p, count, trans);
+        for (int w = 0; w < count; ++w) {
+          int frag = i == 0 ? o : o + (w >> 1);
+          int r = i == 0 ? 2 * w : 2 * (w & 1);
+          int reg = i == 0 ? d.a_reg(o, s, r) : d.b_reg(s, frag, r);
+          unpack(words[w], reg, reg + 1);
+        }
+      }
+    return out;
+  }
+
+  // Runtime coordinates contributed by one hardware input (lane or warp).
+  std::vector<llvm::Value*> hw_coords_of(const LinearLayout& l, const std::string& in) {
+    std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
+    llvm::Value* idx = in == kLane ? lane_ : warp_;
+    for (const auto& d : l.in_dims()) {
+      if (d.name != in) continue;
+      for (size_t bit = 0; bit < d.bases.size(); ++bit) {
+        llvm::Value* set = b_.CreateAnd(b_.CreateLShr(idx, uint64_t(bit)), 1);
+        for (size_t k = 0; k < c.size(); ++k)
+          if (d.bases[bit][k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(set, b_.getInt32(d.bases[bit][k])));
+      }
+    }
+    return c;
   }
 
   // Without a matrix instruction: every thread owns its C elements and
@@ -1059,6 +1249,157 @@ class Lowerer {
   }
 
   // ------------------------------------------------------------ control flow
+  // A loop whose tile loads feed dots runs them `stages - 1` iterations
+  // ahead: each such load becomes asynchronous copies into one of `stages`
+  // shared-memory buffers, and the dot reads its operand from there.
+  // The ops the loads' addresses and masks need (pointer increments, the
+  // ragged-K mask) are re-lowered with the induction variable and those
+  // carried values as they will be `stages - 1` iterations later ("lead"
+  // copies carried alongside the loop's own). Copies of iterations past the
+  // end are predicated off, so trip counts below the stage count need no
+  // special code.
+  struct PipelinePlan {
+    int stages = 0;
+    std::vector<const Op*> loads;      // pipelined loads, in body order
+    std::vector<const Op*> lead_ops;   // ops their operands need, in body order
+    std::vector<size_t> lead_args;     // carried values (k) those ops read
+    std::set<const Op*> skip;          // loads and their trans: never in registers
+  };
+
+  static bool clonable(const Op& op) {
+    switch (op.kind) {
+      case OpKind::Constant: case OpKind::Splat: case OpKind::Broadcast: case OpKind::ExpandDims:
+      case OpKind::Arange: case OpKind::Trans: case OpKind::Reshape: case OpKind::ProgramId:
+      case OpKind::NumPrograms:
+        return true;
+      default:
+        return ir::op_is_elementwise(op.kind) && op.regions.empty();
+    }
+  }
+
+  static bool is_zero_constant(const ir::Value* v) {
+    const Op* d = v->def;
+    if (d && d->kind == OpKind::Splat) d = d->operands[0]->def;
+    if (!d || d->kind != OpKind::Constant) return false;
+    const ir::Attr& a = d->attrs.at("value");
+    if (std::holds_alternative<double>(a)) return std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a));
+    return std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
+  }
+
+  std::optional<PipelinePlan> plan_pipeline(const Op& loop) {
+    PipelinePlan p;
+    p.stages = int(loop.attr_int_or("num_stages", plan_.num_stages));
+    if (p.stages < 2 || !t_.has_async_copy() || !t_.has_matrix_load_8x8()) return std::nullopt;
+    const ir::Region& body = *loop.regions[0];
+    std::unordered_map<const ir::Value*, std::vector<const Op*>> users;
+    std::function<void(const ir::Region&)> note = [&](const ir::Region& r) {
+      for (const auto& o : r.ops) {
+        for (const ir::Value* v : o->operands) users[v].push_back(o.get());
+        for (const auto& sub : o->regions) note(*sub);
+      }
+    };
+    note(body);
+    auto dot_use = [&](const Op* u, const ir::Value* v) {
+      return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v &&
+             matrix_loadable(*u);
+    };
+    for (const auto& o : body.ops) {
+      const Op& ld = *o;
+      if (ld.kind != OpKind::Load || !ld.result()->type.is_tile() || ld.result()->type.rank() != 2) continue;
+      if (ld.attr_int_or("volatile", 0) || (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2]))) continue;
+      const ir::Value* v = ld.result();
+      const LinearLayout& l = plan_.of(v);
+      int bytes = vector_width(ld, l, v->type.dtype) * byte_size(v->type.dtype);
+      if (contiguous_dim(l) != 1 || (bytes != 4 && bytes != 8 && bytes != 16)) continue;
+      bool ok = !users[v].empty();
+      std::vector<const Op*> trans;
+      for (const Op* u : users[v]) {
+        if (dot_use(u, v)) continue;
+        bool t_ok = u->kind == OpKind::Trans && !users[u->result()].empty();
+        for (const Op* uu : users[u->result()]) t_ok = t_ok && dot_use(uu, u->result());
+        if (t_ok) trans.push_back(u);
+        ok = ok && t_ok;
+      }
+      if (!ok) continue;
+      p.loads.push_back(&ld);
+      p.skip.insert(&ld);
+      p.skip.insert(trans.begin(), trans.end());
+    }
+    if (p.loads.empty()) return std::nullopt;
+    // The backward slice of the loads' operands, closed over carried values.
+    const Op* yield = body.terminator();
+    std::set<const Op*> need;
+    std::set<size_t> args;
+    std::function<bool(const ir::Value*)> pull = [&](const ir::Value* v) -> bool {
+      if (v == body.args[0].get()) return true;
+      for (size_t k = 0; k + 1 < body.args.size(); ++k)
+        if (v == body.args[k + 1].get()) return args.count(k) || (args.insert(k), pull(yield->operands[k]));
+      if (!v->def || !ir::defined_in(v, body)) return true;  // loop-invariant
+      if (need.count(v->def)) return true;
+      if (!clonable(*v->def)) return false;
+      need.insert(v->def);
+      for (const ir::Value* x : v->def->operands)
+        if (!pull(x)) return false;
+      return true;
+    };
+    for (const Op* ld : p.loads)
+      for (const ir::Value* x : ld->operands)
+        if (!pull(x)) return std::nullopt;
+    for (const auto& o : body.ops)
+      if (need.count(o.get())) p.lead_ops.push_back(o.get());
+    p.lead_args.assign(args.begin(), args.end());
+    return p;
+  }
+
+  // Lowers the lead ops for iteration `iv_lead` with the lead carried
+  // values, issues the loads' copies into `slot`, commits them as one group
+  // and returns the lead carried values of the next iteration.
+  std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<SmemTile>& tiles,
+                                const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot) {
+    const ir::Region& body = *loop.regions[0];
+    vals_[body.args[0].get()] = {iv_lead};
+    for (size_t j = 0; j < p.lead_args.size(); ++j) vals_[body.args[p.lead_args[j] + 1].get()] = lead[j];
+    for (const Op* o : p.lead_ops) lower_op(*o);
+    llvm::Value* hi = get(loop.operands[1])[0];
+    bool s = !is_unsigned(loop.operands[0]->type.dtype);
+    llvm::Value* live = s ? b_.CreateICmpSLT(iv_lead, hi) : b_.CreateICmpULT(iv_lead, hi);
+    for (size_t li = 0; li < p.loads.size(); ++li) {
+      const Op& ld = *p.loads[li];
+      const ir::Value* v = ld.result();
+      const LinearLayout& l = plan_.of(v);
+      SmemTile t = tiles[li];
+      t.base = b_.CreateGEP(b_.getInt8Ty(), t.base, b_.CreateMul(b_.CreateZExt(slot, b_.getInt64Ty()),
+                                                                  b_.getInt64(t.bytes())));
+      Regs ptrs = operand(ld, 0);
+      Regs mask = ld.operands.size() > 1 ? operand(ld, 1) : Regs{};
+      int vec = vector_width(ld, l, v->type.dtype);
+      auto hw = hw_coords(l);
+      auto dup = duplicate_regs(l);
+      for (int r = 0; r < num_regs(l); r += vec) {
+        if (dup[r]) continue;
+        auto c = reg_coords(l, r);
+        llvm::Value* dst = tile_ptr(t, b_.CreateXor(hw[0], b_.getInt32(c[0])), b_.CreateXor(hw[1], b_.getInt32(c[1])));
+        llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
+        t_.async_copy(b_, dst, ptrs[r], vec * byte_size(v->type.dtype), pred);
+      }
+    }
+    t_.async_commit(b_);
+    const Op* yield = body.terminator();
+    std::vector<Regs> next;
+    for (size_t k : p.lead_args) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
+    return next;
+  }
+
+  // Dot operands defined before the loop are brought to their fragment
+  // layout once, before it.
+  void hoist_dot_operands(const ir::Region& body) {
+    for (const auto& o : body.ops)
+      if (o->kind == OpKind::Dot)
+        for (int i = 0; i < 2; ++i)
+          if (!ir::defined_in(o->operands[i], body) && o->operands[i]->type.is_tile() && !hoisted_.count({o.get(), i}))
+            hoisted_[{o.get(), i}] = dot_operand(*o, i);
+  }
+
   void lower_for(const Op& op) {
     const ir::Region& body = *op.regions[0];
     llvm::Value* lo = get(op.operands[0])[0];
@@ -1068,6 +1409,30 @@ class Lowerer {
     size_t nc = op.results.size();
     std::vector<Regs> init;
     for (size_t k = 0; k < nc; ++k) init.push_back(in_layout(op.operands[3 + k], body.args[k + 1].get()));
+    hoist_dot_operands(body);
+
+    // Pipeline buffers: `stages` slots per load, below the scratch region.
+    auto pipe = plan_pipeline(op);
+    std::vector<SmemTile> tiles;
+    int64_t saved_scratch = scratch_base_;
+    std::vector<Regs> lead;
+    if (pipe) {
+      for (const Op* ld : pipe->loads) {
+        const auto& sh = ld->result()->type.shape;
+        SmemTile t = SmemTile::plan(sh[0], sh[1], 1, byte_size(ld->result()->type.dtype));
+        t.base = b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_));
+        scratch_base_ += (t.bytes() * pipe->stages + 127) / 128 * 128;
+        tiles.push_back(t);
+      }
+      need_smem(0);
+      // Prologue: iterations 0 .. stages-2 into slots 0 .. stages-2.
+      for (size_t k : pipe->lead_args) lead.push_back(init[k]);
+      llvm::Value* iv_lead = lo;
+      for (int j = 0; j + 1 < pipe->stages; ++j) {
+        lead = issue_stage(op, *pipe, tiles, lead, iv_lead, b_.getInt32(j));
+        iv_lead = b_.CreateAdd(iv_lead, step);
+      }
+    }
 
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
@@ -1077,24 +1442,67 @@ class Lowerer {
     b_.SetInsertPoint(header);
     llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
     iv->addIncoming(lo, pre);
-    std::vector<std::vector<llvm::PHINode*>> phis(nc);
-    for (size_t k = 0; k < nc; ++k) {
-      Regs cur;
-      for (auto* v : init[k]) {
-        auto* phi = b_.CreatePHI(v->getType(), 2);
-        phi->addIncoming(v, pre);
-        phis[k].push_back(phi);
-        cur.push_back(phi);
+    auto make_phis = [&](const std::vector<Regs>& from) {
+      std::vector<std::vector<llvm::PHINode*>> out;
+      for (const Regs& regs : from) {
+        out.emplace_back();
+        for (auto* v : regs) {
+          auto* phi = b_.CreatePHI(v->getType(), 2);
+          phi->addIncoming(v, pre);
+          out.back().push_back(phi);
+        }
       }
-      vals_[body.args[k + 1].get()] = cur;
-      vals_[op.results[k].get()] = cur;
+      return out;
+    };
+    auto phis = make_phis(init);
+    auto lead_phis = make_phis(lead);
+    llvm::PHINode* slot = nullptr;
+    if (pipe) {
+      slot = b_.CreatePHI(b_.getInt32Ty(), 2, "slot");
+      slot->addIncoming(b_.getInt32(0), pre);
     }
-    vals_[body.args[0].get()] = {iv};
+    auto bind_carried = [&] {
+      for (size_t k = 0; k < nc; ++k) vals_[body.args[k + 1].get()] = Regs(phis[k].begin(), phis[k].end());
+      vals_[body.args[0].get()] = {iv};
+    };
+    bind_carried();
+    for (size_t k = 0; k < nc; ++k) vals_[op.results[k].get()] = Regs(phis[k].begin(), phis[k].end());
     llvm::Value* go = s ? b_.CreateICmpSLT(iv, hi) : b_.CreateICmpULT(iv, hi);
     b_.CreateCondBr(go, body_bb, exit);
 
     b_.SetInsertPoint(body_bb);
+    std::vector<Regs> lead_next;
+    llvm::Value* slot_next = nullptr;
+    if (pipe) {
+      // This iteration's copies have landed (and every thread is past the
+      // previous iteration's reads of the slot refilled next).
+      t_.async_wait(b_, pipe->stages - 2);
+      t_.barrier(b_);
+      llvm::Value* last = b_.getInt32(pipe->stages - 1);
+      llvm::Value* fill = b_.CreateSelect(b_.CreateICmpEQ(slot, b_.getInt32(0)), last,
+                                          b_.CreateSub(slot, b_.getInt32(1)));
+      llvm::Value* iv_lead = b_.CreateAdd(iv, b_.CreateMul(step, llvm::ConstantInt::get(iv->getType(), pipe->stages - 1)));
+      std::vector<Regs> cur;
+      for (auto& ph : lead_phis) cur.emplace_back(ph.begin(), ph.end());
+      lead_next = issue_stage(op, *pipe, tiles, cur, iv_lead, fill);
+      slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
+      bind_carried();
+      for (size_t li = 0; li < pipe->loads.size(); ++li) {
+        SmemTile t = tiles[li];
+        t.base = b_.CreateGEP(b_.getInt8Ty(), t.base,
+                              b_.CreateMul(b_.CreateZExt(slot, b_.getInt64Ty()), b_.getInt64(t.bytes())));
+        smem_vals_[pipe->loads[li]->result()] = t;
+        for (const Op* o : pipe->skip)
+          if (o->kind == OpKind::Trans && o->operands[0] == pipe->loads[li]->result()) {
+            SmemTile tt = t;
+            tt.transposed = true;
+            smem_vals_[o->result()] = tt;
+          }
+      }
+      skip_ = pipe->skip;
+    }
     lower_region(body);
+    skip_.clear();
     const Op* yield = body.terminator();
     std::vector<Regs> next;
     for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
@@ -1104,7 +1512,20 @@ class Lowerer {
     iv->addIncoming(iv_next, latch);
     for (size_t k = 0; k < nc; ++k)
       for (size_t r = 0; r < phis[k].size(); ++r) phis[k][r]->addIncoming(next[k][r], latch);
+    for (size_t k = 0; k < lead_phis.size(); ++k)
+      for (size_t r = 0; r < lead_phis[k].size(); ++r) lead_phis[k][r]->addIncoming(lead_next[k][r], latch);
+    if (slot) slot->addIncoming(slot_next, latch);
     b_.SetInsertPoint(exit);
+    if (pipe) {
+      // Copies past the end still write zeros: drain them before the
+      // buffers become scratch again.
+      t_.async_wait(b_, 0);
+      t_.barrier(b_);
+      for (const Op* o : pipe->skip) smem_vals_.erase(o->result());
+      scratch_base_ = saved_scratch;
+    }
+    for (const auto& o : body.ops)
+      for (int i = 0; i < 2; ++i) hoisted_.erase({o.get(), i});
   }
 
   void lower_if(const Op& op) {
@@ -1149,6 +1570,12 @@ class Lowerer {
   llvm::GlobalVariable* smem_ = nullptr;
   llvm::Value *lane_ = nullptr, *warp_ = nullptr, *tid_ = nullptr;
   int64_t smem_bytes_ = 0;
+  int64_t scratch_base_ = 0;
+  // Dot operands that live in shared memory (pipelined loads, their trans).
+  std::unordered_map<const ir::Value*, SmemTile> smem_vals_;
+  // Dot operands converted once before a loop that uses them.
+  std::map<std::pair<const Op*, int>, Regs> hoisted_;
+  std::set<const Op*> skip_;
   std::unordered_map<const ir::Value*, Regs> vals_;
 };
 

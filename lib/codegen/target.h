@@ -84,6 +84,7 @@ class Target {
   // 16 contiguous bytes). Lane l receives, per matrix, one 32-bit word with
   // elements (l / 4, 2 (l % 4) + {0, 1}), or with `trans` the elements
   // (2 (l % 4) + {0, 1}, l / 4). Empty when the target has no such load.
+  virtual bool has_matrix_load_8x8() const { return false; }
   virtual std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
                                                     bool trans) const {
     return {};
