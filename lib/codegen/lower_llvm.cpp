@@ -1035,32 +1035,59 @@ class Lowerer {
   // A x B + C on the target's matrix instruction: for each (m, n) fragment
   // of this warp, walk K through the instruction, picking each fragment's
   // registers out of the tile layouts (dot_layout.h).
+  // Operands in shared memory are read one K step at a time, right before
+  // the instructions of that step, which keeps few fragments live.
   void lower_dot(const Op& op) {
     const DotLayouts& d = plan_.dots.at(&op);
-    Regs a = dot_operand(op, 0), bm = dot_operand(op, 1), c = operand(op, 2);
-    DType in = op.operands[0]->type.dtype, acc = op.result()->type.dtype;
+    DType acc = op.result()->type.dtype;
+    Regs c = operand(op, 2);
     if (!d.instr) {
-      vals_[op.result()] = fma_dot(op, d, a, bm, c);
+      vals_[op.result()] = fma_dot(op, d, dot_operand(op, 0), dot_operand(op, 1), c);
       return;
     }
+    std::optional<SmemTile> tile[2];
+    Regs regs[2];
+    int64_t staged = 0;
+    for (int i = 0; i < 2; ++i) {
+      tile[i] = smem_source(op, i, staged);
+      if (!tile[i]) regs[i] = dot_operand(op, i);
+    }
+    if (tile[0] || tile[1]) t_.barrier(b_);  // staged tiles are written
     const MatrixInstr& mi = *d.instr;
     for (auto*& v : c) v = cast(v, acc, mi.acc, op);
     int na = mi.a.in_size(kReg), nb = mi.b.in_size(kReg), nc = mi.c.in_size(kReg);
-    for (int i = 0; i < d.reps_m; ++i)
-      for (int j = 0; j < d.reps_n; ++j) {
-        Regs cf(nc);
-        for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
-        for (int s = 0; s < d.reps_k; ++s) {
-          Regs af(na), bf(nb);
-          for (int r = 0; r < na; ++r) af[r] = a[d.a_reg(i, s, r)];
-          for (int r = 0; r < nb; ++r) bf[r] = bm[d.b_reg(s, j, r)];
+    for (int s = 0; s < d.reps_k; ++s) {
+      for (int i = 0; i < 2; ++i)
+        if (tile[i]) regs[i] = load_fragments(*tile[i], op, i, s);
+      for (int i = 0; i < d.reps_m; ++i)
+        for (int j = 0; j < d.reps_n; ++j) {
+          Regs af(na), bf(nb), cf(nc);
+          for (int r = 0; r < na; ++r) af[r] = regs[0][d.a_reg(i, s, r)];
+          for (int r = 0; r < nb; ++r) bf[r] = regs[1][d.b_reg(s, j, r)];
+          for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
           cf = t_.matrix_multiply(b_, mi, af, bf, cf);
+          for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
         }
-        for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
-      }
+    }
     for (auto*& v : c) v = cast(v, mi.acc, acc, op);
-    (void)in;
     vals_[op.result()] = c;
+  }
+
+  // Where operand `i` of a matrix-unit dot can be read with matrix loads:
+  // a pipeline's buffer, or a scratch tile it is written to now (at byte
+  // `staged` of the scratch region, which advances; the caller emits the
+  // barrier). nullopt: the operand comes in registers.
+  std::optional<SmemTile> smem_source(const Op& dot, int i, int64_t& staged) {
+    const ir::Value* v = dot.operands[i];
+    if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return it->second;
+    if (hoisted_.count({&dot, i}) || !matrix_loadable(dot) || is_uniform(v)) return std::nullopt;
+    const DotLayouts& d = plan_.dots.at(&dot);
+    const LinearLayout& from = plan_.of(v);
+    if (from == (i == 0 ? d.a : d.b) || same_threads(from, i == 0 ? d.a : d.b)) return std::nullopt;
+    if (staged == 0) t_.barrier(b_);  // the previous scratch user is done
+    SmemTile t = write_tile(get(v), from, v->type, staged);
+    staged += (t.bytes() + 127) / 128 * 128;
+    return t;
   }
 
   // ------------------------------------------------ dot operands in smem
@@ -1078,19 +1105,20 @@ class Lowerer {
   Regs dot_operand(const Op& dot, int i) {
     const ir::Value* v = dot.operands[i];
     const DotLayouts& d = plan_.dots.at(&dot);
-    if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return load_fragments(it->second, dot, i);
     if (auto it = hoisted_.find({&dot, i}); it != hoisted_.end()) return it->second;
-    if (matrix_loadable(dot) && !is_uniform(v)) {
-      const LinearLayout& from = plan_.of(v);
-      const LinearLayout& to = i == 0 ? d.a : d.b;
-      if (!(from == to)) {
-        // Registers already in the fragment layout's threads (a dot's
-        // result feeding the next) are only permuted.
-        if (same_threads(from, to)) return operand(dot, i);
-        SmemTile t = stage(get(v), from, v->type);
-        return load_fragments(t, dot, i);
+    int64_t staged = 0;
+    if (auto t = smem_source(dot, i, staged)) {
+      if (staged) t_.barrier(b_);
+      Regs out(num_regs(i == 0 ? d.a : d.b));
+      for (int s = 0; s < d.reps_k; ++s) {
+        Regs part = load_fragments(*t, dot, i, s);
+        for (size_t r = 0; r < out.size(); ++r)
+          if (part[r]) out[r] = part[r];
       }
+      return out;
     }
+    // Registers already in the fragment layout's threads (a dot's result
+    // feeding the next) are only permuted.
     return operand(dot, i);
   }
 
@@ -1128,15 +1156,14 @@ class Lowerer {
     return l.contiguous_run(kReg, 1) >= l.contiguous_run(kReg, 0) ? 1 : 0;
   }
 
-  // Writes a register tile to scratch shared memory (swizzled) and returns
-  // where it is; the caller reads it after the barrier this emits.
-  SmemTile stage(const Regs& regs, const LinearLayout& l, const ir::Type& type) {
+  // Writes a register tile to scratch shared memory (swizzled) at byte
+  // `offset` of the scratch region; readers need a barrier after it.
+  SmemTile write_tile(const Regs& regs, const LinearLayout& l, const ir::Type& type, int64_t offset) {
     int bytes = byte_size(type.dtype);
     int cd = contiguous_dim(l);
     SmemTile t = SmemTile::plan(type.shape[0], type.shape[1], cd, bytes);
-    need_smem(t.bytes());
-    t_.barrier(b_);  // the previous scratch user is done
-    t.base = smem_ptr(b_.getInt64(0));
+    need_smem(offset + t.bytes());
+    t.base = smem_ptr(b_.getInt64(offset));
     auto hw = hw_coords(l);
     auto dup = duplicate_regs(l);
     int run = std::max(1, std::min<int>(l.contiguous_run(kReg, cd), t.vec));
@@ -1153,7 +1180,6 @@ class Lowerer {
       }
       b_.CreateStore(val, tile_ptr(t, v0, v1));
     }
-    t_.barrier(b_);
     return t;
   }
 
@@ -1161,7 +1187,9 @@ class Lowerer {
   // fragment layout. Lane l addresses row l % 8 of matrix l / 8; a matrix
   // row runs along the stored contiguous dimension; when that is not the
   // fragment's K the load transposes.
-  Regs load_fragments(const SmemTile& t, const Op& dot, int i) {
+  // Only the fragments of K step `s` are read (the other registers stay
+  // null).
+  Regs load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
     const DotLayouts& d = plan_.dots.at(&dot);
     const LinearLayout& l = i == 0 ? d.a : d.b;
     int k_dim = i == 0 ? 1 : 0;
@@ -1189,8 +1217,7 @@ class Lowerer {
       out[reg1] = b_.CreateExtractElement(v, uint64_t(1));
     };
     int outer = i == 0 ? d.reps_m : d.reps_n;
-    for (int o = 0; o < outer; o += (i == 0 ? 1 : 2))
-      for (int s = 0; s < d.reps_k; ++s) {
+    for (int o = 0; o < outer; o += (i == 0 ? 1 : 2)) {
         int reg0 = i == 0 ? d.a_reg(o, s, 0) : d.b_reg(s, o, 0);
         auto corner = reg_coords(l, reg0);
         llvm::Value* p = tile_ptr(t, b_.CreateAdd(base0, b_.getInt32(corner[0])),
