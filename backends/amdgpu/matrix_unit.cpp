@@ -47,6 +47,7 @@
 // <8 x i32>, clamp).
 #include "amdgpu/matrix_unit.h"
 
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include "tiledsl/detail/ir_types.h"  // tl::Error
@@ -141,7 +142,7 @@ const Instruction& find(const MatrixInstr& mi) {
 // Elements of one lane's operand, in register order, as the vector type the
 // intrinsic takes: <n x half>, <n x i16> for bf16, whole 32/64-bit words of
 // packed 8-bit integers, or a scalar float.
-llvm::Value* pack(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& elems, llvm::Type* want) {
+llvm::Value* pack(llvm::IRBuilderBase& b, const std::vector<llvm::Value*>& elems, llvm::Type* want) {
   if (elems.size() == 1 && !want->isVectorTy() && elems[0]->getType() == want) return elems[0];
   llvm::Type* elem = elems[0]->getType();
   auto* vty = llvm::FixedVectorType::get(elem, unsigned(elems.size()));
@@ -151,7 +152,7 @@ llvm::Value* pack(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& elems, 
   return v->getType() == want ? v : b.CreateBitCast(v, want);
 }
 
-llvm::Type* operand_type(llvm::IRBuilder<>& b, const Instruction& ins, size_t count) {
+llvm::Type* operand_type(llvm::IRBuilderBase& b, const Instruction& ins, size_t count) {
   auto vec = [&](llvm::Type* t, size_t n) -> llvm::Type* { return llvm::FixedVectorType::get(t, unsigned(n)); };
   switch (ins.in) {
     case DType::f16: return vec(b.getHalfTy(), count);
@@ -185,7 +186,7 @@ std::optional<MatrixInstr> matrix_instr(const std::string& arch, DType in, bool 
   return std::nullopt;
 }
 
-std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
+std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilderBase& b, const MatrixInstr& instr,
                                           const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
                                           const std::vector<llvm::Value*>& c) {
   const Instruction& ins = find(instr);
