@@ -7,6 +7,12 @@
 // reductions, barriers, a loop). When llvm-objdump-22 is installed the code
 // object is also disassembled. The "hip" device is checked where ROCm is
 // absent: it must say so clearly.
+//
+// dot: the MFMA / WMMA fragment layouts are compared with the ISA's lane
+// formulas, and dot kernels (one tile, and the gemm example's K loop) must
+// come out as the expected matrix instructions, as many as the tile needs,
+// without scratch. Whether the hardware computes the right numbers cannot be
+// checked here (no AMD GPU): that is for a machine with one.
 #include <catch2/catch.hpp>
 
 #include <elf.h>
@@ -25,7 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "../../examples/kernels/gemm.h"
 #include "amdgpu/hip_device.h"
+#include "amdgpu/matrix_unit.h"
 #include "codegen/compile.h"
 #include "tiledsl/tiledsl.h"
 
@@ -74,6 +82,16 @@ void amd_grid_shape(ptr<int32_t> out) {
   store(base, num_programs(0));
   store(base + 1, num_programs(1));
   store(base + 2, num_programs(2));
+}
+
+// One tile: C [BM, BN] = A [BM, BK] x B [BK, BN], all row-major.
+template <class E, int BM, int BN, int BK, bool IEEE = false>
+void amd_dot(ptr<E> a, ptr<E> b, ptr<detail::dot_acc_t<E>> c) {
+  auto m = arange(0, BM), n = arange(0, BN), k = arange(0, BK);
+  auto at = load(a + col(m) * BK + row(k));                                      // [BM, BK] E
+  auto bt = load(b + col(k) * BN + row(n));                                      // [BK, BN] E
+  auto r = dot(at, bt, DotOptions{.input_precision = IEEE ? "ieee" : "tf32"});  // [BM, BN] f32 or i32
+  store(c + col(m) * BN + row(n), r);
 }
 
 void amd_print(ptr<float> x) { device_print("x", load(x + arange(0, 64))); }
@@ -370,6 +388,186 @@ TEST_CASE("amdgpu: the code object disassembles (llvm-objdump-22)", "[amdgpu]") 
     CHECK(contains(*text, load_x4(t)));
     CHECK(contains(*text, "s_barrier"));
     CHECK(contains(*text, "s_endpgm"));
+  }
+}
+
+// ---------------------------------------------------------------------- dot
+namespace {
+
+// The K of the 16 x 16 matrix instruction each target uses for `in`, or 0
+// when dot takes the FMA form there.
+int instr_k(const std::string& target, DType in) {
+  switch (in) {
+    case DType::bf16:
+    case DType::f16: return 16;
+    case DType::i8: return target == "gfx942" ? 32 : 16;
+    case DType::u8: return target == "gfx1100" ? 16 : 0;  // MFMA multiplies signed bytes only
+    case DType::f32: return is_wave32(target) ? 0 : 4;     // RDNA3 has no f32 WMMA
+    default: return 0;
+  }
+}
+
+// The instruction's mnemonic in the assembly.
+std::string instr_mnemonic(const std::string& target, DType in) {
+  static const std::map<std::pair<std::string, DType>, std::string> names = {
+      {{"gfx90a", DType::bf16}, "v_mfma_f32_16x16x16bf16_1k"},
+      {{"gfx90a", DType::f16}, "v_mfma_f32_16x16x16f16"},
+      {{"gfx90a", DType::i8}, "v_mfma_i32_16x16x16i8"},
+      {{"gfx90a", DType::f32}, "v_mfma_f32_16x16x4f32"},
+      {{"gfx942", DType::bf16}, "v_mfma_f32_16x16x16_bf16"},
+      {{"gfx942", DType::f16}, "v_mfma_f32_16x16x16_f16"},
+      {{"gfx942", DType::i8}, "v_mfma_i32_16x16x32_i8"},
+      {{"gfx942", DType::f32}, "v_mfma_f32_16x16x4_f32"},
+      {{"gfx1100", DType::bf16}, "v_wmma_f32_16x16x16_bf16"},
+      {{"gfx1100", DType::f16}, "v_wmma_f32_16x16x16_f16"},
+      {{"gfx1100", DType::i8}, "v_wmma_i32_16x16x16_iu8"},
+      {{"gfx1100", DType::u8}, "v_wmma_i32_16x16x16_iu8"},
+  };
+  return names.at({target, in});
+}
+
+// Lines of `assembly` whose instruction is `mnemonic` (followed by its operands).
+int count_instructions(const std::string& assembly, const std::string& mnemonic) {
+  std::istringstream in(assembly);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    size_t at = line.find_first_not_of(" \t");
+    if (at != std::string::npos && line.compare(at, mnemonic.size() + 1, mnemonic + " ") == 0) ++n;
+  }
+  return n;
+}
+
+bool has_matrix_instruction(const std::string& assembly) {
+  return contains(assembly, "v_mfma") || contains(assembly, "v_wmma");
+}
+
+// Compiles amd_dot for one element type on every target: the expected
+// instruction, once per 16 x 16 x k step of each wave's share of the tile
+// (the code is straight-line), or none where dot takes the FMA form.
+template <class E, int BM, int BN, int BK, bool IEEE = false>
+void check_dot_kernel() {
+  constexpr int kWarps = 4;
+  const DType in = dtype_v<E>;
+  Kernel k = compile(amd_dot<E, BM, BN, BK, IEEE>, {.name = "amd_dot", .num_warps = kWarps});
+  for (const auto& t : kTargets) {
+    INFO("target " << t << ", dot of " << dtype_name(in) << (IEEE ? " (ieee)" : ""));
+    codegen::CompiledKernel ck = compile_for(k, t);
+    INFO(ck.assembly);
+    check_code_object(ck);
+    check_no_scratch(ck.assembly);
+    int instr_k_here = IEEE ? 0 : instr_k(t, in);
+    if (instr_k_here == 0) {
+      CHECK_FALSE(has_matrix_instruction(ck.assembly));
+      continue;
+    }
+    // The operands go through LDS.
+    CHECK(ck.shared_bytes > 0);
+    CHECK(count_instructions(ck.assembly, instr_mnemonic(t, in)) == BM * BN * BK / (16 * 16 * instr_k_here) / kWarps);
+    if (std::optional<std::string> text = disassemble(ck)) {
+      INFO(*text);
+      CHECK(contains(*text, instr_mnemonic(t, in)));
+    }
+  }
+}
+
+}  // namespace
+
+// The layouts are checked against the formulas written out in
+// backends/amdgpu/matrix_unit.cpp (from Triton's and IREE's AMD layouts and
+// AMD's RDNA3 WMMA sample), lane by lane, not against the bases that build them.
+TEST_CASE("amdgpu: MFMA and WMMA fragment layouts follow the ISA's lane formulas", "[amdgpu]") {
+  using codegen::kLane;
+  using codegen::kReg;
+  for (const auto& t : kTargets) {
+    for (DType in : {DType::bf16, DType::f16, DType::i8, DType::u8, DType::f32, DType::f64}) {
+      INFO("target " << t << ", " << dtype_name(in));
+      std::optional<codegen::MatrixInstr> mi = codegen::amdgpu::matrix_instr(t, in, /*allow_tf32=*/true);
+      const int K = instr_k(t, in);
+      if (K == 0) {
+        CHECK_FALSE(mi.has_value());
+        continue;
+      }
+      REQUIRE(mi.has_value());
+      CHECK(mi->name == instr_mnemonic(t, in));
+      CHECK((mi->m == 16 && mi->n == 16 && mi->k == K));
+      CHECK(mi->in == in);
+      CHECK(mi->acc == (is_float(in) ? DType::f32 : DType::i32));
+      const bool wmma = is_wave32(t);
+      const int lanes = wmma ? 32 : 64;
+      const int per_lane = wmma ? 16 : K / 4;  // A and B elements per lane
+      const int acc_regs = wmma ? 8 : 4;
+      REQUIRE(mi->a.in_size(kLane) == lanes);
+      REQUIRE(mi->b.in_size(kLane) == lanes);
+      REQUIRE(mi->c.in_size(kLane) == lanes);
+      REQUIRE(mi->a.in_size(kReg) == per_lane);
+      REQUIRE(mi->b.in_size(kReg) == per_lane);
+      REQUIRE(mi->c.in_size(kReg) == acc_regs);
+      for (int l = 0; l < lanes; ++l) {
+        INFO("lane " << l);
+        for (int j = 0; j < per_lane; ++j) {
+          // MFMA: lane group l / 16 holds K / 4 consecutive k; WMMA: all of K, lanes 16-31 copies.
+          int k = wmma ? j : per_lane * (l / 16) + j;
+          CHECK(mi->a.apply({{kReg, j}, {kLane, l}}) == codegen::LinearLayout::Coords{l % 16, k});
+          CHECK(mi->b.apply({{kReg, j}, {kLane, l}}) == codegen::LinearLayout::Coords{k, l % 16});
+        }
+        for (int i = 0; i < acc_regs; ++i) {
+          int m = wmma ? 2 * i + l / 16 : 4 * (l / 16) + i;
+          CHECK(mi->c.apply({{kReg, i}, {kLane, l}}) == codegen::LinearLayout::Coords{m, l % 16});
+        }
+      }
+    }
+    // Exact f32 products are FMAs on every target.
+    CHECK_FALSE(codegen::amdgpu::matrix_instr(t, DType::f32, /*allow_tf32=*/false).has_value());
+  }
+}
+
+TEST_CASE("amdgpu: dot becomes MFMA on gfx90a and gfx942, WMMA on gfx1100", "[amdgpu]") {
+  // 2 x 2 waves, each 2 x 2 instructions along M and N, K in 2 steps (one on
+  // gfx942's i8 K = 32, eight on f32's K = 4).
+  check_dot_kernel<bf16, 64, 64, 32>();
+  check_dot_kernel<f16, 64, 64, 32>();
+  check_dot_kernel<int8_t, 64, 64, 32>();
+  check_dot_kernel<uint8_t, 64, 64, 32>();
+  // f32 is FMAs on gfx1100 (and "ieee" everywhere), whose operands take
+  // more registers: a smaller tile keeps them out of scratch.
+  check_dot_kernel<float, 32, 32, 32>();
+  check_dot_kernel<float, 32, 32, 32, /*IEEE=*/true>();
+}
+
+TEST_CASE("amdgpu: the gemm example's K loop runs on MFMA / WMMA without scratch", "[amdgpu]") {
+  struct Case {
+    std::string config;
+    std::vector<std::string> targets;
+  };
+  // 128x128x64 with 8 waves holds more operand registers than gfx1100's 256
+  // VGPRs per wave (WMMA operands are duplicated in both half-waves) and
+  // spills there: only the smaller tile is checked on it.
+  const Case cases[] = {{"64x64x32:4:3", kTargets}, {"128x128x64:8:3", {"gfx90a", "gfx942"}}};
+  // As the runtime specializes a launch on row-major A, B and C of 4096^3:
+  // sizes and leading strides multiples of 16, unit strides known to be 1
+  // (contiguous, vectorizable loads). Arguments: a, b, c, M, N, K, stride_am,
+  // stride_ak, stride_bk, stride_bn, stride_cm, stride_cn.
+  codegen::Specialization spec;
+  for (int i = 0; i < 3; ++i) spec.args.push_back(codegen::pointer_arg_facts(0x10000));
+  for (int64_t v : {4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1}) spec.args.push_back(codegen::int_arg_facts(v));
+  for (const Case& c : cases) {
+    kernels::GemmConfig cfg = kernels::parse_gemm_config(c.config);
+    for (DType in : {DType::bf16, DType::f16}) {
+      Kernel k = in == DType::bf16 ? kernels::compile_gemm<bf16>(cfg) : kernels::compile_gemm<f16>(cfg);
+      for (const auto& t : c.targets) {
+        INFO("target " << t << ", gemm " << dtype_name(in) << " " << c.config);
+        REQUIRE(k.impl()->params.size() == spec.args.size());
+        codegen::CompiledKernel ck = codegen::compile(*k.impl(), spec, t);
+        check_code_object(ck);
+        check_no_scratch(ck.assembly);
+        CHECK(has_backward_branch(ck.assembly));
+        // One K step of the loop body: each wave's share of BM x BN x BK.
+        CHECK(count_instructions(ck.assembly, instr_mnemonic(t, in)) ==
+              cfg.bm * cfg.bn * cfg.bk / (16 * 16 * 16) / cfg.num_warps);
+        if (std::optional<std::string> text = disassemble(ck)) CHECK(contains(*text, instr_mnemonic(t, in)));
+      }
+    }
   }
 }
 
