@@ -261,7 +261,61 @@ class Lowerer {
     auto req = required_operand_layout(op, i, plan_);
     if (!req) return regs;
     if (is_uniform(v)) return Regs(num_regs(*req), regs[0]);
-    return convert(regs, plan_.of(v), *req, v->type.shape, value_type(v->type));
+    return convert_or_remat(v, regs, *req);
+  }
+  Regs convert_or_remat(const ir::Value* v, const Regs& regs, const LinearLayout& to) {
+    const LinearLayout& from = plan_.of(v);
+    if (from == to) return regs;
+    if (!same_threads(from, to)) {
+      int budget = 24;
+      if (auto r = remat(v, to, budget)) return *r;
+    }
+    return convert(regs, from, to, v->type.shape, value_type(v->type));
+  }
+
+  // Recomputes a cheap value (index arithmetic and masks built from aranges,
+  // scalars, broadcasts and elementwise ops) directly in layout `l`: a few
+  // integer ops per register instead of a round trip through shared memory
+  // with two barriers. nullopt when the value is not that cheap (`budget`
+  // counts the ops it may take).
+  std::optional<Regs> remat(const ir::Value* v, const LinearLayout& l, int& budget) {
+    if (!v->type.is_tile()) return get(v);
+    const Op* d = v->def;
+    if (!d || --budget < 0) return std::nullopt;
+    int n = num_regs(l);
+    switch (d->kind) {
+      case OpKind::Constant:
+      case OpKind::Splat:
+        return Regs(n, get(v)[0]);
+      case OpKind::Arange: {
+        auto hw = hw_coords(l);
+        Regs out;
+        for (int r = 0; r < n; ++r)
+          out.push_back(b_.CreateAdd(b_.CreateXor(hw[0], b_.getInt32(reg_coords(l, r)[0])),
+                                     b_.getInt32(int32_t(d->attr_int("start")))));
+        return out;
+      }
+      case OpKind::ExpandDims:
+        return remat(d->operands[0], expand_dims_operand_layout(l, int(d->attr_int("axis"))), budget);
+      case OpKind::Broadcast:
+        return remat(d->operands[0], broadcast_operand_layout(l, d->operands[0]->type.shape), budget);
+      default:
+        break;
+    }
+    if (!ir::op_is_elementwise(d->kind) || d->results.size() != 1 || !d->regions.empty()) return std::nullopt;
+    std::vector<Regs> ins;
+    for (const ir::Value* x : d->operands) {
+      auto r = remat(x, l, budget);
+      if (!r) return std::nullopt;
+      ins.push_back(std::move(*r));
+    }
+    Regs out;
+    for (int r = 0; r < n; ++r) {
+      std::vector<llvm::Value*> args;
+      for (auto& in : ins) args.push_back(in.size() == 1 ? in[0] : in[r]);
+      out.push_back(scalar_op(*d, args));
+    }
+    return out;
   }
   // A splat or constant holds one value in every register of any layout:
   // it is rematerialized, never converted.
@@ -272,7 +326,7 @@ class Lowerer {
   Regs in_layout(const ir::Value* v, const ir::Value* like) {
     if (!v->type.is_tile()) return get(v);
     if (is_uniform(v)) return Regs(num_regs(plan_.of(like)), get(v)[0]);
-    return convert(get(v), plan_.of(v), plan_.of(like), v->type.shape, value_type(v->type));
+    return convert_or_remat(v, get(v), plan_.of(like));
   }
 
   const Regs& get(const ir::Value* v) {
@@ -1052,7 +1106,7 @@ class Lowerer {
       tile[i] = smem_source(op, i, staged);
       if (!tile[i]) regs[i] = dot_operand(op, i);
     }
-    if (tile[0] || tile[1]) t_.barrier(b_);  // staged tiles are written
+    if (staged) t_.barrier(b_);  // staged tiles are written
     const MatrixInstr& mi = *d.instr;
     for (auto*& v : c) v = cast(v, acc, mi.acc, op);
     int na = mi.a.in_size(kReg), nb = mi.b.in_size(kReg), nc = mi.c.in_size(kReg);
