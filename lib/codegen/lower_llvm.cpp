@@ -748,10 +748,31 @@ class Lowerer {
       t_.store(b_, to_memory(get(op.operands[1])[0]), get(ptr)[0], pred, hints(op));
       return;
     }
-    const auto& l = plan_.of(ptr);
-    Regs ptrs = get(ptr);
-    Regs val = operand(op, 1);
-    Regs mask = op.operands.size() > 2 ? operand(op, 2) : Regs{};
+    const LinearLayout* lp = &plan_.of(ptr);
+    Regs ptrs, val, mask;
+    // A value computed in another layout (a dot's accumulator, say) is
+    // stored from where it is when its addresses and mask are cheap to
+    // recompute there: no round trip through shared memory.
+    const ir::Value* value = op.operands[1];
+    if (value->type.is_tile() && !is_uniform(value) && !same_threads(plan_.of(value), *lp)) {
+      const LinearLayout& lv = plan_.of(value);
+      int budget = 32;
+      auto p = remat(ptr, lv, budget);
+      std::optional<Regs> m;
+      if (p && op.operands.size() > 2) m = remat(op.operands[2], lv, budget);
+      if (p && (op.operands.size() <= 2 || m)) {
+        lp = &lv;
+        ptrs = std::move(*p);
+        val = get(value);
+        if (m) mask = std::move(*m);
+      }
+    }
+    if (ptrs.empty()) {
+      ptrs = get(ptr);
+      val = operand(op, 1);
+      mask = op.operands.size() > 2 ? operand(op, 2) : Regs{};
+    }
+    const LinearLayout& l = *lp;
     int vec = vector_width(op, l, d);
     llvm::Value* owner = owner_predicate(l);
     auto dup = duplicate_regs(l);
@@ -1110,9 +1131,17 @@ class Lowerer {
     const MatrixInstr& mi = *d.instr;
     for (auto*& v : c) v = cast(v, acc, mi.acc, op);
     int na = mi.a.in_size(kReg), nb = mi.b.in_size(kReg), nc = mi.c.in_size(kReg);
+    // The fragments of step s + 1 are read before the instructions of step
+    // s, so their shared-memory latency overlaps the multiplies.
+    Regs next[2];
+    for (int i = 0; i < 2; ++i)
+      if (tile[i]) next[i] = load_fragments(*tile[i], op, i, 0);
     for (int s = 0; s < d.reps_k; ++s) {
       for (int i = 0; i < 2; ++i)
-        if (tile[i]) regs[i] = load_fragments(*tile[i], op, i, s);
+        if (tile[i]) {
+          regs[i] = next[i];
+          if (s + 1 < d.reps_k) next[i] = load_fragments(*tile[i], op, i, s + 1);
+        }
       for (int i = 0; i < d.reps_m; ++i)
         for (int j = 0; j < d.reps_n; ++j) {
           Regs af(na), bf(nb), cf(nc);
