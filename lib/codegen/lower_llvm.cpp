@@ -147,6 +147,16 @@ class Lowerer {
     return c;
   }
   static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
+  // Coordinate `d` of a register: the thread's part XOR the register's.
+  // When no register bit moves a coordinate bit a lane or warp bit moves,
+  // the XOR is an addition, which LLVM folds into address offsets.
+  llvm::Value* coord(const LinearLayout& l, int d, llvm::Value* hw, int32_t reg) {
+    int32_t reg_bits = 0, hw_bits = 0;
+    for (const auto& in : l.in_dims())
+      for (const auto& b : in.bases) (in.name == kReg ? reg_bits : hw_bits) |= b[d];
+    if ((reg_bits & hw_bits) == 0) return b_.CreateAdd(hw, b_.getInt32(reg), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    return b_.CreateXor(hw, b_.getInt32(reg));
+  }
   int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
 
   // Row-major flat index of coordinates (hw ^ reg) in `shape`.
@@ -291,7 +301,7 @@ class Lowerer {
         auto hw = hw_coords(l);
         Regs out;
         for (int r = 0; r < n; ++r)
-          out.push_back(b_.CreateAdd(b_.CreateXor(hw[0], b_.getInt32(reg_coords(l, r)[0])),
+          out.push_back(b_.CreateAdd(coord(l, 0, hw[0], reg_coords(l, r)[0]),
                                      b_.getInt32(int32_t(d->attr_int("start")))));
         return out;
       }
@@ -361,7 +371,7 @@ class Lowerer {
         int64_t start = op.attr_int("start");
         Regs out;
         for (int r = 0; r < num_regs(l); ++r)
-          out.push_back(b_.CreateAdd(b_.CreateXor(hw[0], b_.getInt32(reg_coords(l, r)[0])), b_.getInt32(int32_t(start))));
+          out.push_back(b_.CreateAdd(coord(l, 0, hw[0], reg_coords(l, r)[0]), b_.getInt32(int32_t(start))));
         vals_[op.result()] = out;
         return;
       }
