@@ -1545,6 +1545,9 @@ class Lowerer {
         tiles.push_back(t);
       }
       need_smem(0);
+      // The buffers overlap scratch that earlier users (a hoisted operand's
+      // matrix loads, say) may still be reading.
+      t_.barrier(b_);
       // Prologue: iterations 0 .. stages-2 into slots 0 .. stages-2.
       for (size_t k : pipe->lead_args) lead.push_back(init[k]);
       llvm::Value* iv_lead = lo;
@@ -1595,18 +1598,9 @@ class Lowerer {
     llvm::Value* slot_next = nullptr;
     if (pipe) {
       // This iteration's copies have landed (and every thread is past the
-      // previous iteration's reads of the slot refilled next).
+      // previous iteration's reads of the slot refilled below).
       t_.async_wait(b_, pipe->stages - 2);
       t_.barrier(b_);
-      llvm::Value* last = b_.getInt32(pipe->stages - 1);
-      llvm::Value* fill = b_.CreateSelect(b_.CreateICmpEQ(slot, b_.getInt32(0)), last,
-                                          b_.CreateSub(slot, b_.getInt32(1)));
-      llvm::Value* iv_lead = b_.CreateAdd(iv, b_.CreateMul(step, llvm::ConstantInt::get(iv->getType(), pipe->stages - 1)));
-      std::vector<Regs> cur;
-      for (auto& ph : lead_phis) cur.emplace_back(ph.begin(), ph.end());
-      lead_next = issue_stage(op, *pipe, tiles, cur, iv_lead, fill);
-      slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
-      bind_carried();
       for (size_t li = 0; li < pipe->loads.size(); ++li) {
         SmemTile t = tiles[li];
         t.base = b_.CreateGEP(b_.getInt8Ty(), t.base,
@@ -1626,6 +1620,20 @@ class Lowerer {
     const Op* yield = body.terminator();
     std::vector<Regs> next;
     for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
+    if (pipe) {
+      // The copies for iteration i + stages - 1 go into the slot iteration
+      // i - 1 read, issued after this iteration's multiplies so that those
+      // start right after the barrier.
+      llvm::Value* last = b_.getInt32(pipe->stages - 1);
+      llvm::Value* fill = b_.CreateSelect(b_.CreateICmpEQ(slot, b_.getInt32(0)), last,
+                                          b_.CreateSub(slot, b_.getInt32(1)));
+      llvm::Value* iv_lead =
+          b_.CreateAdd(iv, b_.CreateMul(step, llvm::ConstantInt::get(iv->getType(), pipe->stages - 1)));
+      std::vector<Regs> cur;
+      for (auto& ph : lead_phis) cur.emplace_back(ph.begin(), ph.end());
+      lead_next = issue_stage(op, *pipe, tiles, cur, iv_lead, fill);
+      slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
+    }
     llvm::Value* iv_next = b_.CreateAdd(iv, step);
     llvm::BasicBlock* latch = b_.GetInsertBlock();
     b_.CreateBr(header);
