@@ -321,7 +321,11 @@ class Assigner {
       for (size_t i = 0; i < op.operands.size(); ++i) {
         if (!is_tile(op.operands[i]) || plan_.has(op.operands[i])) continue;
         if (op.kind == OpKind::Reduce || op.kind == OpKind::Scan || op.kind == OpKind::Join) continue;
-        if (auto l = required_operand_layout(op, int(i), plan_)) set(op.operands[i], *l);
+        // Register bits that only replicate (what a broadcast's operand
+        // layout has along the broadcast dimension) are dropped: the
+        // producer computes each element once, and the broadcast copies
+        // registers.
+        if (auto l = required_operand_layout(op, int(i), plan_)) set(op.operands[i], l->remove_broadcast(kReg));
       }
     }
   }
@@ -407,7 +411,8 @@ class Assigner {
     int64_t M = as[0], K = as[1], N = dot.operands[1]->type.shape[1];
     if (pick_)
       if (auto instr = pick_(dot); instr && fits(*instr, M, N, K))
-        return matrix_dot_layouts(*instr, M, N, K, plan_.num_warps, feeds_dot_a(dot.result()));
+        return matrix_dot_layouts(*instr, M, N, K, plan_.num_warps,
+                                  feeds_dot_a(dot.result()) || from_dot(dot.operands[0]));
     return fma_dot_layouts(M, N, K, plan_.num_warps, plan_.warp_size);
   }
 
@@ -426,6 +431,19 @@ class Assigner {
       if (u->kind == OpKind::Dot && u->operands[0] == v) return true;
       if (ir::op_is_elementwise(u->kind) && u->results.size() == 1 && feeds_dot_a(u->result(), depth + 1)) return true;
     }
+    return false;
+  }
+
+  // Whether `v` is computed from a dot's result through elementwise ops:
+  // then this dot, like that one, keeps whole rows per warp, so the
+  // accumulator becomes this operand by a register permutation.
+  bool from_dot(const Value* v, int depth = 0) {
+    const Op* d = v->def;
+    if (!d || depth > 32) return false;
+    if (d->kind == OpKind::Dot) return true;
+    if (!ir::op_is_elementwise(d->kind)) return false;
+    for (const Value* x : d->operands)
+      if (x->type.is_tile() && from_dot(x, depth + 1)) return true;
     return false;
   }
 
