@@ -10,7 +10,7 @@
 //
 // Environment:
 //   TILEDSL_GEMM_CONFIG  comma-separated tile configurations to time, each
-//                        BMxBNxBK:warps:stages (default 128x128x64:8:3); e.g.
+//                        BMxBNxBK:warps:stages (default 128x256x64:8:4); e.g.
 //                        128x128x64:8:3,128x256x64:8:4,256x128x64:8:4
 //   TILEDSL_GEMM_SHAPES  comma-separated MxNxK to time instead of the defaults
 //   TILEDSL_DEVICE       the device (e.g. interp: tiny default shapes, no cuBLAS)
@@ -90,7 +90,7 @@ std::vector<Shape> shapes() {
 std::vector<kernels::GemmConfig> configs() {
   const char* env = std::getenv("TILEDSL_GEMM_CONFIG");
   std::vector<kernels::GemmConfig> list;
-  for (const auto& text : split(env && *env ? env : "128x128x64:8:3", ','))
+  for (const auto& text : split(env && *env ? env : kernels::GemmConfig{}.str(), ','))
     list.push_back(kernels::parse_gemm_config(text));
   return list;
 }

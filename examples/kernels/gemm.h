@@ -74,10 +74,12 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
 // How a gemm is compiled: tile sizes (template parameters of the kernel, so
 // only the shapes in kGemmTiles below exist), warps and pipeline depth.
 // Written and parsed as "BMxBNxBK:warps:stages", e.g. "128x128x64:8:3".
+// The default is the fastest on the H200 among those timed (docs/perf.md):
+// 64x64 per warp, three K tiles in flight.
 struct GemmConfig {
-  int bm = 128, bn = 128, bk = 64;
+  int bm = 128, bn = 256, bk = 64;
   int num_warps = 8;
-  int num_stages = 3;
+  int num_stages = 4;
 
   std::string str() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
