@@ -1,7 +1,7 @@
 // Layouts of `dot`: which thread holds which element of A [M, K], B [K, N]
 // and the accumulator C [M, N].
 //
-// On a matrix unit (tensor cores, MFMA, WMMA) one instruction multiplies an
+// On a matrix unit one instruction multiplies an
 // m x k by a k x n fragment held across one warp; the back end describes it
 // by three small linear layouts (register, lane -> fragment coordinates).
 // The tile layouts repeat that fragment in registers and spread warps over

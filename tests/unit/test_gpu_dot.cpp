@@ -182,6 +182,17 @@ TEST_CASE("dot kernels lower to mma.sync and assemble", "[codegen]") {
   check(compile(dot_tile<int8_t, 64, 64, 64, false>, {.name = "dot_i8"}), R"(m16n8k32\.row\.col\.s32\.s8)");
   check(compile(dot_tile<float, 32, 32, 16, true>, {.name = "dot_ieee"}), R"(fma\.rn\.f32)");
   check(compile(gemm_loop<bf16, 64, 64, 32, 3>, {.name = "gemm_loop"}), R"(mma\.sync)");
+  // The pipelined loop: operands copied asynchronously into shared memory
+  // (16 bytes per copy), waited on with one group in flight (3 stages), and
+  // read with matrix loads; no shared-memory exchange of the masks.
+  Kernel loop = compile(gemm_loop<bf16, 128, 128, 64, 3>, {.name = "gemm_loop", .num_warps = 8});
+  std::string ptx = codegen::emit_stage(*loop.impl(), aligned(loop), "sm_80", codegen::Stage::Asm);
+  CHECK(count(ptx, R"(cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16)") > 0);
+  CHECK(count(ptx, R"(cp\.async\.wait_group 1;)") == 1);
+  CHECK(count(ptx, R"(ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16)") > 0);
+  CHECK(count(ptx, R"(ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16)") > 0);
+  CHECK(count(ptx, R"(st\.shared\.b8)") == 0);
+  check_assembles(ptx, "sm_80");
   check(compile(chained<64, 64, 32>, {.name = "chained"}), R"(mma\.sync)");
   // f8 needs sm_89: on sm_80 the FMA form stands in.
   Kernel f8 = compile(dot_tile<f8e4m3, 64, 64, 64, false>, {.name = "dot_f8"});
