@@ -20,6 +20,15 @@ export TILEDSL_CACHE_DIR=/tmp/tl/cache
 export TILEDSL_CUBLAS=${TILEDSL_CUBLAS:-$(python3 -c 'import glob,os,torch;c=sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__),"..","nvidia","**","libcublas.so.*"),recursive=True));print(c[0] if c else "")' 2>/dev/null)}
 bin=/tmp/tl/bin
 what=${*:-tests examples bench}
+# bench_<name> (JSON), then bench/compare_<name>.py and summarize_<name>.py.
+bench_and_compare() {
+  local name=$1
+  "$bin/bench_$name" --benchmark_format=json --benchmark_out="$OUT/$name.json" > "$OUT/bench-$name.log" 2>&1
+  echo "bench_$name rc=$?"
+  python3 "bench/compare_$name.py" "$OUT/compare_$name.json" >> "$OUT/bench-$name.log" 2>&1
+  echo "compare_$name rc=$?"
+  python3 "bench/summarize_$name.py" "$OUT/$name.json" "$OUT/compare_$name.json" | tee "$OUT/$name-summary.md"
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 for w in $what; do
   case $w in
@@ -39,23 +48,8 @@ for w in $what; do
         echo "sweep $e rc=$?: $(grep -c PASS "$OUT/sweep-$e.log") PASS, $(grep -c FAIL "$OUT/sweep-$e.log") FAIL; $(tail -1 "$OUT/sweep-$e.log")"
         grep FAIL "$OUT/sweep-$e.log" | head -5
       done ;;
-    gemm)
-      "$bin/bench_gemm" --benchmark_format=json --benchmark_out="$OUT/gemm.json" > "$OUT/bench-gemm.log" 2>&1
-      echo "bench_gemm rc=$?"
-      python3 bench/compare_gemm.py "$OUT/compare_gemm.json" >> "$OUT/bench-gemm.log" 2>&1
-      echo "compare_gemm rc=$?"
-      python3 bench/summarize_gemm.py "$OUT/gemm.json" "$OUT/compare_gemm.json" | tee "$OUT/gemm-summary.md" ;;
-    attn)
-      "$bin/bench_attention" --benchmark_format=json --benchmark_out="$OUT/attention.json" > "$OUT/bench-attention.log" 2>&1
-      echo "bench_attention rc=$?"
-      python3 bench/compare_attention.py "$OUT/compare_attention.json" >> "$OUT/bench-attention.log" 2>&1
-      echo "compare_attention rc=$?"
-      python3 bench/summarize_attention.py "$OUT/attention.json" "$OUT/compare_attention.json" | tee "$OUT/attention-summary.md" ;;
-    bench)
-      "$bin/bench_norms" --benchmark_format=json --benchmark_out="$OUT/norms.json" > "$OUT/bench.log" 2>&1
-      echo "bench_norms rc=$?"
-      python3 bench/compare_norms.py "$OUT/compare_norms.json" >> "$OUT/bench.log" 2>&1
-      echo "compare_norms rc=$?"
-      python3 bench/summarize_norms.py "$OUT/norms.json" "$OUT/compare_norms.json" | tee "$OUT/summary.txt" ;;
+    bench) bench_and_compare norms ;;
+    gemm) bench_and_compare gemm ;;
+    attn) bench_and_compare attention ;;
   esac
 done

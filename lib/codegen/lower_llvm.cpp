@@ -131,19 +131,8 @@ class Lowerer {
   // ------------------------------------------------------------ layout math
   // Runtime coordinates contributed by this thread's lane and warp.
   std::vector<llvm::Value*> hw_coords(const LinearLayout& l) {
-    std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
-    auto add = [&](const std::string& in, llvm::Value* idx) {
-      for (const auto& d : l.in_dims()) {
-        if (d.name != in) continue;
-        for (size_t bit = 0; bit < d.bases.size(); ++bit) {
-          llvm::Value* set = b_.CreateAnd(b_.CreateLShr(idx, uint64_t(bit)), 1);
-          for (size_t k = 0; k < c.size(); ++k)
-            if (d.bases[bit][k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(set, b_.getInt32(d.bases[bit][k])));
-        }
-      }
-    };
-    add(kLane, lane_);
-    add(kWarp, warp_);
+    auto c = hw_coords_of(l, kLane), w = hw_coords_of(l, kWarp);
+    for (size_t k = 0; k < c.size(); ++k) c[k] = b_.CreateXor(c[k], w[k]);
     return c;
   }
   static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
