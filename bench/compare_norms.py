@@ -45,8 +45,12 @@ def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.co
     tl.store(out_ptr + row * stride + cols, (centered * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def warps_for(block):  # the same choice as bench/norm_kernels.h
+def warps_for(block):  # the same choices as bench/norm_kernels.h
     return min(32, max(4, block // 1024))
+
+
+def layernorm_warps_for(block):
+    return 4 if block == 16384 else warps_for(block)
 
 
 def gbps(ms, nbytes):
@@ -77,7 +81,7 @@ def main():
                 ("softmax", "triton"): lambda: softmax_kernel[(m,)](y2, x2, n, n, BLOCK=n, num_warps=warps_for(n)),
                 ("layernorm", "torch"): lambda: torch.nn.functional.layer_norm(x2, (n,), w, b, 1e-5),
                 ("layernorm", "triton"): lambda: layernorm_kernel[(m,)](y2, x2, w, b, n, n, 1e-5, BLOCK=n,
-                                                                        num_warps=warps_for(n)),
+                                                                        num_warps=layernorm_warps_for(n)),
             }
             for (op, impl), fn in cases.items():
                 ms = bench(fn)

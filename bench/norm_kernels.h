@@ -50,4 +50,11 @@ void copy(tl::ptr<T> out, tl::ptr<T> in, tl::scalar<int32_t> n) {
 // for N = 8192, 16384 and 32768.
 inline int warps_for(int block) { return std::clamp(block / 1024, 4, 32); }
 
+// Layernorm keeps the centered row live across its second reduction and
+// loads weight and bias too; at N = 16384 a sweep on the H200 (docs/perf.md,
+// session 2) found 4 warps (128 elements per thread) 1.5x faster in bf16
+// than 16 and a little faster in f32; elsewhere warps_for was the best or
+// within 2 %.
+inline int layernorm_warps_for(int block) { return block == 16384 ? 4 : warps_for(block); }
+
 }  // namespace bench

@@ -67,10 +67,10 @@ void softmax_warps(benchmark::State& state) {
 }
 
 template <class T, int BLOCK>
-void layernorm(benchmark::State& state) {
+void time_layernorm(benchmark::State& state, int warps) {
   const int n = BLOCK;
   const int rows = int(total_elements() / n);
-  auto k = tl::compile(bench::layernorm_fwd<T, BLOCK>, {.name = "layernorm", .num_warps = bench::warps_for(BLOCK)});
+  auto k = tl::compile(bench::layernorm_fwd<T, BLOCK>, {.name = "layernorm", .num_warps = warps});
   auto x = random_buffer<T>(size_t(rows) * n);
   auto w = random_buffer<T>(n), b = random_buffer<T>(n);
   auto y = device().alloc<T>(size_t(rows) * n);
@@ -78,6 +78,17 @@ void layernorm(benchmark::State& state) {
     double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, w, b, n, n, 1e-5f); }, 20);
     report(state, ms, 2.0 * rows * n * sizeof(T));
   }
+}
+
+template <class T, int BLOCK>
+void layernorm(benchmark::State& state) {
+  time_layernorm<T, BLOCK>(state, bench::layernorm_warps_for(BLOCK));
+}
+
+// Layernorm with num_warps from the argument (as softmax_warps).
+template <class T, int BLOCK>
+void layernorm_warps(benchmark::State& state) {
+  time_layernorm<T, BLOCK>(state, int(state.range(0)));
 }
 
 template <class T>
@@ -137,7 +148,11 @@ NORM_SIZES(layernorm, float)
 // One iteration: a second one would find the kernel in the in-memory cache.
 BENCHMARK(softmax_warps<tl::bf16, 8192>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
 BENCHMARK(softmax_warps<tl::bf16, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
-BENCHMARK(softmax_warps<tl::bf16, 32768>)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(softmax_warps<tl::bf16, 32768>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(layernorm_warps<tl::bf16, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(layernorm_warps<tl::bf16, 32768>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(layernorm_warps<float, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(layernorm_warps<float, 32768>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
 BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
