@@ -10,6 +10,8 @@
 // Everything target-specific goes through the Target interface.
 #include "codegen/lower_llvm.h"
 
+#include "codegen/pipeline_plan.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -698,11 +700,7 @@ class Lowerer {
   }
 
   // Elements per vector access for a tile memory op in layout `l`.
-  int vector_width(const Op& op, const LinearLayout& l, DType d) {
-    int last = int(l.out_dims().size()) - 1;
-    int w = std::min<int>(axis_.vector_width(op), l.contiguous_run(kReg, last));
-    return std::max(1, std::min(w, 16 / std::max(1, byte_size(d))));
-  }
+  int vector_width(const Op& op, const LinearLayout& l, DType d) { return access_width(op, l, d, axis_); }
 
   void lower_load(const Op& op) {
     const ir::Type& rt = op.result()->type;
@@ -1175,10 +1173,7 @@ class Lowerer {
   // ------------------------------------------------ dot operands in smem
   // Whether the operands of `dot` can be read from shared memory with 8x8
   // matrix loads: 16-bit elements on a k = 16 instruction.
-  bool matrix_loadable(const Op& dot) {
-    const DotLayouts& d = plan_.dots.at(&dot);
-    return d.instr && d.instr->k == 16 && byte_size(dot.operands[0]->type.dtype) == 2 && t_.has_matrix_load_8x8();
-  }
+  bool matrix_loadable(const Op& dot) { return t_.has_matrix_load_8x8() && matrix_loadable_dot(dot, plan_); }
 
   // Operand `i` of a dot in its fragment layout: from shared memory when a
   // pipeline left it there, from before the loop when it was hoisted, else
@@ -1234,9 +1229,7 @@ class Lowerer {
 
   // The stored layout for a value in layout `l`: contiguous along the
   // dimension its registers run along (so stores vectorize).
-  static int contiguous_dim(const LinearLayout& l) {
-    return l.contiguous_run(kReg, 1) >= l.contiguous_run(kReg, 0) ? 1 : 0;
-  }
+  static int contiguous_dim(const LinearLayout& l) { return stored_contiguous_dim(l); }
 
   // Writes a register tile to scratch shared memory (swizzled) at byte
   // `offset` of the scratch region; readers need a barrier after it.
@@ -1358,108 +1351,10 @@ class Lowerer {
   }
 
   // ------------------------------------------------------------ control flow
-  // A loop whose tile loads feed dots runs them `stages - 1` iterations
-  // ahead: each such load becomes asynchronous copies into one of `stages`
-  // shared-memory buffers, and the dot reads its operand from there.
-  // The ops the loads' addresses and masks need (pointer increments, the
-  // ragged-K mask) are re-lowered with the induction variable and those
-  // carried values as they will be `stages - 1` iterations later ("lead"
-  // copies carried alongside the loop's own). Copies of iterations past the
-  // end are predicated off, so trip counts below the stage count need no
-  // special code.
-  struct PipelinePlan {
-    int stages = 0;
-    std::vector<const Op*> loads;      // pipelined loads, in body order
-    std::vector<const Op*> lead_ops;   // ops their operands need, in body order
-    std::vector<size_t> lead_args;     // carried values (k) those ops read
-    std::set<const Op*> skip;          // loads and their trans: never in registers
-  };
-
-  static bool clonable(const Op& op) {
-    switch (op.kind) {
-      case OpKind::Constant: case OpKind::Splat: case OpKind::Broadcast: case OpKind::ExpandDims:
-      case OpKind::Arange: case OpKind::Trans: case OpKind::Reshape: case OpKind::ProgramId:
-      case OpKind::NumPrograms:
-        return true;
-      default:
-        return ir::op_is_elementwise(op.kind) && op.regions.empty();
-    }
-  }
-
-  static bool is_zero_constant(const ir::Value* v) {
-    const Op* d = v->def;
-    if (d && d->kind == OpKind::Splat) d = d->operands[0]->def;
-    if (!d || d->kind != OpKind::Constant) return false;
-    const ir::Attr& a = d->attrs.at("value");
-    if (std::holds_alternative<double>(a)) return std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a));
-    return std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
-  }
-
-  std::optional<PipelinePlan> plan_pipeline(const Op& loop) {
-    PipelinePlan p;
-    p.stages = int(loop.attr_int_or("num_stages", plan_.num_stages));
-    if (p.stages < 2 || !t_.has_async_copy() || !t_.has_matrix_load_8x8()) return std::nullopt;
-    const ir::Region& body = *loop.regions[0];
-    std::unordered_map<const ir::Value*, std::vector<const Op*>> users;
-    std::function<void(const ir::Region&)> note = [&](const ir::Region& r) {
-      for (const auto& o : r.ops) {
-        for (const ir::Value* v : o->operands) users[v].push_back(o.get());
-        for (const auto& sub : o->regions) note(*sub);
-      }
-    };
-    note(body);
-    auto dot_use = [&](const Op* u, const ir::Value* v) {
-      return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v &&
-             matrix_loadable(*u);
-    };
-    for (const auto& o : body.ops) {
-      const Op& ld = *o;
-      if (ld.kind != OpKind::Load || !ld.result()->type.is_tile() || ld.result()->type.rank() != 2) continue;
-      if (ld.attr_int_or("volatile", 0) || (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2]))) continue;
-      const ir::Value* v = ld.result();
-      const LinearLayout& l = plan_.of(v);
-      int bytes = vector_width(ld, l, v->type.dtype) * byte_size(v->type.dtype);
-      if (contiguous_dim(l) != 1 || (bytes != 4 && bytes != 8 && bytes != 16)) continue;
-      bool ok = !users[v].empty();
-      std::vector<const Op*> trans;
-      for (const Op* u : users[v]) {
-        if (dot_use(u, v)) continue;
-        bool t_ok = u->kind == OpKind::Trans && !users[u->result()].empty();
-        for (const Op* uu : users[u->result()]) t_ok = t_ok && dot_use(uu, u->result());
-        if (t_ok) trans.push_back(u);
-        ok = ok && t_ok;
-      }
-      if (!ok) continue;
-      p.loads.push_back(&ld);
-      p.skip.insert(&ld);
-      p.skip.insert(trans.begin(), trans.end());
-    }
-    if (p.loads.empty()) return std::nullopt;
-    // The backward slice of the loads' operands, closed over carried values.
-    const Op* yield = body.terminator();
-    std::set<const Op*> need;
-    std::set<size_t> args;
-    std::function<bool(const ir::Value*)> pull = [&](const ir::Value* v) -> bool {
-      if (v == body.args[0].get()) return true;
-      for (size_t k = 0; k + 1 < body.args.size(); ++k)
-        if (v == body.args[k + 1].get()) return args.count(k) || (args.insert(k), pull(yield->operands[k]));
-      if (!v->def || !ir::defined_in(v, body)) return true;  // loop-invariant
-      if (need.count(v->def)) return true;
-      if (!clonable(*v->def)) return false;
-      need.insert(v->def);
-      for (const ir::Value* x : v->def->operands)
-        if (!pull(x)) return false;
-      return true;
-    };
-    for (const Op* ld : p.loads)
-      for (const ir::Value* x : ld->operands)
-        if (!pull(x)) return std::nullopt;
-    for (const auto& o : body.ops)
-      if (need.count(o.get())) p.lead_ops.push_back(o.get());
-    p.lead_args.assign(args.begin(), args.end());
-    return p;
-  }
-
+  // Pipelined loops (pipeline_plan.h says which and what runs ahead): the
+  // prologue issues the copies of the first `stages - 1` iterations; each
+  // iteration waits for its own, reads them from shared memory, and issues
+  // those of iteration i + stages - 1 into the slot iteration i - 1 read.
   // Lowers the lead ops for iteration `iv_lead` with the lead carried
   // values, issues the loads' copies into `slot`, commits them as one group
   // and returns the lead carried values of the next iteration.
@@ -1521,7 +1416,7 @@ class Lowerer {
     hoist_dot_operands(body);
 
     // Pipeline buffers: `stages` slots per load, below the scratch region.
-    auto pipe = plan_pipeline(op);
+    auto pipe = t_.has_async_copy() && t_.has_matrix_load_8x8() ? plan_pipeline(op, plan_, axis_) : std::nullopt;
     std::vector<SmemTile> tiles;
     int64_t saved_scratch = scratch_base_;
     std::vector<Regs> lead;
