@@ -1,0 +1,247 @@
+// Lowering of dot (see lowerer.h, dot_layout.h): the target's matrix
+// instruction over the tile's fragments, operands read from swizzled shared
+// memory with 8x8 matrix loads one K step ahead of the multiplies, or the
+// FMA form where no instruction fits.
+#include "codegen/lowerer.h"
+
+namespace tl::codegen::lowering {
+
+// A x B + C on the target's matrix instruction: for each (m, n) fragment
+// of this warp, walk K through the instruction, picking each fragment's
+// registers out of the tile layouts (dot_layout.h).
+// Operands in shared memory are read one K step at a time, right before
+// the instructions of that step, which keeps few fragments live.
+void Lowerer::lower_dot(const Op& op) {
+  const DotLayouts& d = plan_.dots.at(&op);
+  DType acc = op.result()->type.dtype;
+  Regs c = operand(op, 2);
+  if (!d.instr) {
+    vals_[op.result()] = fma_dot(op, d, dot_operand(op, 0), dot_operand(op, 1), c);
+    return;
+  }
+  std::optional<SmemTile> tile[2];
+  Regs regs[2];
+  int64_t staged = 0;
+  for (int i = 0; i < 2; ++i) {
+    tile[i] = smem_source(op, i, staged);
+    if (!tile[i]) regs[i] = dot_operand(op, i);
+  }
+  if (staged) t_.barrier(b_);  // staged tiles are written
+  const MatrixInstr& mi = *d.instr;
+  for (auto*& v : c) v = cast(v, acc, mi.acc, op);
+  int na = mi.a.in_size(kReg), nb = mi.b.in_size(kReg), nc = mi.c.in_size(kReg);
+  // The fragments of step s + 1 are read before the instructions of step
+  // s, so their shared-memory latency overlaps the multiplies.
+  Regs next[2];
+  for (int i = 0; i < 2; ++i)
+    if (tile[i]) next[i] = load_fragments(*tile[i], op, i, 0);
+  for (int s = 0; s < d.reps_k; ++s) {
+    for (int i = 0; i < 2; ++i)
+      if (tile[i]) {
+        regs[i] = next[i];
+        if (s + 1 < d.reps_k) next[i] = load_fragments(*tile[i], op, i, s + 1);
+      }
+    for (int i = 0; i < d.reps_m; ++i)
+      for (int j = 0; j < d.reps_n; ++j) {
+        Regs af(na), bf(nb), cf(nc);
+        for (int r = 0; r < na; ++r) af[r] = regs[0][d.a_reg(i, s, r)];
+        for (int r = 0; r < nb; ++r) bf[r] = regs[1][d.b_reg(s, j, r)];
+        for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
+        cf = t_.matrix_multiply(b_, mi, af, bf, cf);
+        for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
+      }
+  }
+  for (auto*& v : c) v = cast(v, mi.acc, acc, op);
+  vals_[op.result()] = c;
+}
+
+// Where operand `i` of a matrix-unit dot can be read with matrix loads:
+// a pipeline's buffer, or a scratch tile it is written to now (at byte
+// `staged` of the scratch region, which advances; the caller emits the
+// barrier). nullopt: the operand comes in registers.
+std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& staged) {
+  const ir::Value* v = dot.operands[i];
+  if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return it->second;
+  if (hoisted_.count({&dot, i}) || !matrix_loadable(dot) || is_uniform(v)) return std::nullopt;
+  const DotLayouts& d = plan_.dots.at(&dot);
+  const LinearLayout& from = plan_.of(v);
+  if (from == (i == 0 ? d.a : d.b) || same_threads(from, i == 0 ? d.a : d.b)) return std::nullopt;
+  if (staged == 0) t_.barrier(b_);  // the previous scratch user is done
+  SmemTile t = write_tile(get(v), from, v->type, staged);
+  staged += (t.bytes() + 127) / 128 * 128;
+  return t;
+}
+
+// Operand `i` of a dot in its fragment layout: from shared memory when a
+// pipeline left it there, from before the loop when it was hoisted, else
+// written to shared memory and read back with matrix loads (or converted
+// generically).
+Regs Lowerer::dot_operand(const Op& dot, int i) {
+  const ir::Value* v = dot.operands[i];
+  const DotLayouts& d = plan_.dots.at(&dot);
+  if (auto it = hoisted_.find({&dot, i}); it != hoisted_.end()) return it->second;
+  int64_t staged = 0;
+  if (auto t = smem_source(dot, i, staged)) {
+    if (staged) t_.barrier(b_);
+    Regs out(num_regs(i == 0 ? d.a : d.b));
+    for (int s = 0; s < d.reps_k; ++s) {
+      Regs part = load_fragments(*t, dot, i, s);
+      for (size_t r = 0; r < out.size(); ++r)
+        if (part[r]) out[r] = part[r];
+    }
+    return out;
+  }
+  // Registers already in the fragment layout's threads (a dot's result
+  // feeding the next) are only permuted.
+  return operand(dot, i);
+}
+
+bool Lowerer::same_threads(const LinearLayout& a, const LinearLayout& b) {
+  auto bases = [](const LinearLayout& l, const std::string& in) {
+    for (const auto& d : l.in_dims())
+      if (d.name == in) return d.bases;
+    return std::vector<LinearLayout::Coords>{};
+  };
+  return bases(a, kLane) == bases(b, kLane) && bases(a, kWarp) == bases(b, kWarp);
+}
+
+// Byte offset in a tile of the element at (runtime) coordinates of the
+// value's view.
+llvm::Value* Lowerer::tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Value* v1) {
+  llvm::Value* s0 = t.transposed ? v1 : v0;
+  llvm::Value* s1 = t.transposed ? v0 : v1;
+  llvm::Value* row = t.contiguous == 1 ? s0 : s1;
+  llvm::Value* col = t.contiguous == 1 ? s1 : s0;
+  int64_t cols = t.shape[t.contiguous];
+  llvm::Value* phase = b_.CreateURem(b_.CreateUDiv(row, b_.getInt32(t.per_phase)), b_.getInt32(t.max_phase));
+  llvm::Value* chunk = b_.CreateXor(b_.CreateUDiv(col, b_.getInt32(t.vec)), phase);
+  llvm::Value* elem = b_.CreateAdd(b_.CreateMul(row, b_.getInt32(int32_t(cols))),
+                                   b_.CreateAdd(b_.CreateMul(chunk, b_.getInt32(t.vec)),
+                                                b_.CreateURem(col, b_.getInt32(t.vec))));
+  return b_.CreateMul(elem, b_.getInt32(t.elem_bytes));
+}
+
+llvm::Value* Lowerer::tile_ptr(const SmemTile& t, llvm::Value* v0, llvm::Value* v1) {
+  return b_.CreateGEP(b_.getInt8Ty(), t.base, b_.CreateZExt(tile_offset(t, v0, v1), b_.getInt64Ty()));
+}
+
+// Writes a register tile to scratch shared memory (swizzled) at byte
+// `offset` of the scratch region; readers need a barrier after it.
+SmemTile Lowerer::write_tile(const Regs& regs, const LinearLayout& l, const ir::Type& type, int64_t offset) {
+  int bytes = byte_size(type.dtype);
+  int cd = contiguous_dim(l);
+  SmemTile t = SmemTile::plan(type.shape[0], type.shape[1], cd, bytes);
+  need_smem(offset + t.bytes());
+  t.base = smem_ptr(b_.getInt64(offset));
+  auto hw = hw_coords(l);
+  auto dup = duplicate_regs(l);
+  int run = std::max(1, std::min<int>(l.contiguous_run(kReg, cd), t.vec));
+  llvm::Type* ety = value_type(type);
+  for (int r = 0; r < num_regs(l); r += run) {
+    if (dup[r]) continue;
+    auto c = reg_coords(l, r);
+    llvm::Value* v0 = b_.CreateXor(hw[0], b_.getInt32(c[0]));
+    llvm::Value* v1 = b_.CreateXor(hw[1], b_.getInt32(c[1]));
+    llvm::Value* val = regs[r];
+    if (run > 1) {
+      val = llvm::UndefValue::get(llvm::FixedVectorType::get(ety, run));
+      for (int k = 0; k < run; ++k) val = b_.CreateInsertElement(val, regs[r + k], uint64_t(k));
+    }
+    b_.CreateStore(val, tile_ptr(t, v0, v1));
+  }
+  return t;
+}
+
+// Operand `i` of `dot` read from a tile with 8x8 matrix loads, in the
+// fragment layout. Lane l addresses row l % 8 of matrix l / 8; a matrix
+// row runs along the stored contiguous dimension; when that is not the
+// fragment's K the load transposes.
+// Only the fragments of K step `s` are read (the other registers stay
+// null).
+Regs Lowerer::load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
+  const DotLayouts& d = plan_.dots.at(&dot);
+  const LinearLayout& l = i == 0 ? d.a : d.b;
+  int k_dim = i == 0 ? 1 : 0;
+  int view_contig = t.transposed ? 1 - t.contiguous : t.contiguous;
+  bool trans = view_contig != k_dim;
+  int walk = 1 - view_contig;  // lane % 8 walks the stored rows
+  // This lane's coordinates within a fragment group: the warp's origin,
+  // the matrix's corner, the row.
+  auto warp_origin = hw_coords_of(l, kWarp);
+  llvm::Value* q = b_.CreateLShr(lane_, 3);
+  llvm::Value* r8 = b_.CreateAnd(lane_, 7);
+  // Matrix q's corner: for A (m + 8 (q & 1), k + 8 (q >> 1)); for B
+  // (k + 8 (q & 1), n + 8 (q >> 1)) spanning two n fragments.
+  llvm::Value* lo = b_.CreateMul(b_.CreateAnd(q, 1), b_.getInt32(8));
+  llvm::Value* hi = b_.CreateMul(b_.CreateLShr(q, 1), b_.getInt32(8));
+  llvm::Value* base0 = b_.CreateAdd(warp_origin[0], lo);
+  llvm::Value* base1 = b_.CreateAdd(warp_origin[1], hi);
+  if (walk == 0) base0 = b_.CreateAdd(base0, r8);
+  else base1 = b_.CreateAdd(base1, r8);
+  Regs out(num_regs(l));
+  llvm::Type* ety = value_type(dot.operands[0]->type);
+  auto unpack = [&](llvm::Value* word, int reg0, int reg1) {
+    llvm::Value* v = b_.CreateBitCast(word, llvm::FixedVectorType::get(ety, 2));
+    out[reg0] = b_.CreateExtractElement(v, uint64_t(0));
+    out[reg1] = b_.CreateExtractElement(v, uint64_t(1));
+  };
+  int outer = i == 0 ? d.reps_m : d.reps_n;
+  for (int o = 0; o < outer; o += (i == 0 ? 1 : 2)) {
+      int reg0 = i == 0 ? d.a_reg(o, s, 0) : d.b_reg(s, o, 0);
+      auto corner = reg_coords(l, reg0);
+      llvm::Value* p = tile_ptr(t, b_.CreateAdd(base0, b_.getInt32(corner[0])),
+                                b_.CreateAdd(base1, b_.getInt32(corner[1])));
+      bool pair = i == 1 && o + 1 < outer;
+      int count = i == 0 || pair ? 4 : 2;
+      Regs words = t_.load_matrix_8x8(b_, p, count, trans);
+      for (int w = 0; w < count; ++w) {
+        int frag = i == 0 ? o : o + (w >> 1);
+        int r = i == 0 ? 2 * w : 2 * (w & 1);
+        int reg = i == 0 ? d.a_reg(o, s, r) : d.b_reg(s, frag, r);
+        unpack(words[w], reg, reg + 1);
+      }
+    }
+  return out;
+}
+
+// Runtime coordinates contributed by one hardware input (lane or warp).
+std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std::string& in) {
+  std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
+  llvm::Value* idx = in == kLane ? lane_ : warp_;
+  for (const auto& d : l.in_dims()) {
+    if (d.name != in) continue;
+    for (size_t bit = 0; bit < d.bases.size(); ++bit) {
+      llvm::Value* set = b_.CreateAnd(b_.CreateLShr(idx, uint64_t(bit)), 1);
+      for (size_t k = 0; k < c.size(); ++k)
+        if (d.bases[bit][k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(set, b_.getInt32(d.bases[bit][k])));
+    }
+  }
+  return c;
+}
+
+// Without a matrix instruction: every thread owns its C elements and
+// holds the rows of A and columns of B they need; products accumulate in
+// K order with fused multiply-adds (f32, or f64 for f64 inputs).
+Regs Lowerer::fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c) {
+  DType in = op.operands[0]->type.dtype, acc = op.result()->type.dtype;
+  int64_t K = op.operands[0]->type.shape[1];
+  bool int_dot = !is_float(in);
+  DType work = int_dot ? DType::i32 : in == DType::f64 || acc == DType::f64 ? DType::f64 : DType::f32;
+  std::map<LinearLayout::Coords, int> a_at, b_at;
+  for (int r = 0; r < num_regs(d.a); ++r) a_at.emplace(reg_coords(d.a, r), r);
+  for (int r = 0; r < num_regs(d.b); ++r) b_at.emplace(reg_coords(d.b, r), r);
+  for (int r = 0; r < num_regs(d.c); ++r) {
+    auto mn = reg_coords(d.c, r);
+    llvm::Value* sum = cast(c[r], acc, work, op);
+    for (int32_t k = 0; k < K; ++k) {
+      llvm::Value* x = cast(a[a_at.at({mn[0], k})], in, work, op);
+      llvm::Value* y = cast(bm[b_at.at({k, mn[1]})], in, work, op);
+      sum = int_dot ? b_.CreateAdd(b_.CreateMul(x, y), sum)
+                    : b_.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, sum});
+    }
+    c[r] = cast(sum, work, acc, op);
+  }
+  return c;
+}
+
+}  // namespace tl::codegen::lowering

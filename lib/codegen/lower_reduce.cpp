@@ -1,0 +1,201 @@
+// Lowering of reductions and scans (see lowerer.h): registers first, then
+// lane shuffles, then one exchange between warps through shared memory;
+// scans walk lines a thread holds whole.
+#include "codegen/lowerer.h"
+
+namespace tl::codegen::lowering {
+
+// Applies a combine region to (lhs..., rhs...) scalars.
+std::vector<llvm::Value*> Lowerer::combine(const ir::Region& region, const std::vector<llvm::Value*>& lhs,
+                                  const std::vector<llvm::Value*>& rhs) {
+  size_t n = lhs.size();
+  for (size_t i = 0; i < n; ++i) {
+    vals_[region.args[i].get()] = {lhs[i]};
+    vals_[region.args[n + i].get()] = {rhs[i]};
+  }
+  lower_region(region);
+  std::vector<llvm::Value*> out;
+  for (const ir::Value* y : region.terminator()->operands) out.push_back(get(y)[0]);
+  return out;
+}
+
+// Pairwise (balanced tree) combination of a list of tuples.
+std::vector<llvm::Value*> Lowerer::tree(const ir::Region& region, std::vector<std::vector<llvm::Value*>> items) {
+  while (items.size() > 1) {
+    std::vector<std::vector<llvm::Value*>> next;
+    for (size_t i = 0; i + 1 < items.size(); i += 2) next.push_back(combine(region, items[i], items[i + 1]));
+    if (items.size() % 2) next.push_back(items.back());
+    items = std::move(next);
+  }
+  return items[0];
+}
+
+// 32-bit pieces of a value, for shuffles.
+llvm::Value* Lowerer::shuffle(llvm::Value* v, int mask) {
+  llvm::Type* ty = v->getType();
+  if (ty->isPointerTy()) return b_.CreateIntToPtr(shuffle(b_.CreatePtrToInt(v, b_.getInt64Ty()), mask), ty);
+  unsigned bits = unsigned(m_->getDataLayout().getTypeSizeInBits(ty));
+  llvm::Value* as_int = b_.CreateBitCast(v, b_.getIntNTy(bits));
+  if (bits == 64) {
+    llvm::Value* lo = b_.CreateTrunc(as_int, b_.getInt32Ty());
+    llvm::Value* hi = b_.CreateTrunc(b_.CreateLShr(as_int, 32), b_.getInt32Ty());
+    lo = t_.shuffle_xor(b_, lo, mask);
+    hi = t_.shuffle_xor(b_, hi, mask);
+    llvm::Value* r = b_.CreateOr(b_.CreateZExt(lo, b_.getInt64Ty()), b_.CreateShl(b_.CreateZExt(hi, b_.getInt64Ty()), 32));
+    return b_.CreateBitCast(r, ty);
+  }
+  llvm::Value* wide = bits == 32 ? as_int : b_.CreateZExt(as_int, b_.getInt32Ty());
+  llvm::Value* got = t_.shuffle_xor(b_, wide, mask);
+  return b_.CreateBitCast(bits == 32 ? got : b_.CreateTrunc(got, b_.getIntNTy(bits)), ty);
+}
+
+void Lowerer::lower_reduce(const Op& op) {
+  int axis = int(op.attr_int("axis"));
+  size_t n = op.operands.size();
+  const ir::Region& region = *op.regions[0];
+  std::vector<Regs> in;
+  for (size_t i = 0; i < n; ++i) in.push_back(operand(op, int(i)));
+  auto req = required_operand_layout(op, 0, plan_);
+  LinearLayout l = req ? *req : plan_.of(op.operands[0]);
+  const auto& shape = op.operands[0]->type.shape;
+  bool scalar = shape.size() == 1;
+  LinearLayout s = l.slice(axis);
+  int out_regs = scalar ? 1 : num_regs(s);
+
+  // 1. Within a thread: registers that differ only along the axis.
+  std::vector<std::vector<llvm::Value*>> acc(out_regs);
+  auto dup = duplicate_regs(l);
+  for (int j = 0; j < out_regs; ++j) {
+    LinearLayout::Coords want = scalar ? LinearLayout::Coords{} : reg_coords(s, j);
+    std::vector<std::pair<int32_t, int>> members;  // (axis coordinate, register)
+    for (int r = 0; r < num_regs(l); ++r) {
+      if (dup[r]) continue;
+      auto c = reg_coords(l, r);
+      int32_t along = c[axis];
+      c.erase(c.begin() + axis);
+      if (c == want) members.push_back({along, r});
+    }
+    std::sort(members.begin(), members.end());
+    std::vector<std::vector<llvm::Value*>> items;
+    for (auto [along, r] : members) {
+      std::vector<llvm::Value*> t;
+      for (size_t i = 0; i < n; ++i) t.push_back(in[i][r]);
+      items.push_back(t);
+    }
+    acc[j] = tree(region, items);
+  }
+  // 2. Across lanes whose bits move along the axis.
+  for (const auto& d : l.in_dims()) {
+    if (d.name != kLane) continue;
+    for (size_t bit = 0; bit < d.bases.size(); ++bit) {
+      if (d.bases[bit][axis] == 0) continue;
+      for (auto& a : acc) {
+        std::vector<llvm::Value*> other;
+        for (auto* v : a) other.push_back(shuffle(v, 1 << bit));
+        a = combine(region, a, other);
+      }
+    }
+  }
+  // 3. Across warps: each writes its partials, then every thread combines
+  // the partials of the warps along the axis in order.
+  std::vector<int> warp_bits;
+  for (const auto& d : l.in_dims())
+    if (d.name == kWarp)
+      for (size_t bit = 0; bit < d.bases.size(); ++bit)
+        if (d.bases[bit][axis] != 0) warp_bits.push_back(int(bit));
+  if (!warp_bits.empty()) {
+    std::vector<int64_t> rshape = shape;
+    rshape.erase(rshape.begin() + axis);
+    int64_t slots = 1;
+    for (auto x : rshape) slots *= x;
+    int groups = 1 << warp_bits.size();
+    std::vector<int64_t> base(n);
+    int64_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      base[i] = total;
+      total += groups * slots * alloc_size(acc[0][i]->getType());
+      total = (total + 15) / 16 * 16;
+    }
+    need_smem(total);
+    // This warp's index among the warps along the axis.
+    llvm::Value* group = b_.getInt32(0);
+    for (size_t k = 0; k < warp_bits.size(); ++k)
+      group = b_.CreateOr(group, b_.CreateShl(b_.CreateAnd(b_.CreateLShr(warp_, warp_bits[k]), 1), uint64_t(k)));
+    auto hw = scalar ? std::vector<llvm::Value*>{} : hw_coords(s);
+    auto slot = [&](int j) -> llvm::Value* {
+      return scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
+    };
+    t_.barrier(b_);
+    for (int j = 0; j < out_regs; ++j)
+      for (size_t i = 0; i < n; ++i)
+        smem_store(acc[j][i], b_.CreateAdd(b_.CreateMul(group, b_.getInt32(int32_t(slots))), slot(j)),
+                   acc[j][i]->getType(), base[i]);
+    t_.barrier(b_);
+    // When the low lane bits replicate the result (a reduction to a
+    // scalar, say), lane l reads the partial of warp group (l mod groups)
+    // and shuffles across those bits combine the groups: one read per
+    // lane instead of one per warp. Otherwise every lane reads them all.
+    bool lanes_replicate = groups <= plan_.warp_size &&
+                           (scalar || (s.broadcast_mask(kLane) & uint32_t(groups - 1)) == uint32_t(groups - 1));
+    for (int j = 0; j < out_regs && !lanes_replicate; ++j) {
+      std::vector<std::vector<llvm::Value*>> items;
+      for (int g = 0; g < groups; ++g) {
+        std::vector<llvm::Value*> t;
+        for (size_t i = 0; i < n; ++i)
+          t.push_back(smem_load(acc[j][i]->getType(), b_.CreateAdd(b_.getInt32(int32_t(g * slots)), slot(j)), base[i]));
+        items.push_back(t);
+      }
+      acc[j] = tree(region, items);
+    }
+    llvm::Value* mine = b_.CreateAnd(lane_, groups - 1);
+    for (int j = 0; j < out_regs && lanes_replicate; ++j) {
+      std::vector<llvm::Value*> v;
+      for (size_t i = 0; i < n; ++i)
+        v.push_back(smem_load(acc[j][i]->getType(),
+                              b_.CreateAdd(b_.CreateMul(mine, b_.getInt32(int32_t(slots))), slot(j)), base[i]));
+      for (int bit = 1; bit < groups; bit <<= 1) {
+        std::vector<llvm::Value*> other;
+        for (auto* x : v) other.push_back(shuffle(x, bit));
+        v = combine(region, v, other);
+      }
+      acc[j] = v;
+    }
+  }
+  // The results are in the sliced layout; users may have asked for another.
+  for (size_t i = 0; i < n; ++i) {
+    Regs out;
+    for (int j = 0; j < out_regs; ++j) out.push_back(acc[j][i]);
+    const ir::Value* res = op.result(int(i));
+    if (!scalar) out = convert(out, s, plan_.of(res), res->type.shape, value_type(res->type));
+    vals_[res] = out;
+  }
+}
+
+void Lowerer::lower_scan(const Op& op) {
+  // The operand arrives in a line layout: register bits 0..k-1 walk the
+  // axis, so each thread scans its lines sequentially.
+  int axis = int(op.attr_int("axis"));
+  bool reverse = op.attr_int_or("reverse", 0) != 0;
+  size_t n = op.operands.size();
+  std::vector<Regs> in;
+  for (size_t i = 0; i < n; ++i) in.push_back(operand(op, int(i)));
+  int64_t len = op.operands[0]->type.shape[axis];
+  std::vector<Regs> out(n, Regs(in[0].size()));
+  for (size_t base = 0; base < in[0].size(); base += len) {
+    std::vector<llvm::Value*> acc;
+    for (int64_t k = 0; k < len; ++k) {
+      size_t r = base + (reverse ? len - 1 - k : k);
+      std::vector<llvm::Value*> cur;
+      for (size_t i = 0; i < n; ++i) cur.push_back(in[i][r]);
+      acc = k == 0 ? cur : combine(*op.regions[0], acc, cur);
+      for (size_t i = 0; i < n; ++i) out[i][r] = acc[i];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* res = op.result(int(i));
+    vals_[res] = convert(out[i], *required_operand_layout(op, int(i), plan_), plan_.of(res), res->type.shape,
+                         value_type(res->type));
+  }
+}
+
+}  // namespace tl::codegen::lowering

@@ -1,0 +1,203 @@
+// The lowering's state and steps (private to lib/codegen): one Lowerer
+// walks a function of GPU IR and emits LLVM IR for one target. Its parts
+// live in one file per concern:
+//   lower_llvm.cpp     values, layouts and conversions, elementwise ops,
+//                      casts, memory, the entry point
+//   lower_reduce.cpp   reductions and scans
+//   lower_dot.cpp      dot: matrix instructions, shared-memory operands
+//   lower_control.cpp  loops (software pipelining) and conditionals
+// LLVM-facing: include only from those files.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include <llvm/IR/Intrinsics.h>
+
+#include "codegen/lower_llvm.h"
+#include "codegen/pipeline_plan.h"
+
+namespace tl::codegen::lowering {
+
+using ir::Op;
+using ir::OpKind;
+using llvm::IRBuilder;
+using Regs = std::vector<llvm::Value*>;
+
+[[noreturn]] inline void unsupported(const Op& op, const std::string& what) {
+  throw Error(op.loc.str() + ": '" + std::string(op.name()) + "' " + what);
+}
+
+inline int ilog2(int64_t v) { return std::countr_zero(uint64_t(v)); }
+
+inline bool is_f8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
+
+// A 2-D tile in shared memory, stored with rows of its contiguous
+// dimension in 16-byte chunks whose order within a row is XOR-swizzled by
+// the row index (bank-conflict-free 8-row matrix loads), seen possibly
+// transposed.
+struct SmemTile {
+  llvm::Value* base = nullptr;  // first byte (i8 pointer in shared memory)
+  int64_t shape[2] = {0, 0};    // stored shape
+  int contiguous = 1;           // stored dimension that is contiguous
+  int elem_bytes = 2;
+  int vec = 8;                  // elements per 16-byte chunk
+  int per_phase = 1, max_phase = 1;
+  bool transposed = false;      // the value is the transpose of what is stored
+
+  static SmemTile plan(int64_t d0, int64_t d1, int contiguous, int elem_bytes) {
+    SmemTile t;
+    t.shape[0] = d0, t.shape[1] = d1;
+    t.contiguous = contiguous;
+    t.elem_bytes = elem_bytes;
+    int64_t row_bytes = t.shape[contiguous] * elem_bytes;
+    t.vec = int(std::min<int64_t>(16 / elem_bytes, t.shape[contiguous]));
+    t.per_phase = int(std::max<int64_t>(1, 128 / row_bytes));
+    t.max_phase = int(std::max<int64_t>(1, std::min<int64_t>(row_bytes / 16, 8)));
+    return t;
+  }
+  int64_t bytes() const { return shape[0] * shape[1] * elem_bytes; }
+};
+
+class Lowerer {
+ public:
+  Lowerer(llvm::LLVMContext& ctx, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const Target& target)
+      : ctx_(ctx), plan_(plan), axis_(axis), t_(target), b_(ctx) {}
+
+  LoweredKernel run(const ir::Function& fn, const std::string& name);
+
+ private:
+
+  // ------------------------------------------------------------------ types
+  llvm::Type* elem_type(DType d, bool is_ptr = false);
+  llvm::Type* value_type(const ir::Type& t) { return elem_type(t.dtype, t.is_ptr); }
+  // In memory an i1 is a byte.
+  llvm::Type* memory_type(DType d) { return d == DType::i1 ? b_.getInt8Ty() : elem_type(d); }
+
+  // ------------------------------------------------------------ layout math
+  std::vector<llvm::Value*> hw_coords(const LinearLayout& l);
+  static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
+  llvm::Value* coord(const LinearLayout& l, int d, llvm::Value* hw, int32_t reg);
+  int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
+  llvm::Value* flat_index(const std::vector<llvm::Value*>& hw, const LinearLayout::Coords& reg,
+                          const std::vector<int64_t>& shape);
+  llvm::Value* owner_predicate(const LinearLayout& l);
+  std::vector<bool> duplicate_regs(const LinearLayout& l);
+
+  // ----------------------------------------------------------- shared memory
+  llvm::Value* smem_ptr(llvm::Value* byte_offset);
+  void need_smem(int64_t bytes) { smem_bytes_ = std::max<int64_t>(smem_bytes_, scratch_base_ + bytes); }
+  void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
+  llvm::Value* smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t base = 0);
+  int64_t alloc_size(llvm::Type* ty);
+
+  // ------------------------------------------------------------ conversions
+  Regs convert(const Regs& regs, const LinearLayout& from, const LinearLayout& to, const std::vector<int64_t>& shape,
+               llvm::Type* ty);
+  Regs operand(const Op& op, int i);
+  Regs convert_or_remat(const ir::Value* v, const Regs& regs, const LinearLayout& to);
+  std::optional<Regs> remat(const ir::Value* v, const LinearLayout& l, int& budget);
+  static bool is_uniform(const ir::Value* v);
+  Regs in_layout(const ir::Value* v, const ir::Value* like);
+  const Regs& get(const ir::Value* v);
+  int width_of(const ir::Value* v) { return v->type.is_tile() ? num_regs(plan_.of(v)) : 1; }
+
+  // ---------------------------------------------------------------- regions
+  void lower_region(const ir::Region& r);
+  void lower_op(const Op& op);
+  void lower_constant(const Op& op);
+
+  // ------------------------------------------------------------ elementwise
+  void lower_elementwise(const Op& op);
+  llvm::Value* scalar_op(const Op& op, std::vector<llvm::Value*> a);
+  static bool is_math(OpKind k);
+  llvm::Value* int_op(const Op& op, const std::vector<llvm::Value*>& a, DType d);
+  static llvm::CmpInst::Predicate int_pred(const std::string& p, bool s);
+  llvm::Value* float_op(const Op& op, const std::vector<llvm::Value*>& a, DType d);
+  llvm::Value* math_f32(OpKind k, llvm::Value* x);
+
+  // ------------------------------------------------------------------ casts
+  llvm::Value* to_f32(llvm::Value* v, DType from);
+  llvm::Value* from_f32(llvm::Value* v, DType to);
+  llvm::Value* decode_f8(llvm::Value* bits8, DType d);
+  llvm::Value* encode_f8(llvm::Value* f, DType d);
+  llvm::Value* cast(llvm::Value* v, DType from, DType to, const Op& op);
+  llvm::Value* to_f32_or_native(llvm::Value* v, DType d) { return is_f8(d) ? to_f32(v, d) : v; }
+
+  // ----------------------------------------------------------------- memory
+  MemoryHints hints(const Op& op);
+
+  // Elements per vector access for a tile memory op in layout `l`.
+  int vector_width(const Op& op, const LinearLayout& l, DType d) { return access_width(op, l, d, axis_); }
+  void lower_load(const Op& op);
+  llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  llvm::Value* from_memory(llvm::Value* v, DType d);
+  void lower_store(const Op& op);
+  llvm::Value* guarded(llvm::Value* pred, const std::function<llvm::Value*()>& body, llvm::Value* otherwise);
+  void lower_atomic(const Op& op);
+  llvm::AtomicRMWInst::BinOp rmw_kind(const Op& op, DType d);
+  void lower_assert(const Op& op);
+  void lower_print(const Op& op);
+
+  // ------------------------------------------------------------ reductions
+  std::vector<llvm::Value*> combine(const ir::Region& region, const std::vector<llvm::Value*>& lhs,
+                                    const std::vector<llvm::Value*>& rhs);
+  std::vector<llvm::Value*> tree(const ir::Region& region, std::vector<std::vector<llvm::Value*>> items);
+  llvm::Value* shuffle(llvm::Value* v, int mask);
+  void lower_reduce(const Op& op);
+  void lower_scan(const Op& op);
+
+  // -------------------------------------------------------------------- dot
+  void lower_dot(const Op& op);
+  std::optional<SmemTile> smem_source(const Op& dot, int i, int64_t& staged);
+
+  // ------------------------------------------------ dot operands in smem
+  // Whether the operands of `dot` can be read from shared memory with 8x8
+  // matrix loads: 16-bit elements on a k = 16 instruction.
+  bool matrix_loadable(const Op& dot) { return t_.has_matrix_load_8x8() && matrix_loadable_dot(dot, plan_); }
+  Regs dot_operand(const Op& dot, int i);
+  static bool same_threads(const LinearLayout& a, const LinearLayout& b);
+  llvm::Value* tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
+  llvm::Value* tile_ptr(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
+
+  // The stored layout for a value in layout `l`: contiguous along the
+  // dimension its registers run along (so stores vectorize).
+  static int contiguous_dim(const LinearLayout& l) { return stored_contiguous_dim(l); }
+  SmemTile write_tile(const Regs& regs, const LinearLayout& l, const ir::Type& type, int64_t offset);
+  Regs load_fragments(const SmemTile& t, const Op& dot, int i, int s);
+  std::vector<llvm::Value*> hw_coords_of(const LinearLayout& l, const std::string& in);
+  Regs fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c);
+
+  // ------------------------------------------------------------ control flow
+  std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<SmemTile>& tiles,
+                                const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot);
+  void hoist_dot_operands(const ir::Region& body);
+  void lower_for(const Op& op);
+  void lower_if(const Op& op);
+
+  llvm::LLVMContext& ctx_;
+  const LayoutPlan& plan_;
+  const transforms::AxisAnalysis& axis_;
+  const Target& t_;
+  IRBuilder<> b_;
+  llvm::Module* m_ = nullptr;
+  llvm::Function* fn_ = nullptr;
+  llvm::GlobalVariable* smem_ = nullptr;
+  llvm::Value *lane_ = nullptr, *warp_ = nullptr, *tid_ = nullptr;
+  int64_t smem_bytes_ = 0;
+  int64_t scratch_base_ = 0;
+  // Dot operands that live in shared memory (pipelined loads, their trans).
+  std::unordered_map<const ir::Value*, SmemTile> smem_vals_;
+  // Dot operands converted once before a loop that uses them.
+  std::map<std::pair<const Op*, int>, Regs> hoisted_;
+  std::set<const Op*> skip_;
+  std::unordered_map<const ir::Value*, Regs> vals_;
+};
+
+}  // namespace tl::codegen::lowering
