@@ -45,26 +45,32 @@ const LinearLayout& LayoutPlan::of(const Value* v) const {
   return it->second;
 }
 
-LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size) {
+LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size, int fast_dim) {
   int rank = int(shape.size()), last = rank - 1;
-  std::vector<int> spt(rank, 1), tpw(rank, 1), wpb(rank, 1), order(rank);
-  spt[last] = int(std::min<int64_t>(vec, shape[last]));
+  int fast = fast_dim < 0 ? last : fast_dim;
+  // Dimensions from the fastest: `fast`, then the others from the last.
+  std::vector<int> order = {fast};
+  for (int d = last; d >= 0; --d)
+    if (d != fast) order.push_back(d);
+  std::vector<int> spt(rank, 1), tpw(rank, 1), wpb(rank, 1);
+  spt[fast] = int(std::min<int64_t>(vec, shape[fast]));
   // Threads fill the fastest dimension first, warps the slowest.
   int threads = warp_size;
-  for (int d = last; d >= 0 && threads > 1; --d) {
+  for (int d : order) {
+    if (threads <= 1) break;
     int t = int(std::min<int64_t>(threads, std::max<int64_t>(1, shape[d] / spt[d])));
     tpw[d] = t;
     threads /= t;
   }
-  tpw[last] *= threads;  // a tile smaller than a warp: the rest replicate
+  tpw[fast] *= threads;  // a tile smaller than a warp: the rest replicate
   int warps = num_warps;
-  for (int d = 0; d < rank && warps > 1; ++d) {
+  for (auto it = order.rbegin(); it != order.rend() && warps > 1; ++it) {
+    int d = *it;
     int w = int(std::min<int64_t>(warps, std::max<int64_t>(1, shape[d] / (int64_t(spt[d]) * tpw[d]))));
     wpb[d] = w;
     warps /= w;
   }
-  wpb[0] *= warps;
-  for (int i = 0; i < rank; ++i) order[i] = last - i;
+  wpb[order.back()] *= warps;
   return blocked_layout(shape, spt, tpw, wpb, order);
 }
 
@@ -268,7 +274,9 @@ class Assigner {
       bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::AtomicRmw ||
                  op->kind == OpKind::AtomicCas;
       if (!mem || !is_tile(op->operands[0])) continue;
-      LinearLayout l = dflt(op->operands[0], axis_.vector_width(*op));
+      int fast = axis_.fast_dim(*op);
+      LinearLayout l = default_layout(op->operands[0]->type.shape, axis_.vector_width(*op, fast), plan_.num_warps,
+                                      plan_.warp_size, fast);
       set(op->operands[0], l);
       for (const auto& res : op->results) set(res.get(), l);
     }

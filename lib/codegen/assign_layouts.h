@@ -46,7 +46,11 @@ LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis
 std::optional<LinearLayout> required_operand_layout(const ir::Op& op, int i, const LayoutPlan& plan);
 
 // Layout rules of the shape ops (also used by the lowering).
-LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size);
+// The coalesced blocked layout: `vec` elements per thread along `fast_dim`
+// (-1: the last dimension), then threads along it, then the others from
+// the last; warps over the slowest dimensions.
+LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size,
+                            int fast_dim = -1);
 LinearLayout broadcast_operand_layout(const LinearLayout& result, const std::vector<int64_t>& operand_shape);
 LinearLayout expand_dims_result_layout(const LinearLayout& operand, int axis);
 LinearLayout expand_dims_operand_layout(const LinearLayout& result, int axis);

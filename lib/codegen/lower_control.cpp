@@ -78,7 +78,7 @@ void Lowerer::lower_for(const Op& op) {
   if (pipe) {
     for (const Op* ld : pipe->loads) {
       const auto& sh = ld->result()->type.shape;
-      SmemTile t = SmemTile::plan(sh[0], sh[1], 1, byte_size(ld->result()->type.dtype));
+      SmemTile t = SmemTile::plan(sh[0], sh[1], contiguous_dim(plan_.of(ld->result())), byte_size(ld->result()->type.dtype));
       t.base = b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_));
       scratch_base_ += (t.bytes() * pipe->stages + 127) / 128 * 128;
       tiles.push_back(t);

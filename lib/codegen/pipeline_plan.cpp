@@ -12,13 +12,16 @@ using ir::Op;
 using ir::OpKind;
 
 int access_width(const Op& op, const LinearLayout& l, DType d, const transforms::AxisAnalysis& axis) {
-  int last = int(l.out_dims().size()) - 1;
-  int w = std::min<int>(axis.vector_width(op), l.contiguous_run(kReg, last));
+  int dim = stored_contiguous_dim(l);
+  int w = std::min<int>(axis.vector_width(op, dim), l.contiguous_run(kReg, dim));
   return std::max(1, std::min(w, 16 / std::max(1, byte_size(d))));
 }
 
 int stored_contiguous_dim(const LinearLayout& l) {
-  return l.contiguous_run(kReg, 1) >= l.contiguous_run(kReg, 0) ? 1 : 0;
+  int best = int(l.out_dims().size()) - 1;
+  for (int d = best - 1; d >= 0; --d)
+    if (l.contiguous_run(kReg, d) > l.contiguous_run(kReg, best)) best = d;
+  return std::max(best, 0);
 }
 
 bool matrix_loadable_dot(const Op& dot, const LayoutPlan& plan) {
@@ -75,7 +78,7 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
     const ir::Value* v = ld.result();
     const LinearLayout& l = plan.of(v);
     int bytes = access_width(ld, l, v->type.dtype, axis) * byte_size(v->type.dtype);
-    if (stored_contiguous_dim(l) != 1 || (bytes != 4 && bytes != 8 && bytes != 16)) continue;
+    if (bytes != 4 && bytes != 8 && bytes != 16) continue;
     bool ok = !users[v].empty();
     std::vector<const Op*> trans;
     for (const Op* u : users[v]) {

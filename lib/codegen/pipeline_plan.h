@@ -5,7 +5,7 @@
 // A load qualifies when every use is a dot operand the target reads with
 // matrix loads (directly, or through a trans), its `other` is 0 (the copies
 // zero-fill masked elements), and each thread's accesses are 4, 8 or 16
-// contiguous bytes along the tile's fast dimension. The ops its address and
+// contiguous bytes (along either dimension). The ops its address and
 // mask need (pointer increments, the ragged-K mask) form the "lead" slice:
 // the lowering runs them `stages - 1` iterations ahead, carrying its own
 // copies of the loop-carried values they read. The slice must consist of
@@ -40,11 +40,12 @@ std::optional<PipelinePlan> plan_pipeline(const ir::Op& loop, const LayoutPlan& 
                                           const transforms::AxisAnalysis& axis);
 
 // Shared with the lowering:
-// elements per vector access of a memory op whose tile is in layout `l`
-// (what axis analysis proved, what the layout makes contiguous, 16 bytes);
+// elements per vector access of a memory op whose tile is in layout `l`,
+// along the dimension its registers run along (what axis analysis proved,
+// what the layout makes contiguous, 16 bytes);
 int access_width(const ir::Op& op, const LinearLayout& l, DType d, const transforms::AxisAnalysis& axis);
-// the dimension of a 2-D tile in layout `l` stored contiguously in shared
-// memory (the one its registers run along);
+// the dimension a tile's registers run along (the last on a tie), which is
+// also the one stored contiguously in shared memory;
 int stored_contiguous_dim(const LinearLayout& l);
 // whether `dot`'s operands can be read with 8x8 matrix loads (16-bit
 // elements on a k = 16 instruction), given the target has them.

@@ -290,10 +290,18 @@ void AxisAnalysis::visit(const ir::Op& op) {
   }
 }
 
-int AxisAnalysis::vector_width(const ir::Op& op) const {
+int AxisAnalysis::fast_dim(const ir::Op& op) const {
+  const ir::Value* ptr = op.operands.at(0);
+  int rank = ptr->type.rank(), best = rank - 1;
+  for (int d = rank - 2; d >= 0; --d)
+    if (vector_width(op, d) > vector_width(op, best)) best = d;
+  return std::max(best, 0);
+}
+
+int AxisAnalysis::vector_width(const ir::Op& op, int dim) const {
   const ir::Value* ptr = op.operands.at(0);
   if (ptr->type.is_scalar()) return 1;
-  int last = ptr->type.rank() - 1;
+  int last = dim < 0 ? ptr->type.rank() - 1 : dim;
   int64_t elem = byte_size(ptr->type.dtype);
   const auto& p = get(ptr);
   int64_t w = std::min<int64_t>({p.contiguity[last], std::max<int64_t>(1, p.divisibility[last] / elem), 16 / elem});

@@ -43,10 +43,14 @@ class AxisAnalysis {
   explicit AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& args = {});
   const AxisInfo& get(const ir::Value* v) const;
 
-  // Elements of a load/store along the pointer tile's last dimension that
-  // one vector access may cover: min(contiguity, alignment / element size,
-  // 16 bytes / element size, mask constancy). 1 for scalars.
-  int vector_width(const ir::Op& load_or_store) const;
+  // Elements of a load/store along dimension `dim` of the pointer tile
+  // (-1: the last) that one vector access may cover: min(contiguity,
+  // alignment / element size, 16 bytes / element size, mask constancy).
+  // 1 for scalars.
+  int vector_width(const ir::Op& load_or_store, int dim = -1) const;
+  // The dimension with the widest accesses (the last one on a tie): a
+  // column-major tile is accessed along dimension 0.
+  int fast_dim(const ir::Op& load_or_store) const;
 
  private:
   void visit(const ir::Op& op);
