@@ -133,6 +133,15 @@ class NvptxTarget final : public Target {
                              {b.getInt32(-1), v32, b.getInt32(mask), b.getInt32(0x1f)});
   }
 
+  // The access's PTX qualifier: .volatile, else an L1 eviction priority
+  // (.L1::evict_last, ...), else a cache operator (.cg, .cs, ...); PTX has
+  // no form that combines them.
+  static std::string qualifier(const MemoryHints& hints) {
+    if (hints.is_volatile) return ".volatile";
+    if (!hints.evict.empty()) return ".L1::" + hints.evict;
+    return hints.cache;
+  }
+
   // Global accesses are predicated PTX instructions (`@p ld.global.v4.b32`),
   // not branches: consecutive loads of a thread then issue back to back.
   // The value travels as 32-bit words (16-bit for 2-byte accesses; a
@@ -140,7 +149,7 @@ class NvptxTarget final : public Target {
   llvm::Value* load(llvm::IRBuilder<>& b, llvm::Type* ty, llvm::Value* ptr, llvm::Value* mask, llvm::Value* other,
                     const MemoryHints& hints) const override {
     Words w = words_of(b, ty);
-    std::string op = std::string("ld.global") + (hints.is_volatile ? ".volatile" : "") + w.suffix;
+    std::string op = "ld.global" + qualifier(hints) + w.suffix;
     // Outputs $0..$n-1, then the address, the predicate, the `other` words.
     // The outputs are written (by the movs) before the inputs are all read:
     // they must be early-clobber, or they may share an input's register.
@@ -169,7 +178,7 @@ class NvptxTarget final : public Target {
   void store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* ptr, llvm::Value* mask,
              const MemoryHints& hints) const override {
     Words w = words_of(b, value->getType());
-    std::string op = std::string("st.global") + (hints.is_volatile ? ".volatile" : "") + w.suffix;
+    std::string op = "st.global" + qualifier(hints) + w.suffix;
     // Inputs: the address $0, the words $1..$n, the predicate.
     std::string cons = "l";
     for (int i = 0; i < w.count; ++i) cons += std::string(",") + w.constraint;

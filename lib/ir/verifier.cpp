@@ -121,6 +121,10 @@ class Verifier {
   void optional_str(const Op& op, const std::string& key) const {
     if (op.has_attr(key)) str_attr(op, key);
   }
+  // A string attribute that is absent, empty or one of `allowed`.
+  void optional_str_in(const Op& op, const std::string& key, std::initializer_list<const char*> allowed) const {
+    if (op.has_attr(key) && !str_attr(op, key).empty()) str_in(op, key, allowed);
+  }
   void str_in(const Op& op, const std::string& key, std::initializer_list<const char*> allowed) const {
     const std::string& v = str_attr(op, key);
     std::string want;
@@ -408,8 +412,8 @@ class Verifier {
         if (op.operands.size() > 1) same_type(op, tile_like(ptr, DType::i1), opnd(op, 1), "a mask");
         if (op.operands.size() > 2) same_type(op, pointee(ptr), opnd(op, 2), "an 'other' value");
         same_type(op, pointee(ptr), res(op), "a result");
-        optional_str(op, "cache");
-        optional_str(op, "evict");
+        optional_str_in(op, "cache", {".ca", ".cg", ".cs", ".lu", ".cv"});
+        optional_str_in(op, "evict", {"evict_first", "evict_last", "evict_normal"});
         optional_int(op, "volatile");
         break;
       }
@@ -420,8 +424,8 @@ class Verifier {
         require(ptr.is_ptr, op, "a pointer operand", ptr.str());
         same_type(op, pointee(ptr), opnd(op, 1), "a stored value");
         if (op.operands.size() > 2) same_type(op, tile_like(ptr, DType::i1), opnd(op, 2), "a mask");
-        optional_str(op, "cache");
-        optional_str(op, "evict");
+        optional_str_in(op, "cache", {".wb", ".cg", ".cs", ".wt"});
+        optional_str_in(op, "evict", {"evict_first", "evict_last", "evict_normal"});
         break;
       }
       case OpKind::AtomicRmw: {

@@ -28,6 +28,19 @@ void vector_add(ptr<float> x, ptr<float> y, ptr<float> out, scalar<int32_t> n) {
   store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);
 }
 
+// vector_add with memory hints on every access.
+void hinted_add(ptr<float> x, ptr<float> y, ptr<float> out, scalar<int32_t> n) {
+  auto offs = program_id(0) * 256 + arange(0, 256);  // [256] i32
+  auto mask = offs < n;
+  auto a = load(x + offs, mask, LoadOptions{.cache = ".cg"});
+  auto b = load(y + offs, mask, LoadOptions{.evict = "evict_first"});
+  store(out + offs, a + b, mask, StoreOptions{.evict = "evict_last"});
+}
+
+void bad_hint(ptr<float> x, ptr<float> out) {
+  store(out + arange(0, 32), load(x + arange(0, 32), LoadOptions{.cache = ".wb"}));
+}
+
 template <int BLOCK>
 void softmax(ptr<bf16> out, ptr<bf16> in, scalar<int32_t> stride, scalar<int32_t> n) {
   auto row = program_id(0);
@@ -130,4 +143,16 @@ TEST_CASE("loop-carried values keep the layout of the loads that feed them", "[c
   CHECK(count(ck.assembly, R"(bar\.sync)") == 0);
   CHECK(count(ck.assembly, R"(ld\.global\.v4\.b32)") == 1);  // 8 bf16 per thread, in the loop
   check_assembles(ck.assembly, "sm_90a");
+}
+
+TEST_CASE("cache and eviction hints reach the PTX; unknown ones are errors", "[codegen]") {
+  Kernel k = compile(hinted_add, {.name = "hinted_add"});
+  std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
+  CHECK(count(ptx, R"(ld\.global\.cg\.v4\.b32)") > 0);
+  CHECK(count(ptx, R"(ld\.global\.L1::evict_first\.v4\.b32)") > 0);
+  CHECK(count(ptx, R"(st\.global\.L1::evict_last\.v4\.b32)") > 0);
+  check_assembles(ptx, "sm_90a");
+  // ".wb" is a store's cache operator, not a load's.
+  CHECK_THROWS_WITH(compile(bad_hint, {.name = "bad_hint"}), Catch::Contains("test_codegen.cpp") &&
+                                                                 Catch::Contains("cache") && Catch::Contains(".cg"));
 }
