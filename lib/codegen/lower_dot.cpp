@@ -96,15 +96,6 @@ Regs Lowerer::dot_operand(const Op& dot, int i) {
   return operand(dot, i);
 }
 
-bool Lowerer::same_threads(const LinearLayout& a, const LinearLayout& b) {
-  auto bases = [](const LinearLayout& l, const std::string& in) {
-    for (const auto& d : l.in_dims())
-      if (d.name == in) return d.bases;
-    return std::vector<LinearLayout::Coords>{};
-  };
-  return bases(a, kLane) == bases(b, kLane) && bases(a, kWarp) == bases(b, kWarp);
-}
-
 // Byte offset in a tile of the element at (runtime) coordinates of the
 // value's view.
 llvm::Value* Lowerer::tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Value* v1) {
@@ -202,21 +193,6 @@ Regs Lowerer::load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
       }
     }
   return out;
-}
-
-// Runtime coordinates contributed by one hardware input (lane or warp).
-std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std::string& in) {
-  std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
-  llvm::Value* idx = in == kLane ? lane_ : warp_;
-  for (const auto& d : l.in_dims()) {
-    if (d.name != in) continue;
-    for (size_t bit = 0; bit < d.bases.size(); ++bit) {
-      llvm::Value* set = b_.CreateAnd(b_.CreateLShr(idx, uint64_t(bit)), 1);
-      for (size_t k = 0; k < c.size(); ++k)
-        if (d.bases[bit][k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(set, b_.getInt32(d.bases[bit][k])));
-    }
-  }
-  return c;
 }
 
 // Without a matrix instruction: every thread owns its C elements and

@@ -69,6 +69,32 @@ llvm::Type* Lowerer::elem_type(DType d, bool is_ptr) {
   return nullptr;
 }
 
+// Runtime coordinates contributed by one hardware input (lane or warp).
+std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std::string& in) {
+  std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
+  llvm::Value* idx = in == kLane ? lane_ : warp_;
+  for (const auto& d : l.in_dims()) {
+    if (d.name != in) continue;
+    for (size_t bit = 0; bit < d.bases.size(); ++bit) {
+      llvm::Value* set = b_.CreateAnd(b_.CreateLShr(idx, uint64_t(bit)), 1);
+      for (size_t k = 0; k < c.size(); ++k)
+        if (d.bases[bit][k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(set, b_.getInt32(d.bases[bit][k])));
+    }
+  }
+  return c;
+}
+
+// Whether two layouts put the same elements in the same lanes and warps
+// (a conversion between them only permutes registers).
+bool Lowerer::same_threads(const LinearLayout& a, const LinearLayout& b) {
+  auto bases = [](const LinearLayout& l, const std::string& in) {
+    for (const auto& d : l.in_dims())
+      if (d.name == in) return d.bases;
+    return std::vector<LinearLayout::Coords>{};
+  };
+  return bases(a, kLane) == bases(b, kLane) && bases(a, kWarp) == bases(b, kWarp);
+}
+
 // Runtime coordinates contributed by this thread's lane and warp.
 std::vector<llvm::Value*> Lowerer::hw_coords(const LinearLayout& l) {
   auto c = hw_coords_of(l, kLane), w = hw_coords_of(l, kWarp);

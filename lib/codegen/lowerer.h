@@ -81,7 +81,9 @@ class Lowerer {
   llvm::Type* memory_type(DType d) { return d == DType::i1 ? b_.getInt8Ty() : elem_type(d); }
 
   // ------------------------------------------------------------ layout math
+  std::vector<llvm::Value*> hw_coords_of(const LinearLayout& l, const std::string& in);  // lane or warp
   std::vector<llvm::Value*> hw_coords(const LinearLayout& l);
+  static bool same_threads(const LinearLayout& a, const LinearLayout& b);
   static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
   llvm::Value* coord(const LinearLayout& l, int d, llvm::Value* hw, int32_t reg);
   int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
@@ -162,7 +164,6 @@ class Lowerer {
   // matrix loads: 16-bit elements on a k = 16 instruction.
   bool matrix_loadable(const Op& dot) { return t_.has_matrix_load_8x8() && matrix_loadable_dot(dot, plan_); }
   Regs dot_operand(const Op& dot, int i);
-  static bool same_threads(const LinearLayout& a, const LinearLayout& b);
   llvm::Value* tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
   llvm::Value* tile_ptr(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
 
@@ -171,7 +172,6 @@ class Lowerer {
   static int contiguous_dim(const LinearLayout& l) { return stored_contiguous_dim(l); }
   SmemTile write_tile(const Regs& regs, const LinearLayout& l, const ir::Type& type, int64_t offset);
   Regs load_fragments(const SmemTile& t, const Op& dot, int i, int s);
-  std::vector<llvm::Value*> hw_coords_of(const LinearLayout& l, const std::string& in);
   Regs fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c);
 
   // ------------------------------------------------------------ control flow
