@@ -45,6 +45,56 @@ def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.co
     tl.store(out_ptr + row * stride + cols, (centered * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def softmax_looped_kernel(out_ptr, in_ptr, stride, n, CHUNK: tl.constexpr):
+    # The same chunked online softmax as bench::softmax_fwd_looped.
+    row = tl.program_id(0)
+    lanes = tl.arange(0, CHUNK)
+    m = tl.full([CHUNK], -float("inf"), tl.float32)
+    s = tl.zeros([CHUNK], tl.float32)
+    for off in range(0, n, CHUNK):
+        cols = off + lanes
+        mask = cols < n
+        x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
+        s = s * alpha + tl.where(mask, tl.exp(x - m_new), 0.0)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    total = tl.sum(s * tl.exp(m - row_max), axis=0)
+    for off in range(0, n, CHUNK):
+        cols = off + lanes
+        mask = cols < n
+        x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        tl.store(out_ptr + row * stride + cols, (tl.exp(x - row_max) / total).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def layernorm_looped_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, CHUNK: tl.constexpr):
+    # The same three passes as bench::layernorm_fwd_looped.
+    row = tl.program_id(0)
+    lanes = tl.arange(0, CHUNK)
+    acc = tl.zeros([CHUNK], tl.float32)
+    for off in range(0, n, CHUNK):
+        cols = off + lanes
+        acc += tl.load(in_ptr + row * stride + cols, mask=cols < n, other=0.0).to(tl.float32)
+    mean = tl.sum(acc, axis=0) / n
+    sq = tl.zeros([CHUNK], tl.float32)
+    for off in range(0, n, CHUNK):
+        cols = off + lanes
+        mask = cols < n
+        d = tl.where(mask, tl.load(in_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
+        sq += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=0) / n + eps)
+    for off in range(0, n, CHUNK):
+        cols = off + lanes
+        mask = cols < n
+        x = tl.load(in_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+        tl.store(out_ptr + row * stride + cols, ((x - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+
+
 def warps_for(block):  # the same choices as bench/norm_kernels.h
     return min(32, max(4, block // 1024))
 
@@ -83,6 +133,11 @@ def main():
                 ("layernorm", "triton"): lambda: layernorm_kernel[(m,)](y2, x2, w, b, n, n, 1e-5, BLOCK=n,
                                                                         num_warps=layernorm_warps_for(n)),
             }
+            if n == 32768:  # the chunked forms, 4096 columns a step, 8 warps (as bench_norms)
+                cases[("softmax_looped", "triton")] = lambda: softmax_looped_kernel[(m,)](y2, x2, n, n, CHUNK=4096,
+                                                                                          num_warps=8)
+                cases[("layernorm_looped", "triton")] = lambda: layernorm_looped_kernel[(m,)](
+                    y2, x2, w, b, n, n, 1e-5, CHUNK=4096, num_warps=8)
             for (op, impl), fn in cases.items():
                 ms = bench(fn)
                 rows.append({"op": op, "dtype": dname, "n": n, "impl": impl, "ms": ms, "GB/s": gbps(ms, nbytes)})

@@ -37,6 +37,71 @@ void layernorm_fwd(tl::ptr<T> out, tl::ptr<T> in, tl::ptr<T> weight, tl::ptr<T> 
   tl::store(out + row * stride + cols, tl::cast<T>(centered * rstd * w + b), mask);
 }
 
+// Long rows in chunks of CHUNK columns. Softmax keeps a running max and sum
+// per lane (online softmax), reduces them once, and writes in a second
+// pass that reads the row again (from L2). Layernorm takes three passes
+// (mean, variance, normalize) as Triton's tutorial does. Few registers per
+// thread, so several rows run on an SM at once, unlike the whole-row form.
+template <class T, int CHUNK>
+void softmax_fwd_looped(tl::ptr<T> out, tl::ptr<T> in, tl::scalar<int32_t> stride, tl::scalar<int32_t> n) {
+  auto row = tl::program_id(0);
+  auto in_row = in + row * stride;                         // scalar ptr<T>
+  auto out_row = out + row * stride;
+  auto lanes = tl::arange(0, CHUNK);                       // [CHUNK] i32
+  auto m = tl::full<float>({CHUNK}, -INFINITY);            // [CHUNK] f32 running max per lane
+  auto s = tl::zeros<float>({CHUNK});                      // [CHUNK] f32 running sum per lane
+  for (auto off : tl::range(0, n, CHUNK)) {
+    auto cols = off + lanes;                               // [CHUNK] i32
+    auto mask = cols < n;                                  // [CHUNK] i1
+    auto x = tl::cast<float>(tl::load(in_row + cols, mask, -INFINITY));  // [CHUNK] f32
+    auto m_new = tl::maximum(m, x);
+    // A lane that has seen only masked columns keeps max -inf and sum 0.
+    auto alpha = tl::where(m_new == -INFINITY, 0.0f, tl::exp(m - m_new));
+    s = s * alpha + tl::where(mask, tl::exp(x - m_new), 0.0f);
+    m = m_new;
+  }
+  auto row_max = tl::max(m, 0);                            // scalar f32
+  auto total = tl::sum(s * tl::exp(m - row_max), 0);       // scalar f32
+  for (auto off : tl::range(0, n, CHUNK)) {
+    auto cols = off + lanes;
+    auto mask = cols < n;
+    auto x = tl::cast<float>(tl::load(in_row + cols, mask, -INFINITY));
+    tl::store(out_row + cols, tl::cast<T>(tl::exp(x - row_max) / total), mask);
+  }
+}
+
+template <class T, int CHUNK>
+void layernorm_fwd_looped(tl::ptr<T> out, tl::ptr<T> in, tl::ptr<T> weight, tl::ptr<T> bias,
+                          tl::scalar<int32_t> stride, tl::scalar<int32_t> n, tl::scalar<float> eps) {
+  auto row = tl::program_id(0);
+  auto in_row = in + row * stride;                         // scalar ptr<T>
+  auto out_row = out + row * stride;
+  auto lanes = tl::arange(0, CHUNK);                       // [CHUNK] i32
+  auto count = tl::cast<float>(n);
+  auto sum = tl::zeros<float>({CHUNK});                    // [CHUNK] f32
+  for (auto off : tl::range(0, n, CHUNK)) {
+    auto cols = off + lanes;
+    sum = sum + tl::cast<float>(tl::load(in_row + cols, cols < n, 0.0f));
+  }
+  auto mean = tl::sum(sum, 0) / count;                     // scalar f32
+  auto sq = tl::zeros<float>({CHUNK});                     // [CHUNK] f32
+  for (auto off : tl::range(0, n, CHUNK)) {
+    auto cols = off + lanes;
+    auto mask = cols < n;
+    auto d = tl::where(mask, tl::cast<float>(tl::load(in_row + cols, mask, 0.0f)) - mean, 0.0f);
+    sq = sq + d * d;
+  }
+  auto rstd = tl::rsqrt(tl::sum(sq, 0) / count + eps);     // scalar f32
+  for (auto off : tl::range(0, n, CHUNK)) {
+    auto cols = off + lanes;
+    auto mask = cols < n;
+    auto x = tl::cast<float>(tl::load(in_row + cols, mask, 0.0f));
+    auto w = tl::cast<float>(tl::load(weight + cols, mask));
+    auto b = tl::cast<float>(tl::load(bias + cols, mask));
+    tl::store(out_row + cols, tl::cast<T>((x - mean) * rstd * w + b), mask);
+  }
+}
+
 // A copy at the same granularity: the bandwidth ceiling as tiledsl sees it.
 template <class T, int BLOCK>
 void copy(tl::ptr<T> out, tl::ptr<T> in, tl::scalar<int32_t> n) {

@@ -91,6 +91,33 @@ void layernorm_warps(benchmark::State& state) {
   time_layernorm<T, BLOCK>(state, int(state.range(0)));
 }
 
+// The chunked forms (bench::softmax_fwd_looped, layernorm_fwd_looped) on
+// rows of N, 4096 columns per step, 8 warps.
+template <class T, int N>
+void softmax_looped(benchmark::State& state) {
+  const int rows = int(total_elements() / N);
+  auto k = tl::compile(bench::softmax_fwd_looped<T, 4096>, {.name = "softmax_looped", .num_warps = 8});
+  auto x = random_buffer<T>(size_t(rows) * N);
+  auto y = device().alloc<T>(size_t(rows) * N);
+  for (auto _ : state) {
+    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, N, N); }, 20);
+    report(state, ms, 2.0 * rows * N * sizeof(T));
+  }
+}
+
+template <class T, int N>
+void layernorm_looped(benchmark::State& state) {
+  const int rows = int(total_elements() / N);
+  auto k = tl::compile(bench::layernorm_fwd_looped<T, 4096>, {.name = "layernorm_looped", .num_warps = 8});
+  auto x = random_buffer<T>(size_t(rows) * N);
+  auto w = random_buffer<T>(N), b = random_buffer<T>(N);
+  auto y = device().alloc<T>(size_t(rows) * N);
+  for (auto _ : state) {
+    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, w, b, N, N, 1e-5f); }, 20);
+    report(state, ms, 2.0 * rows * N * sizeof(T));
+  }
+}
+
 template <class T>
 void copy(benchmark::State& state) {
   constexpr int BLOCK = 4096;
@@ -153,6 +180,10 @@ BENCHMARK(layernorm_warps<tl::bf16, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->U
 BENCHMARK(layernorm_warps<tl::bf16, 32768>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
 BENCHMARK(layernorm_warps<float, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
 BENCHMARK(layernorm_warps<float, 32768>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
+BENCHMARK(softmax_looped<tl::bf16, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(softmax_looped<float, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(layernorm_looped<tl::bf16, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(layernorm_looped<float, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

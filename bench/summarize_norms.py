@@ -30,17 +30,17 @@ def main(ours_path, theirs_path):
             continue
         theirs[(r["op"], r["dtype"], r["n"], r["impl"])] = r["GB/s"]
 
-    print(f"{'op':<10}{'dtype':<6}{'N':>7} {'tiledsl':>9} {'triton':>9} {'torch':>9} {'copy':>9} "
+    print(f"{'op':<17}{'dtype':<6}{'N':>7} {'tiledsl':>9} {'triton':>9} {'torch':>9} {'copy':>9} "
           f"{'tl/copy':>8} {'tl/triton':>9}")
     for dt in ("bf16", "f32"):
         copy = theirs.get(("copy", dt, 0, "torch"), 0)
-        print(f"{'copy':<10}{dt:<6}{'':>7} {ours.get(('copy', dt, 0), 0):>9.0f} {'':>9} {copy:>9.0f} {copy:>9.0f}")
-        for op in ("softmax", "layernorm"):
-            for n in (1024, 2048, 4096, 8192, 16384, 32768):
+        print(f"{'copy':<17}{dt:<6}{'':>7} {ours.get(('copy', dt, 0), 0):>9.0f} {'':>9} {copy:>9.0f} {copy:>9.0f}")
+        for op in ("softmax", "layernorm", "softmax_looped", "layernorm_looped"):
+            for n in (32768,) if op.endswith("_looped") else (1024, 2048, 4096, 8192, 16384, 32768):
                 t = ours.get((op, dt, n), 0)
                 tr = theirs.get((op, dt, n, "triton"), 0)
                 to = theirs.get((op, dt, n, "torch"), 0)
-                print(f"{op:<10}{dt:<6}{n:>7} {t:>9.0f} {tr:>9.0f} {to:>9.0f} {copy:>9.0f} "
+                print(f"{op:<17}{dt:<6}{n:>7} {t:>9.0f} {tr:>9.0f} {to:>9.0f} {copy:>9.0f} "
                       f"{t / copy if copy else 0:>8.2f} {t / tr if tr else 0:>9.2f}")
     if cold:
         print("cold compile, bf16 softmax N=4096 (ms): tiledsl trace {trace_ms:.1f} + codegen {codegen_ms:.1f} + "
