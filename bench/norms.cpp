@@ -41,11 +41,11 @@ void report(benchmark::State& state, double ms, double bytes) {
   state.counters["ms"] = ms;
 }
 
-template <class T, int BLOCK>
-void time_softmax(benchmark::State& state, int warps) {
-  const int n = BLOCK;
+// Times a compiled softmax (out, in, stride, n) or layernorm (out, in,
+// weight, bias, stride, n, eps) kernel over rows of n, one program a row.
+template <class T>
+void time_softmax(benchmark::State& state, const tl::Kernel& k, int n) {
   const int rows = int(total_elements() / n);
-  auto k = tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = warps});
   auto x = random_buffer<T>(size_t(rows) * n);
   auto y = device().alloc<T>(size_t(rows) * n);
   for (auto _ : state) {
@@ -54,23 +54,9 @@ void time_softmax(benchmark::State& state, int warps) {
   }
 }
 
-template <class T, int BLOCK>
-void softmax(benchmark::State& state) {
-  time_softmax<T, BLOCK>(state, bench::warps_for(BLOCK));
-}
-
-// The same softmax with num_warps from the benchmark's argument: how many
-// warps a row wants (bench::warps_for is the default choice).
-template <class T, int BLOCK>
-void softmax_warps(benchmark::State& state) {
-  time_softmax<T, BLOCK>(state, int(state.range(0)));
-}
-
-template <class T, int BLOCK>
-void time_layernorm(benchmark::State& state, int warps) {
-  const int n = BLOCK;
+template <class T>
+void time_layernorm(benchmark::State& state, const tl::Kernel& k, int n) {
   const int rows = int(total_elements() / n);
-  auto k = tl::compile(bench::layernorm_fwd<T, BLOCK>, {.name = "layernorm", .num_warps = warps});
   auto x = random_buffer<T>(size_t(rows) * n);
   auto w = random_buffer<T>(n), b = random_buffer<T>(n);
   auto y = device().alloc<T>(size_t(rows) * n);
@@ -81,41 +67,48 @@ void time_layernorm(benchmark::State& state, int warps) {
 }
 
 template <class T, int BLOCK>
+tl::Kernel softmax_kernel(int warps) {
+  return tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = warps});
+}
+template <class T, int BLOCK>
+tl::Kernel layernorm_kernel(int warps) {
+  return tl::compile(bench::layernorm_fwd<T, BLOCK>, {.name = "layernorm", .num_warps = warps});
+}
+
+template <class T, int BLOCK>
+void softmax(benchmark::State& state) {
+  time_softmax<T>(state, softmax_kernel<T, BLOCK>(bench::warps_for(BLOCK)), BLOCK);
+}
+
+// The same softmax with num_warps from the benchmark's argument: how many
+// warps a row wants (bench::warps_for is the default choice).
+template <class T, int BLOCK>
+void softmax_warps(benchmark::State& state) {
+  time_softmax<T>(state, softmax_kernel<T, BLOCK>(int(state.range(0))), BLOCK);
+}
+
+template <class T, int BLOCK>
 void layernorm(benchmark::State& state) {
-  time_layernorm<T, BLOCK>(state, bench::layernorm_warps_for(BLOCK));
+  time_layernorm<T>(state, layernorm_kernel<T, BLOCK>(bench::layernorm_warps_for(BLOCK)), BLOCK);
 }
 
 // Layernorm with num_warps from the argument (as softmax_warps).
 template <class T, int BLOCK>
 void layernorm_warps(benchmark::State& state) {
-  time_layernorm<T, BLOCK>(state, int(state.range(0)));
+  time_layernorm<T>(state, layernorm_kernel<T, BLOCK>(int(state.range(0))), BLOCK);
 }
 
 // The chunked forms (bench::softmax_fwd_looped, layernorm_fwd_looped) on
 // rows of N, 4096 columns per step, 8 warps.
 template <class T, int N>
 void softmax_looped(benchmark::State& state) {
-  const int rows = int(total_elements() / N);
-  auto k = tl::compile(bench::softmax_fwd_looped<T, 4096>, {.name = "softmax_looped", .num_warps = 8});
-  auto x = random_buffer<T>(size_t(rows) * N);
-  auto y = device().alloc<T>(size_t(rows) * N);
-  for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, N, N); }, 20);
-    report(state, ms, 2.0 * rows * N * sizeof(T));
-  }
+  time_softmax<T>(state, tl::compile(bench::softmax_fwd_looped<T, 4096>, {.name = "softmax_looped", .num_warps = 8}), N);
 }
 
 template <class T, int N>
 void layernorm_looped(benchmark::State& state) {
-  const int rows = int(total_elements() / N);
-  auto k = tl::compile(bench::layernorm_fwd_looped<T, 4096>, {.name = "layernorm_looped", .num_warps = 8});
-  auto x = random_buffer<T>(size_t(rows) * N);
-  auto w = random_buffer<T>(N), b = random_buffer<T>(N);
-  auto y = device().alloc<T>(size_t(rows) * N);
-  for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, w, b, N, N, 1e-5f); }, 20);
-    report(state, ms, 2.0 * rows * N * sizeof(T));
-  }
+  time_layernorm<T>(
+      state, tl::compile(bench::layernorm_fwd_looped<T, 4096>, {.name = "layernorm_looped", .num_warps = 8}), N);
 }
 
 template <class T>
