@@ -19,6 +19,10 @@ import triton.language as tl
 ELEMS = int(os.environ.get("TILEDSL_BENCH_ELEMS", 1 << 25))
 SIZES = [1024, 2048, 4096, 8192, 16384, 32768]
 DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
+PERSISTENT_SIZES = [4096, 8192, 16384, 32768]
+PERSISTENT_STAGES = [2, 3]
+PERSISTENT_PER_SM = [1, 2]
+SMS = torch.cuda.get_device_properties(0).multi_processor_count
 
 
 @triton.jit
@@ -46,53 +50,30 @@ def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.co
 
 
 @triton.jit
-def softmax_looped_kernel(out_ptr, in_ptr, stride, n, CHUNK: tl.constexpr):
-    # The same chunked online softmax as bench::softmax_fwd_looped.
-    row = tl.program_id(0)
-    lanes = tl.arange(0, CHUNK)
-    m = tl.full([CHUNK], -float("inf"), tl.float32)
-    s = tl.zeros([CHUNK], tl.float32)
-    for off in range(0, n, CHUNK):
-        cols = off + lanes
-        mask = cols < n
+def softmax_persistent_kernel(out_ptr, in_ptr, stride, n, rows, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    # The same persistent form as bench::softmax_fwd: rows pid, pid + P, ...
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
         x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        m_new = tl.maximum(m, x)
-        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
-        s = s * alpha + tl.where(mask, tl.exp(x - m_new), 0.0)
-        m = m_new
-    row_max = tl.max(m, axis=0)
-    total = tl.sum(s * tl.exp(m - row_max), axis=0)
-    for off in range(0, n, CHUNK):
-        cols = off + lanes
-        mask = cols < n
-        x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        tl.store(out_ptr + row * stride + cols, (tl.exp(x - row_max) / total).to(out_ptr.dtype.element_ty), mask=mask)
+        num = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + row * stride + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def layernorm_looped_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, CHUNK: tl.constexpr):
-    # The same three passes as bench::layernorm_fwd_looped.
-    row = tl.program_id(0)
-    lanes = tl.arange(0, CHUNK)
-    acc = tl.zeros([CHUNK], tl.float32)
-    for off in range(0, n, CHUNK):
-        cols = off + lanes
-        acc += tl.load(in_ptr + row * stride + cols, mask=cols < n, other=0.0).to(tl.float32)
-    mean = tl.sum(acc, axis=0) / n
-    sq = tl.zeros([CHUNK], tl.float32)
-    for off in range(0, n, CHUNK):
-        cols = off + lanes
-        mask = cols < n
-        d = tl.where(mask, tl.load(in_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
-        sq += d * d
-    rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=0) / n + eps)
-    for off in range(0, n, CHUNK):
-        cols = off + lanes
-        mask = cols < n
+def layernorm_persistent_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, rows, BLOCK: tl.constexpr,
+                                STAGES: tl.constexpr):
+    # The same persistent form as bench::layernorm_fwd.
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
         x = tl.load(in_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        mean = tl.sum(x, axis=0) / n
+        centered = tl.where(mask, x - mean, 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=0) / n + eps)
         w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
         b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
-        tl.store(out_ptr + row * stride + cols, ((x - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+        tl.store(out_ptr + row * stride + cols, (centered * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def warps_for(block):  # the same choices as bench/norm_kernels.h
@@ -133,13 +114,24 @@ def main():
                 ("layernorm", "triton"): lambda: layernorm_kernel[(m,)](y2, x2, w, b, n, n, 1e-5, BLOCK=n,
                                                                         num_warps=layernorm_warps_for(n)),
             }
-            if n == 32768:  # the chunked forms, 4096 columns a step, 8 warps (as bench_norms)
-                cases[("softmax_looped", "triton")] = lambda: softmax_looped_kernel[(m,)](y2, x2, n, n, CHUNK=4096,
-                                                                                          num_warps=8)
-                cases[("layernorm_looped", "triton")] = lambda: layernorm_looped_kernel[(m,)](
-                    y2, x2, w, b, n, n, 1e-5, CHUNK=4096, num_warps=8)
+            # The persistent forms at the depths and programs per SM bench_norms sweeps.
+            configs = [(s, p, w) for s in PERSISTENT_STAGES for p in PERSISTENT_PER_SM
+                       for w in sorted({max(4, n // 2048), warps_for(n)})] if n in PERSISTENT_SIZES else []
+            for stages, per_sm, warps in configs:
+                p = min(m, per_sm * SMS)
+                cfg = f"S{stages}x{per_sm}w{warps}"
+                cases[(f"softmax_persistent_{cfg}", "triton")] = (
+                    lambda p=p, stages=stages, warps=warps: softmax_persistent_kernel[(p,)](
+                        y2, x2, n, n, m, BLOCK=n, STAGES=stages, num_warps=warps))
+                cases[(f"layernorm_persistent_{cfg}", "triton")] = (
+                    lambda p=p, stages=stages, warps=warps: layernorm_persistent_kernel[(p,)](
+                        y2, x2, w, b, n, n, 1e-5, m, BLOCK=n, STAGES=stages, num_warps=warps))
             for (op, impl), fn in cases.items():
-                ms = bench(fn)
+                try:
+                    ms = bench(fn)
+                except Exception as e:  # a configuration Triton cannot build (shared memory, say)
+                    print(f"{op} {dname} {n} {impl}: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+                    continue
                 rows.append({"op": op, "dtype": dname, "n": n, "impl": impl, "ms": ms, "GB/s": gbps(ms, nbytes)})
         del x, y
         torch.cuda.empty_cache()

@@ -27,6 +27,17 @@ int64_t total_elements() {
 }
 
 template <class T>
+tl::Buffer random_buffer(size_t n);
+
+// The rows every benchmark of one element type reads (made once: filling
+// 2^25 random numbers takes longer than the measurements).
+template <class T>
+const tl::Buffer& input_rows() {
+  static tl::Buffer x = random_buffer<T>(size_t(total_elements()));
+  return x;
+}
+
+template <class T>
 tl::Buffer random_buffer(size_t n) {
   std::vector<T> host(n);
   std::mt19937 rng(7);
@@ -41,38 +52,41 @@ void report(benchmark::State& state, double ms, double bytes) {
   state.counters["ms"] = ms;
 }
 
-// Times a compiled softmax (out, in, stride, n) or layernorm (out, in,
-// weight, bias, stride, n, eps) kernel over rows of n, one program a row.
+// Times a compiled softmax (out, in, stride, n, rows) or layernorm (out,
+// in, weight, bias, stride, n, eps, rows) kernel over rows of n: one
+// program a row, or `programs` programs walking the rows.
 template <class T>
-void time_softmax(benchmark::State& state, const tl::Kernel& k, int n) {
+void time_softmax(benchmark::State& state, const tl::Kernel& k, int n, int programs = 0) {
   const int rows = int(total_elements() / n);
-  auto x = random_buffer<T>(size_t(rows) * n);
+  const uint32_t grid = uint32_t(programs > 0 ? std::min(programs, rows) : rows);
+  const tl::Buffer& x = input_rows<T>();
   auto y = device().alloc<T>(size_t(rows) * n);
   for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, n, n); }, 20);
+    double ms = device().time_ms([&] { device()(k, tl::Grid{grid}, y, x, n, n, rows); }, 20);
     report(state, ms, 2.0 * rows * n * sizeof(T));
   }
 }
 
 template <class T>
-void time_layernorm(benchmark::State& state, const tl::Kernel& k, int n) {
+void time_layernorm(benchmark::State& state, const tl::Kernel& k, int n, int programs = 0) {
   const int rows = int(total_elements() / n);
-  auto x = random_buffer<T>(size_t(rows) * n);
+  const uint32_t grid = uint32_t(programs > 0 ? std::min(programs, rows) : rows);
+  const tl::Buffer& x = input_rows<T>();
   auto w = random_buffer<T>(n), b = random_buffer<T>(n);
   auto y = device().alloc<T>(size_t(rows) * n);
   for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(rows)}, y, x, w, b, n, n, 1e-5f); }, 20);
+    double ms = device().time_ms([&] { device()(k, tl::Grid{grid}, y, x, w, b, n, n, 1e-5f, rows); }, 20);
     report(state, ms, 2.0 * rows * n * sizeof(T));
   }
 }
 
-template <class T, int BLOCK>
+template <class T, int BLOCK, int STAGES = 1>
 tl::Kernel softmax_kernel(int warps) {
-  return tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = warps});
+  return tl::compile(bench::softmax_fwd<T, BLOCK, STAGES>, {.name = "softmax", .num_warps = warps});
 }
-template <class T, int BLOCK>
+template <class T, int BLOCK, int STAGES = 1>
 tl::Kernel layernorm_kernel(int warps) {
-  return tl::compile(bench::layernorm_fwd<T, BLOCK>, {.name = "layernorm", .num_warps = warps});
+  return tl::compile(bench::layernorm_fwd<T, BLOCK, STAGES>, {.name = "layernorm", .num_warps = warps});
 }
 
 template <class T, int BLOCK>
@@ -98,17 +112,18 @@ void layernorm_warps(benchmark::State& state) {
   time_layernorm<T>(state, layernorm_kernel<T, BLOCK>(int(state.range(0))), BLOCK);
 }
 
-// The chunked forms (bench::softmax_fwd_looped, layernorm_fwd_looped) on
-// rows of N, 4096 columns per step, 8 warps.
-template <class T, int N>
-void softmax_looped(benchmark::State& state) {
-  time_softmax<T>(state, tl::compile(bench::softmax_fwd_looped<T, 4096>, {.name = "softmax_looped", .num_warps = 8}), N);
+// Persistent forms: arguments (programs per multiprocessor, warps), each
+// program walking rows with the next rows' loads STAGES - 1 ahead.
+template <class T, int BLOCK, int STAGES>
+void softmax_persistent(benchmark::State& state) {
+  time_softmax<T>(state, softmax_kernel<T, BLOCK, STAGES>(int(state.range(1))), BLOCK,
+                  int(state.range(0)) * device().processor_count());
 }
 
-template <class T, int N>
-void layernorm_looped(benchmark::State& state) {
-  time_layernorm<T>(
-      state, tl::compile(bench::layernorm_fwd_looped<T, 4096>, {.name = "layernorm_looped", .num_warps = 8}), N);
+template <class T, int BLOCK, int STAGES>
+void layernorm_persistent(benchmark::State& state) {
+  time_layernorm<T>(state, layernorm_kernel<T, BLOCK, STAGES>(int(state.range(1))), BLOCK,
+                    int(state.range(0)) * device().processor_count());
 }
 
 template <class T>
@@ -134,9 +149,9 @@ void softmax_cold_compile(benchmark::State& state) {
     auto x = dev.alloc<tl::bf16>(4096), y = dev.alloc<tl::bf16>(4096);
     auto before = dev.compile_stats();
     auto t0 = std::chrono::steady_clock::now();
-    auto k = tl::compile(bench::softmax_fwd<tl::bf16, 4096>, {.name = "softmax_cold", .num_warps = 16});
+    auto k = tl::compile(bench::softmax_fwd<tl::bf16, 4096, 1>, {.name = "softmax_cold", .num_warps = 16});
     auto t1 = std::chrono::steady_clock::now();
-    dev(k, tl::Grid{1}, y, x, 4096, 4096);
+    dev(k, tl::Grid{1}, y, x, 4096, 4096, 1);
     dev.synchronize();
     auto t2 = std::chrono::steady_clock::now();
     auto after = dev.compile_stats();
@@ -173,10 +188,18 @@ BENCHMARK(layernorm_warps<tl::bf16, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->U
 BENCHMARK(layernorm_warps<tl::bf16, 32768>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
 BENCHMARK(layernorm_warps<float, 16384>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
 BENCHMARK(layernorm_warps<float, 32768>)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->UseManualTime()->Iterations(3);
-BENCHMARK(softmax_looped<tl::bf16, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
-BENCHMARK(softmax_looped<float, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
-BENCHMARK(layernorm_looped<tl::bf16, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
-BENCHMARK(layernorm_looped<float, 32768>)->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+// Depth 2 and 3; 1, 2 or 4 programs per multiprocessor; N / 1024 warps (the
+// one-program-a-row default) and half that.
+#define PERSISTENT(fn, T, N)                                                                             \
+  BENCHMARK(fn<T, N, 2>)->ArgsProduct({{1, 2, 4}, {std::max(4, N / 2048), std::clamp(N / 1024, 4, 32)}}) \
+      ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);                                 \
+  BENCHMARK(fn<T, N, 3>)->ArgsProduct({{1, 2, 4}, {std::max(4, N / 2048), std::clamp(N / 1024, 4, 32)}}) \
+      ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+#define PERSISTENT_SIZES(fn, T) PERSISTENT(fn, T, 4096) PERSISTENT(fn, T, 8192) PERSISTENT(fn, T, 16384) PERSISTENT(fn, T, 32768)
+PERSISTENT_SIZES(softmax_persistent, tl::bf16)
+PERSISTENT_SIZES(softmax_persistent, float)
+PERSISTENT_SIZES(layernorm_persistent, tl::bf16)
+PERSISTENT_SIZES(layernorm_persistent, float)
 BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

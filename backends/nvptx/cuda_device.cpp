@@ -104,6 +104,7 @@ class CudaDevice final : public detail::DeviceImpl {
 
   std::string name() const override { return "cuda"; }
   bool addresses_are_device_pointers() const override { return true; }
+  int processor_count() const override { return sm_count_; }
 
   uint64_t alloc(size_t bytes) override {
     if (bytes == 0) return 0;  // cuMemAlloc rejects 0; a null address is never dereferenced

@@ -130,6 +130,9 @@ class Device {
   static Device inspector(const std::string& target, const std::string& stage);
 
   std::string name() const;
+  // Multiprocessors (SMs, compute units) running programs side by side:
+  // what a persistent kernel's grid is sized by. 1 on the interpreter.
+  int processor_count() const;
   Buffer alloc(DType dtype, size_t n);
   template <class T>
   Buffer alloc(size_t n) { return alloc(dtype_v<T>, n); }

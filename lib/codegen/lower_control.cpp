@@ -9,13 +9,68 @@ namespace tl::codegen::lowering {
 // Pipelined loops (pipeline_plan.h says which and what runs ahead): the
 // prologue issues the copies of the first `stages - 1` iterations; each
 // iteration waits for its own, reads them from shared memory, and issues
-// those of iteration i + stages - 1 into the slot iteration i - 1 read.
+// those of iteration i + stages - 1: into the slot iteration i - 1 read
+// when dots read the buffers (after this iteration's multiplies), else
+// into its own slot right after its last pipelined load has been read.
+
+// A pipelined load's buffer in slot `slot`: rank-1 tiles are one row.
+SmemTile Lowerer::buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value* slot) {
+  const auto& sh = v->type.shape;
+  int bytes = byte_size(v->type.dtype);
+  SmemTile t = sh.size() == 1 ? SmemTile::plan(1, sh[0], 1, bytes)
+                              : SmemTile::plan(sh[0], sh[1], contiguous_dim(plan_.of(v)), bytes);
+  t.base = slot ? b_.CreateGEP(b_.getInt8Ty(), base,
+                               b_.CreateMul(b_.CreateZExt(slot, b_.getInt64Ty()), b_.getInt64(t.bytes())))
+                : base;
+  return t;
+}
+
+// Where register r of a tile in layout `l` lives in its buffer `t`.
+llvm::Value* Lowerer::buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r) {
+  auto c = reg_coords(l, r);
+  if (c.size() == 1) return tile_ptr(t, b_.getInt32(0), coord(l, 0, hw[0], c[0]));
+  return tile_ptr(t, coord(l, 0, hw[0], c[0]), coord(l, 1, hw[1], c[1]));
+}
+
+// A load pipelined into registers: each thread reads back the elements
+// it copied (or, for replicated layouts, a peer copied), then applies
+// `other` where the mask is off (the copies zero-filled those).
+void Lowerer::read_buffer(const Op& op, const SmemTile& t) {
+  const ir::Type& rt = op.result()->type;
+  const LinearLayout& l = plan_.of(op.result());
+  llvm::Type* mt = memory_type(rt.dtype);
+  Regs mask = op.operands.size() > 1 ? operand(op, 1) : Regs{};
+  Regs other = op.operands.size() > 2 ? operand(op, 2) : Regs{};
+  int vec = vector_width(op, l, rt.dtype);
+  auto hw = hw_coords(l);
+  Regs out(num_regs(l));
+  for (int r = 0; r < num_regs(l); r += vec) {
+    llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
+    llvm::Value* v = b_.CreateAlignedLoad(ty, buffer_ptr(t, l, hw, r), llvm::Align(vec * byte_size(rt.dtype)));
+    for (int k = 0; k < vec; ++k) {
+      llvm::Value* e = vec == 1 ? v : b_.CreateExtractElement(v, uint64_t(k));
+      if (!other.empty()) e = b_.CreateSelect(mask[r + k], e, to_memory(other[r + k]));
+      out[r + k] = from_memory(e, rt.dtype);
+    }
+  }
+  vals_[op.result()] = out;
+}
+
 // Lowers the lead ops for iteration `iv_lead` with the lead carried
 // values, issues the loads' copies into `slot`, commits them as one group
-// and returns the lead carried values of the next iteration.
-std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<SmemTile>& tiles,
-                              const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot) {
+// and returns the lead carried values of the next iteration. The body's
+// own values of those ops are left as they were.
+std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
+                                       const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot) {
   const ir::Region& body = *loop.regions[0];
+  std::vector<std::pair<const ir::Value*, std::optional<Regs>>> saved;
+  auto save = [&](const ir::Value* v) {
+    auto it = vals_.find(v);
+    saved.push_back({v, it == vals_.end() ? std::nullopt : std::optional<Regs>(it->second)});
+  };
+  for (const auto& a : body.args) save(a.get());
+  for (const Op* o : p.lead_ops)
+    for (const auto& r : o->results) save(r.get());
   vals_[body.args[0].get()] = {iv_lead};
   for (size_t j = 0; j < p.lead_args.size(); ++j) vals_[body.args[p.lead_args[j] + 1].get()] = lead[j];
   for (const Op* o : p.lead_ops) lower_op(*o);
@@ -26,9 +81,7 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
     const Op& ld = *p.loads[li];
     const ir::Value* v = ld.result();
     const LinearLayout& l = plan_.of(v);
-    SmemTile t = tiles[li];
-    t.base = b_.CreateGEP(b_.getInt8Ty(), t.base, b_.CreateMul(b_.CreateZExt(slot, b_.getInt64Ty()),
-                                                                b_.getInt64(t.bytes())));
+    SmemTile t = buffer_tile(v, bases[li], slot);
     Regs ptrs = operand(ld, 0);
     Regs mask = ld.operands.size() > 1 ? operand(ld, 1) : Regs{};
     int vec = vector_width(ld, l, v->type.dtype);
@@ -36,16 +89,18 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
     auto dup = duplicate_regs(l);
     for (int r = 0; r < num_regs(l); r += vec) {
       if (dup[r]) continue;
-      auto c = reg_coords(l, r);
-      llvm::Value* dst = tile_ptr(t, b_.CreateXor(hw[0], b_.getInt32(c[0])), b_.CreateXor(hw[1], b_.getInt32(c[1])));
       llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
-      t_.async_copy(b_, dst, ptrs[r], vec * byte_size(v->type.dtype), pred);
+      t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(v->type.dtype), pred);
     }
   }
   t_.async_commit(b_);
   const Op* yield = body.terminator();
   std::vector<Regs> next;
   for (size_t k : p.lead_args) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
+  for (auto& [v, regs] : saved) {
+    if (regs) vals_[v] = *regs;
+    else vals_.erase(v);
+  }
   return next;
 }
 
@@ -70,18 +125,18 @@ void Lowerer::lower_for(const Op& op) {
   for (size_t k = 0; k < nc; ++k) init.push_back(in_layout(op.operands[3 + k], body.args[k + 1].get()));
   hoist_dot_operands(body);
 
-  // Pipeline buffers: `stages` slots per load, below the scratch region.
-  auto pipe = t_.has_async_copy() && t_.has_matrix_load_8x8() ? plan_pipeline(op, plan_, axis_) : std::nullopt;
-  std::vector<SmemTile> tiles;
+  // Pipeline buffers: a slot per stage and load, below the scratch region.
+  std::optional<PipelinePlan> pipe;
+  if (t_.has_async_copy())
+    pipe = plan_pipeline(op, plan_, axis_,
+                         {t_.has_matrix_load_8x8(), t_.max_shared_bytes() - scratch_base_ - t_.max_shared_bytes() / 4});
+  std::vector<llvm::Value*> bases;
   int64_t saved_scratch = scratch_base_;
   std::vector<Regs> lead;
   if (pipe) {
     for (const Op* ld : pipe->loads) {
-      const auto& sh = ld->result()->type.shape;
-      SmemTile t = SmemTile::plan(sh[0], sh[1], contiguous_dim(plan_.of(ld->result())), byte_size(ld->result()->type.dtype));
-      t.base = b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_));
-      scratch_base_ += (t.bytes() * pipe->stages + 127) / 128 * 128;
-      tiles.push_back(t);
+      bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_)));
+      scratch_base_ += (buffer_tile(ld->result(), nullptr, nullptr).bytes() * pipe->slots() + 127) / 128 * 128;
     }
     need_smem(0);
     // The buffers overlap scratch that earlier users (a hoisted operand's
@@ -91,7 +146,7 @@ void Lowerer::lower_for(const Op& op) {
     for (size_t k : pipe->lead_args) lead.push_back(init[k]);
     llvm::Value* iv_lead = lo;
     for (int j = 0; j + 1 < pipe->stages; ++j) {
-      lead = issue_stage(op, *pipe, tiles, lead, iv_lead, b_.getInt32(j));
+      lead = issue_stage(op, *pipe, bases, lead, iv_lead, b_.getInt32(j));
       iv_lead = b_.CreateAdd(iv_lead, step);
     }
   }
@@ -135,44 +190,62 @@ void Lowerer::lower_for(const Op& op) {
   b_.SetInsertPoint(body_bb);
   std::vector<Regs> lead_next;
   llvm::Value* slot_next = nullptr;
+  std::set<const Op*> saved_skip = skip_;
+  const Op* saved_refill_after = refill_after_;
+  std::function<void()> saved_refill = refill_;
   if (pipe) {
     // This iteration's copies have landed (and every thread is past the
-    // previous iteration's reads of the slot refilled below).
+    // previous iteration's reads of the slot refilled below). A thread
+    // that reads only what it copied itself needs no barrier.
     t_.async_wait(b_, pipe->stages - 2);
-    t_.barrier(b_);
+    if (!pipe->early_refill || pipe->shared_reads) t_.barrier(b_);
     for (size_t li = 0; li < pipe->loads.size(); ++li) {
-      SmemTile t = tiles[li];
-      t.base = b_.CreateGEP(b_.getInt8Ty(), t.base,
-                            b_.CreateMul(b_.CreateZExt(slot, b_.getInt64Ty()), b_.getInt64(t.bytes())));
-      smem_vals_[pipe->loads[li]->result()] = t;
+      const ir::Value* v = pipe->loads[li]->result();
+      SmemTile t = buffer_tile(v, bases[li], slot);
+      if (pipe->to_registers[li]) {
+        buffer_reads_[pipe->loads[li]] = t;
+        continue;
+      }
+      smem_vals_[v] = t;
       for (const Op* o : pipe->skip)
-        if (o->kind == OpKind::Trans && o->operands[0] == pipe->loads[li]->result()) {
+        if (o->kind == OpKind::Trans && o->operands[0] == v) {
           SmemTile tt = t;
           tt.transposed = true;
           smem_vals_[o->result()] = tt;
         }
     }
-    skip_ = pipe->skip;
+    skip_.insert(pipe->skip.begin(), pipe->skip.end());
+    llvm::Value* iv_lead = b_.CreateAdd(iv, b_.CreateMul(step, llvm::ConstantInt::get(iv->getType(), pipe->stages - 1)));
+    auto refill = [&, iv_lead](llvm::Value* fill) {
+      std::vector<Regs> cur;
+      for (auto& ph : lead_phis) cur.emplace_back(ph.begin(), ph.end());
+      lead_next = issue_stage(op, *pipe, bases, cur, iv_lead, fill);
+    };
+    llvm::Value* last = b_.getInt32(pipe->slots() - 1);
+    slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
+    if (pipe->early_refill) {
+      // Iteration i + stages - 1 reuses this iteration's slot once every
+      // thread has read it.
+      refill_after_ = pipe->loads.back();
+      refill_ = [&, refill] {
+        if (pipe->shared_reads) t_.barrier(b_);
+        refill(slot);
+      };
+    }
+    lower_region(body);
+    refill_after_ = saved_refill_after, refill_ = saved_refill;
+    if (!pipe->early_refill) {
+      // Into the slot iteration i - 1 read, after this iteration's
+      // multiplies so that those start right after the barrier.
+      refill(b_.CreateSelect(b_.CreateICmpEQ(slot, b_.getInt32(0)), last, b_.CreateSub(slot, b_.getInt32(1))));
+    }
+  } else {
+    lower_region(body);
   }
-  lower_region(body);
-  skip_.clear();
+  skip_ = saved_skip;
   const Op* yield = body.terminator();
   std::vector<Regs> next;
   for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
-  if (pipe) {
-    // The copies for iteration i + stages - 1 go into the slot iteration
-    // i - 1 read, issued after this iteration's multiplies so that those
-    // start right after the barrier.
-    llvm::Value* last = b_.getInt32(pipe->stages - 1);
-    llvm::Value* fill = b_.CreateSelect(b_.CreateICmpEQ(slot, b_.getInt32(0)), last,
-                                        b_.CreateSub(slot, b_.getInt32(1)));
-    llvm::Value* iv_lead =
-        b_.CreateAdd(iv, b_.CreateMul(step, llvm::ConstantInt::get(iv->getType(), pipe->stages - 1)));
-    std::vector<Regs> cur;
-    for (auto& ph : lead_phis) cur.emplace_back(ph.begin(), ph.end());
-    lead_next = issue_stage(op, *pipe, tiles, cur, iv_lead, fill);
-    slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
-  }
   llvm::Value* iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateBr(header);
@@ -189,6 +262,7 @@ void Lowerer::lower_for(const Op& op) {
     t_.async_wait(b_, 0);
     t_.barrier(b_);
     for (const Op* o : pipe->skip) smem_vals_.erase(o->result());
+    for (const Op* o : pipe->loads) buffer_reads_.erase(o);
     scratch_base_ = saved_scratch;
   }
   for (const auto& o : body.ops)

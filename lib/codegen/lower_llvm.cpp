@@ -309,6 +309,7 @@ void Lowerer::lower_region(const ir::Region& r) {
     if (skip_.count(op.get())) continue;      // lives in shared memory (pipelined)
     b_.SetCurrentDebugLocation(llvm::DebugLoc());
     lower_op(*op);
+    if (op.get() == refill_after_) refill_();
   }
 }
 
@@ -670,6 +671,7 @@ void Lowerer::lower_load(const Op& op) {
     vals_[op.result()] = {from_memory(t_.load(b_, mt, get(op.operands[0])[0], mask, other, hints(op)), rt.dtype)};
     return;
   }
+  if (auto it = buffer_reads_.find(&op); it != buffer_reads_.end()) return read_buffer(op, it->second);
   const auto& l = plan_.of(op.result());
   Regs ptrs = operand(op, 0);
   Regs mask = op.operands.size() > 1 ? operand(op, 1) : Regs{};

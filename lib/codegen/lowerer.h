@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numbers>
 #include <optional>
@@ -175,7 +176,10 @@ class Lowerer {
   Regs fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c);
 
   // ------------------------------------------------------------ control flow
-  std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<SmemTile>& tiles,
+  SmemTile buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value* slot);
+  llvm::Value* buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r);
+  void read_buffer(const Op& op, const SmemTile& t);
+  std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
                                 const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot);
   void hoist_dot_operands(const ir::Region& body);
   void lower_for(const Op& op);
@@ -197,6 +201,11 @@ class Lowerer {
   // Dot operands converted once before a loop that uses them.
   std::map<std::pair<const Op*, int>, Regs> hoisted_;
   std::set<const Op*> skip_;
+  // Pipelined loads read into registers, and the buffer slot they read.
+  std::unordered_map<const Op*, SmemTile> buffer_reads_;
+  // Run right after lowering `refill_after_` (a pipelined loop's refill).
+  const Op* refill_after_ = nullptr;
+  std::function<void()> refill_;
   std::unordered_map<const ir::Value*, Regs> vals_;
 };
 

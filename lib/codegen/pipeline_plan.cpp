@@ -52,13 +52,24 @@ bool is_zero_constant(const ir::Value* v) {
   return std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
 }
 
+bool writes_memory(const ir::Region& r) {
+  for (const auto& o : r.ops) {
+    if (o->kind == OpKind::Store || o->kind == OpKind::AtomicRmw || o->kind == OpKind::AtomicCas) return true;
+    for (const auto& sub : o->regions)
+      if (writes_memory(*sub)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan, const transforms::AxisAnalysis& axis) {
+std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan, const transforms::AxisAnalysis& axis,
+                                          const PipelineTarget& target) {
   PipelinePlan p;
   p.stages = int(loop.attr_int_or("num_stages", plan.num_stages));
   if (p.stages < 2) return std::nullopt;
   const ir::Region& body = *loop.regions[0];
+  bool may_reorder = loop.attrs.count("num_stages") || !writes_memory(body);
   std::unordered_map<const ir::Value*, std::vector<const Op*>> users;
   std::function<void(const ir::Region&)> note = [&](const ir::Region& r) {
     for (const auto& o : r.ops) {
@@ -71,30 +82,70 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
     return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v &&
            matrix_loadable_dot(*u, plan);
   };
-  for (const auto& o : body.ops) {
-    const Op& ld = *o;
-    if (ld.kind != OpKind::Load || !ld.result()->type.is_tile() || ld.result()->type.rank() != 2) continue;
-    if (ld.attr_int_or("volatile", 0) || (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2]))) continue;
+  // Loads read by dots, with the trans ops between.
+  auto dot_reads = [&](const Op& ld, std::vector<const Op*>& trans) {
     const ir::Value* v = ld.result();
-    const LinearLayout& l = plan.of(v);
-    int bytes = access_width(ld, l, v->type.dtype, axis) * byte_size(v->type.dtype);
-    if (bytes != 4 && bytes != 8 && bytes != 16) continue;
-    bool ok = !users[v].empty();
-    std::vector<const Op*> trans;
+    if (!target.matrix_loads || v->type.rank() != 2 || users[v].empty()) return false;
+    if (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2])) return false;
     for (const Op* u : users[v]) {
       if (dot_use(u, v)) continue;
       bool t_ok = u->kind == OpKind::Trans && !users[u->result()].empty();
       for (const Op* uu : users[u->result()]) t_ok = t_ok && dot_use(uu, u->result());
-      if (t_ok) trans.push_back(u);
-      ok = ok && t_ok;
+      if (!t_ok) return false;
+      trans.push_back(u);
     }
-    if (!ok) continue;
-    p.loads.push_back(&ld);
-    p.skip.insert(&ld);
-    p.skip.insert(trans.begin(), trans.end());
+    return true;
+  };
+  // Values the same in every iteration: defined before the loop, or by
+  // pure ops of such values (an address computed in the body from
+  // arguments alone).
+  std::unordered_map<const ir::Value*, bool> invariant_memo;
+  std::function<bool(const ir::Value*)> invariant = [&](const ir::Value* v) -> bool {
+    if (!ir::defined_in(v, body)) return true;
+    if (!v->def || !clonable(*v->def)) return false;
+    if (auto it = invariant_memo.find(v); it != invariant_memo.end()) return it->second;
+    bool inv = std::all_of(v->def->operands.begin(), v->def->operands.end(), invariant);
+    return invariant_memo[v] = inv;
+  };
+  struct Candidate {
+    const Op* load;
+    bool to_registers;
+    std::vector<const Op*> trans;
+  };
+  std::vector<Candidate> cands;
+  bool any_dot_reads = false;
+  for (const auto& o : body.ops) {
+    const Op& ld = *o;
+    if (ld.kind != OpKind::Load) continue;
+    const ir::Value* v = ld.result();
+    if (!v->type.is_tile() || v->type.rank() > 2 || ld.attr_int_or("volatile", 0)) continue;
+    int bytes = access_width(ld, plan.of(v), v->type.dtype, axis) * byte_size(v->type.dtype);
+    if (bytes != 4 && bytes != 8 && bytes != 16) continue;
+    Candidate c{&ld, false, {}};
+    if (!dot_reads(ld, c.trans)) {
+      if (!may_reorder || std::all_of(ld.operands.begin(), ld.operands.end(), invariant)) continue;
+      c.to_registers = true;
+      c.trans.clear();
+    }
+    any_dot_reads = any_dot_reads || !c.to_registers;
+    cands.push_back(std::move(c));
   }
-  if (p.loads.empty()) return std::nullopt;
-  // The backward slice of the loads' operands, closed over carried values.
+  // Buffers of register loads must leave room for the body's scratch:
+  // the first ones in body order that fit are pipelined.
+  int64_t register_bytes = 0;
+  std::erase_if(cands, [&](const Candidate& c) {
+    if (!c.to_registers) return false;
+    const ir::Type& t = c.load->result()->type;
+    int64_t bytes = t.numel() * byte_size(t.dtype) * (any_dot_reads ? p.stages : p.stages - 1);
+    if (register_bytes + bytes > target.smem_budget) return true;
+    register_bytes += bytes;
+    return false;
+  });
+  if (cands.empty()) return std::nullopt;
+
+  // The backward slice of each load's operands, closed over carried
+  // values; a load whose slice holds an op that cannot run ahead stays
+  // where it is.
   const Op* yield = body.terminator();
   std::set<const Op*> need;
   std::set<size_t> args;
@@ -110,9 +161,28 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
       if (!pull(x)) return false;
     return true;
   };
-  for (const Op* ld : p.loads)
-    for (const ir::Value* x : ld->operands)
-      if (!pull(x)) return std::nullopt;
+  for (const Candidate& c : cands) {
+    auto need0 = need;
+    auto args0 = args;
+    bool ok = true;
+    for (const ir::Value* x : c.load->operands) ok = ok && pull(x);
+    if (!ok) {
+      need = std::move(need0), args = std::move(args0);
+      continue;
+    }
+    p.loads.push_back(c.load);
+    p.to_registers.push_back(c.to_registers);
+    if (c.to_registers) {
+      const LinearLayout& l = plan.of(c.load->result());
+      bool one_owner = !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) && (1 << l.in_bits(kWarp)) >= plan.num_warps;
+      p.shared_reads = p.shared_reads || !one_owner;
+    } else {
+      p.skip.insert(c.load);
+      p.skip.insert(c.trans.begin(), c.trans.end());
+    }
+  }
+  if (p.loads.empty()) return std::nullopt;
+  p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
   for (const auto& o : body.ops)
     if (need.count(o.get())) p.lead_ops.push_back(o.get());
   p.lead_args.assign(args.begin(), args.end());

@@ -2,15 +2,30 @@
 // shared-memory buffers filled ahead by asynchronous copies, and which ops
 // must run ahead with them.
 //
-// A load qualifies when every use is a dot operand the target reads with
-// matrix loads (directly, or through a trans), its `other` is 0 (the copies
-// zero-fill masked elements), and each thread's accesses are 4, 8 or 16
-// contiguous bytes (along either dimension). The ops its address and
-// mask need (pointer increments, the ragged-K mask) form the "lead" slice:
-// the lowering runs them `stages - 1` iterations ahead, carrying its own
-// copies of the loop-carried values they read. The slice must consist of
-// cheap pure ops (elementwise, shape, constants): if a load needs anything
-// else (another load, a reduction), the loop is not pipelined.
+// A tile load (rank 1 or 2, not volatile) whose accesses are 4, 8 or 16
+// contiguous bytes per thread qualifies in one of two forms:
+//  - read by dots: every use is a dot operand the target reads with matrix
+//    loads (directly, or through a trans) and its `other` is 0 (the copies
+//    zero-fill masked elements). The dots read the buffer itself.
+//  - read into registers: any other load whose address or mask changes
+//    from one iteration to the next. At its place in the body each
+//    thread reads its elements back from the buffer in the load's own
+//    layout and applies `other` where the mask is off. Such loads are
+//    pipelined only in loops that write no memory, unless the loop asks
+//    for a depth itself (tl::range's num_stages): issuing a load early is
+//    wrong if an earlier iteration stores to what it reads, and only the
+//    author knows that. Those whose buffers would not leave room for the
+//    body's scratch are left in place.
+// The ops a load's address and mask need (pointer increments, the
+// ragged-K mask) form the "lead" slice: the lowering runs them `stages - 1`
+// iterations ahead, carrying its own copies of the loop-carried values they
+// read. The slice must consist of cheap pure ops (elementwise, shape,
+// constants): a load that needs anything else (another load, a reduction)
+// is left unpipelined.
+//
+// When no dot reads a buffer, each iteration refills its slot as soon as
+// the last load has been read, so `stages - 1` buffers suffice; if no two
+// threads read the same element, no barrier is needed either.
 //
 // LLVM-free: the lowering (lower_llvm.cpp) emits what this decides.
 #pragma once
@@ -28,16 +43,27 @@ namespace tl::codegen {
 struct PipelinePlan {
   int stages = 0;
   std::vector<const ir::Op*> loads;     // pipelined loads, in body order
+  std::vector<bool> to_registers;       // per load: read into registers (else by dots)
+  bool early_refill = false;            // no dot reads a buffer: stages - 1 slots
+  bool shared_reads = false;            // some thread reads an element another copied
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order
   std::vector<size_t> lead_args;        // carried values (index k of args[k + 1]) those ops read
-  std::set<const ir::Op*> skip;         // the loads and their trans: never in registers
+  std::set<const ir::Op*> skip;         // loads read by dots, their trans: never in registers
+
+  int slots() const { return early_refill ? stages - 1 : stages; }
+};
+
+// What the target offers the pipeline.
+struct PipelineTarget {
+  bool matrix_loads = false;  // 8x8 matrix loads (dots may read the buffers)
+  int64_t smem_budget = 0;    // bytes the buffers of register loads may take
 };
 
 // The plan for `loop` (a For op), or nullopt when nothing qualifies or its
 // depth (the loop's num_stages, else the kernel's) is below 2. Call only
-// for targets with asynchronous copies and 8x8 matrix loads.
+// for targets with asynchronous copies.
 std::optional<PipelinePlan> plan_pipeline(const ir::Op& loop, const LayoutPlan& plan,
-                                          const transforms::AxisAnalysis& axis);
+                                          const transforms::AxisAnalysis& axis, const PipelineTarget& target);
 
 // Shared with the lowering:
 // elements per vector access of a memory op whose tile is in layout `l`,

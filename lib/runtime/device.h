@@ -50,6 +50,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   virtual CompileStats compile_stats() const { return {}; }
+  // Device::processor_count; the interpreter runs one program at a time.
+  virtual int processor_count() const { return 1; }
   // Whether alloc's addresses are GPU pointers other libraries of the same
   // driver accept (Buffer::device_address); the interpreter's are not.
   virtual bool addresses_are_device_pointers() const { return false; }

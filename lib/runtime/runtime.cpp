@@ -93,6 +93,7 @@ Device Device::get(std::string_view name) {
 std::vector<std::string> Device::available() { return detail::available_devices(); }
 
 std::string Device::name() const { return device_impl(impl_).name(); }
+int Device::processor_count() const { return device_impl(impl_).processor_count(); }
 
 Buffer Device::alloc(DType dtype, size_t n) {
   device_impl(impl_);
