@@ -52,41 +52,42 @@ void report(benchmark::State& state, double ms, double bytes) {
   state.counters["ms"] = ms;
 }
 
-// Times a compiled softmax (out, in, stride, n, rows) or layernorm (out,
-// in, weight, bias, stride, n, eps, rows) kernel over rows of n: one
-// program a row, or `programs` programs walking the rows.
+// Times a compiled softmax (out, in, stride, n[, rows]) or layernorm (out,
+// in, weight, bias, stride, n, eps[, rows]) kernel over rows of n: one
+// program a row, or (programs > 0, the persistent forms, which take the
+// row count) that many programs walking the rows.
 template <class T>
 void time_softmax(benchmark::State& state, const tl::Kernel& k, int n, int programs = 0) {
   const int rows = int(total_elements() / n);
-  const uint32_t grid = uint32_t(programs > 0 ? std::min(programs, rows) : rows);
   const tl::Buffer& x = input_rows<T>();
   auto y = device().alloc<T>(size_t(rows) * n);
-  for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{grid}, y, x, n, n, rows); }, 20);
-    report(state, ms, 2.0 * rows * n * sizeof(T));
-  }
+  auto launch = [&] {
+    if (programs > 0) device()(k, tl::Grid{uint32_t(std::min(programs, rows))}, y, x, n, n, rows);
+    else device()(k, tl::Grid{uint32_t(rows)}, y, x, n, n);
+  };
+  for (auto _ : state) report(state, device().time_ms(launch, 20), 2.0 * rows * n * sizeof(T));
 }
 
 template <class T>
 void time_layernorm(benchmark::State& state, const tl::Kernel& k, int n, int programs = 0) {
   const int rows = int(total_elements() / n);
-  const uint32_t grid = uint32_t(programs > 0 ? std::min(programs, rows) : rows);
   const tl::Buffer& x = input_rows<T>();
   auto w = random_buffer<T>(n), b = random_buffer<T>(n);
   auto y = device().alloc<T>(size_t(rows) * n);
-  for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{grid}, y, x, w, b, n, n, 1e-5f, rows); }, 20);
-    report(state, ms, 2.0 * rows * n * sizeof(T));
-  }
+  auto launch = [&] {
+    if (programs > 0) device()(k, tl::Grid{uint32_t(std::min(programs, rows))}, y, x, w, b, n, n, 1e-5f, rows);
+    else device()(k, tl::Grid{uint32_t(rows)}, y, x, w, b, n, n, 1e-5f);
+  };
+  for (auto _ : state) report(state, device().time_ms(launch, 20), 2.0 * rows * n * sizeof(T));
 }
 
-template <class T, int BLOCK, int STAGES = 1>
+template <class T, int BLOCK>
 tl::Kernel softmax_kernel(int warps) {
-  return tl::compile(bench::softmax_fwd<T, BLOCK, STAGES>, {.name = "softmax", .num_warps = warps});
+  return tl::compile(bench::softmax_fwd<T, BLOCK>, {.name = "softmax", .num_warps = warps});
 }
-template <class T, int BLOCK, int STAGES = 1>
+template <class T, int BLOCK>
 tl::Kernel layernorm_kernel(int warps) {
-  return tl::compile(bench::layernorm_fwd<T, BLOCK, STAGES>, {.name = "layernorm", .num_warps = warps});
+  return tl::compile(bench::layernorm_fwd<T, BLOCK>, {.name = "layernorm", .num_warps = warps});
 }
 
 template <class T, int BLOCK>
@@ -116,14 +117,16 @@ void layernorm_warps(benchmark::State& state) {
 // program walking rows with the next rows' loads STAGES - 1 ahead.
 template <class T, int BLOCK, int STAGES>
 void softmax_persistent(benchmark::State& state) {
-  time_softmax<T>(state, softmax_kernel<T, BLOCK, STAGES>(int(state.range(1))), BLOCK,
-                  int(state.range(0)) * device().processor_count());
+  auto k = tl::compile(bench::softmax_fwd_persistent<T, BLOCK, STAGES>,
+                       {.name = "softmax_persistent", .num_warps = int(state.range(1))});
+  time_softmax<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count());
 }
 
 template <class T, int BLOCK, int STAGES>
 void layernorm_persistent(benchmark::State& state) {
-  time_layernorm<T>(state, layernorm_kernel<T, BLOCK, STAGES>(int(state.range(1))), BLOCK,
-                    int(state.range(0)) * device().processor_count());
+  auto k = tl::compile(bench::layernorm_fwd_persistent<T, BLOCK, STAGES>,
+                       {.name = "layernorm_persistent", .num_warps = int(state.range(1))});
+  time_layernorm<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count());
 }
 
 template <class T>
@@ -149,9 +152,9 @@ void softmax_cold_compile(benchmark::State& state) {
     auto x = dev.alloc<tl::bf16>(4096), y = dev.alloc<tl::bf16>(4096);
     auto before = dev.compile_stats();
     auto t0 = std::chrono::steady_clock::now();
-    auto k = tl::compile(bench::softmax_fwd<tl::bf16, 4096, 1>, {.name = "softmax_cold", .num_warps = 16});
+    auto k = tl::compile(bench::softmax_fwd<tl::bf16, 4096>, {.name = "softmax_cold", .num_warps = 16});
     auto t1 = std::chrono::steady_clock::now();
-    dev(k, tl::Grid{1}, y, x, 4096, 4096, 1);
+    dev(k, tl::Grid{1}, y, x, 4096, 4096);
     dev.synchronize();
     auto t2 = std::chrono::steady_clock::now();
     auto after = dev.compile_stats();

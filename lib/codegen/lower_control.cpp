@@ -59,9 +59,11 @@ void Lowerer::read_buffer(const Op& op, const SmemTile& t) {
 // Lowers the lead ops for iteration `iv_lead` with the lead carried
 // values, issues the loads' copies into `slot`, commits them as one group
 // and returns the lead carried values of the next iteration. The body's
-// own values of those ops are left as they were.
+// own values of those ops are left as they were. Invariant loads are
+// copied only with the first stage (`first`), into their one buffer.
 std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
-                                       const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot) {
+                                       const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot,
+                                       bool first) {
   const ir::Region& body = *loop.regions[0];
   std::vector<std::pair<const ir::Value*, std::optional<Regs>>> saved;
   auto save = [&](const ir::Value* v) {
@@ -78,10 +80,11 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
   bool s = !is_unsigned(loop.operands[0]->type.dtype);
   llvm::Value* live = s ? b_.CreateICmpSLT(iv_lead, hi) : b_.CreateICmpULT(iv_lead, hi);
   for (size_t li = 0; li < p.loads.size(); ++li) {
+    if (p.invariant[li] && !first) continue;
     const Op& ld = *p.loads[li];
     const ir::Value* v = ld.result();
     const LinearLayout& l = plan_.of(v);
-    SmemTile t = buffer_tile(v, bases[li], slot);
+    SmemTile t = buffer_tile(v, bases[li], p.invariant[li] ? nullptr : slot);
     Regs ptrs = operand(ld, 0);
     Regs mask = ld.operands.size() > 1 ? operand(ld, 1) : Regs{};
     int vec = vector_width(ld, l, v->type.dtype);
@@ -126,30 +129,44 @@ void Lowerer::lower_for(const Op& op) {
   hoist_dot_operands(body);
 
   // Pipeline buffers: a slot per stage and load, below the scratch region.
+  // Register loads' buffers leave 16 KB for the body's scratch (the
+  // reductions' two exchange slots and small conversions); a kernel that
+  // then overflows is lowered again without them (lower_to_llvm).
   std::optional<PipelinePlan> pipe;
-  if (t_.has_async_copy())
-    pipe = plan_pipeline(op, plan_, axis_,
-                         {t_.has_matrix_load_8x8(), t_.max_shared_bytes() - scratch_base_ - t_.max_shared_bytes() / 4});
+  int64_t budget = register_pipelines_ ? t_.max_shared_bytes() - scratch_base_ - 16 * 1024 : 0;
+  if (t_.has_async_copy()) pipe = plan_pipeline(op, plan_, axis_, {t_.has_matrix_load_8x8(), budget});
   std::vector<llvm::Value*> bases;
   int64_t saved_scratch = scratch_base_;
   std::vector<Regs> lead;
   if (pipe) {
-    for (const Op* ld : pipe->loads) {
+    for (size_t li = 0; li < pipe->loads.size(); ++li) {
       bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_)));
-      scratch_base_ += (buffer_tile(ld->result(), nullptr, nullptr).bytes() * pipe->slots() + 127) / 128 * 128;
+      int64_t bytes = buffer_tile(pipe->loads[li]->result(), nullptr, nullptr).bytes();
+      scratch_base_ += (bytes * (pipe->invariant[li] ? 1 : pipe->slots()) + 127) / 128 * 128;
     }
     need_smem(0);
     // The buffers overlap scratch that earlier users (a hoisted operand's
     // matrix loads, say) may still be reading.
-    t_.barrier(b_);
+    barrier();
     // Prologue: iterations 0 .. stages-2 into slots 0 .. stages-2.
     for (size_t k : pipe->lead_args) lead.push_back(init[k]);
     llvm::Value* iv_lead = lo;
     for (int j = 0; j + 1 < pipe->stages; ++j) {
-      lead = issue_stage(op, *pipe, bases, lead, iv_lead, b_.getInt32(j));
+      lead = issue_stage(op, *pipe, bases, lead, iv_lead, b_.getInt32(j), j == 0);
       iv_lead = b_.CreateAdd(iv_lead, step);
     }
   }
+
+  // The body assumes both exchange slots clean on entry (lower_reduce.cpp).
+  if (!slot_clean_[0] || !slot_clean_[1]) {
+    barrier();
+  } else {
+    rely_on_clean(0);
+    rely_on_clean(1);
+  }
+  std::vector<bool> outer_seen;
+  for (const auto& sc : scopes_) outer_seen.push_back(sc.barrier_seen);
+  scopes_.push_back({});
 
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
@@ -198,10 +215,10 @@ void Lowerer::lower_for(const Op& op) {
     // previous iteration's reads of the slot refilled below). A thread
     // that reads only what it copied itself needs no barrier.
     t_.async_wait(b_, pipe->stages - 2);
-    if (!pipe->early_refill || pipe->shared_reads) t_.barrier(b_);
+    if (!pipe->early_refill || pipe->shared_reads) barrier();
     for (size_t li = 0; li < pipe->loads.size(); ++li) {
       const ir::Value* v = pipe->loads[li]->result();
-      SmemTile t = buffer_tile(v, bases[li], slot);
+      SmemTile t = buffer_tile(v, bases[li], pipe->invariant[li] ? nullptr : slot);
       if (pipe->to_registers[li]) {
         buffer_reads_[pipe->loads[li]] = t;
         continue;
@@ -219,16 +236,17 @@ void Lowerer::lower_for(const Op& op) {
     auto refill = [&, iv_lead](llvm::Value* fill) {
       std::vector<Regs> cur;
       for (auto& ph : lead_phis) cur.emplace_back(ph.begin(), ph.end());
-      lead_next = issue_stage(op, *pipe, bases, cur, iv_lead, fill);
+      lead_next = issue_stage(op, *pipe, bases, cur, iv_lead, fill, false);
     };
     llvm::Value* last = b_.getInt32(pipe->slots() - 1);
     slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
     if (pipe->early_refill) {
       // Iteration i + stages - 1 reuses this iteration's slot once every
       // thread has read it.
-      refill_after_ = pipe->loads.back();
+      for (size_t li = 0; li < pipe->loads.size(); ++li)
+        if (!pipe->invariant[li]) refill_after_ = pipe->loads[li];
       refill_ = [&, refill] {
-        if (pipe->shared_reads) t_.barrier(b_);
+        if (pipe->shared_reads) barrier();
         refill(slot);
       };
     }
@@ -246,6 +264,11 @@ void Lowerer::lower_for(const Op& op) {
   const Op* yield = body.terminator();
   std::vector<Regs> next;
   for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
+  // Back to the top: restore what the body assumed of the slots.
+  const ScratchScope& body_scope = scopes_.back();
+  if ((body_scope.assumed[0] && !slot_clean_[0]) || (body_scope.assumed[1] && !slot_clean_[1])) barrier();
+  scopes_.pop_back();
+  for (size_t k = 0; k < outer_seen.size(); ++k) scopes_[k].barrier_seen = outer_seen[k];  // the body may not run
   llvm::Value* iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateBr(header);
@@ -260,7 +283,7 @@ void Lowerer::lower_for(const Op& op) {
     // Copies past the end still write zeros: drain them before the
     // buffers become scratch again.
     t_.async_wait(b_, 0);
-    t_.barrier(b_);
+    barrier();
     for (const Op* o : pipe->skip) smem_vals_.erase(o->result());
     for (const Op* o : pipe->loads) buffer_reads_.erase(o);
     scratch_base_ = saved_scratch;
@@ -276,7 +299,16 @@ void Lowerer::lower_if(const Op& op) {
   auto* join = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
   b_.CreateCondBr(cond, then_bb, else_bb);
   std::vector<std::pair<llvm::BasicBlock*, std::vector<Regs>>> arms;
+  // Exchange-slot state: each arm starts from the state here; after the
+  // join a slot is clean, or a barrier seen, only if so on both paths.
+  const bool entry_clean[2] = {slot_clean_[0], slot_clean_[1]};
+  std::vector<bool> entry_seen, join_seen;
+  for (const auto& sc : scopes_) entry_seen.push_back(sc.barrier_seen);
+  bool join_clean[2] = {true, true};
+  join_seen.assign(scopes_.size(), true);
   for (int side = 0; side < 2; ++side) {
+    slot_clean_[0] = entry_clean[0], slot_clean_[1] = entry_clean[1];
+    for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = entry_seen[k];
     b_.SetInsertPoint(side == 0 ? then_bb : else_bb);
     std::vector<Regs> vals;
     if (side < int(op.regions.size())) {
@@ -287,7 +319,11 @@ void Lowerer::lower_if(const Op& op) {
     }
     arms.push_back({b_.GetInsertBlock(), vals});
     b_.CreateBr(join);
+    for (int k = 0; k < 2; ++k) join_clean[k] = join_clean[k] && slot_clean_[k];
+    for (size_t k = 0; k < scopes_.size(); ++k) join_seen[k] = join_seen[k] && scopes_[k].barrier_seen;
   }
+  slot_clean_[0] = join_clean[0], slot_clean_[1] = join_clean[1];
+  for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = join_seen[k];
   b_.SetInsertPoint(join);
   for (size_t k = 0; k < op.results.size(); ++k) {
     Regs merged;

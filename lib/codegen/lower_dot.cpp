@@ -26,7 +26,7 @@ void Lowerer::lower_dot(const Op& op) {
     tile[i] = smem_source(op, i, staged);
     if (!tile[i]) regs[i] = dot_operand(op, i);
   }
-  if (staged) t_.barrier(b_);  // staged tiles are written
+  if (staged) barrier();  // staged tiles are written
   const MatrixInstr& mi = *d.instr;
   for (auto*& v : c) v = cast(v, acc, mi.acc, op);
   int na = mi.a.in_size(kReg), nb = mi.b.in_size(kReg), nc = mi.c.in_size(kReg);
@@ -66,7 +66,7 @@ std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& stag
   const DotLayouts& d = plan_.dots.at(&dot);
   const LinearLayout& from = plan_.of(v);
   if (from == (i == 0 ? d.a : d.b) || same_threads(from, i == 0 ? d.a : d.b)) return std::nullopt;
-  if (staged == 0) t_.barrier(b_);  // the previous scratch user is done
+  if (staged == 0) barrier();  // the previous scratch user is done
   SmemTile t = write_tile(get(v), from, v->type, staged);
   staged += (t.bytes() + 127) / 128 * 128;
   return t;
@@ -82,7 +82,7 @@ Regs Lowerer::dot_operand(const Op& dot, int i) {
   if (auto it = hoisted_.find({&dot, i}); it != hoisted_.end()) return it->second;
   int64_t staged = 0;
   if (auto t = smem_source(dot, i, staged)) {
-    if (staged) t_.barrier(b_);
+    if (staged) barrier();
     Regs out(num_regs(i == 0 ? d.a : d.b));
     for (int s = 0; s < d.reps_k; ++s) {
       Regs part = load_fragments(*t, dot, i, s);
@@ -150,6 +150,7 @@ SmemTile Lowerer::write_tile(const Regs& regs, const LinearLayout& l, const ir::
 // Only the fragments of K step `s` are read (the other registers stay
 // null).
 Regs Lowerer::load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
+  scratch_read(-1);
   const DotLayouts& d = plan_.dots.at(&dot);
   const LinearLayout& l = i == 0 ? d.a : d.b;
   int k_dim = i == 0 ? 1 : 0;

@@ -47,7 +47,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m_, &os)) throw Error("internal: the lowered LLVM module is invalid: " + err);
   if (smem_bytes_ > t_.max_shared_bytes())
-    throw Error("kernel '" + name + "' needs " + std::to_string(smem_bytes_) + " bytes of shared memory, the target has " +
+    throw SharedMemoryOverflow("kernel '" + name + "' needs " + std::to_string(smem_bytes_) + " bytes of shared memory, the target has " +
                 std::to_string(t_.max_shared_bytes()));
   return {std::move(module), threads, int(smem_bytes_)};
 }
@@ -147,8 +147,12 @@ std::vector<bool> Lowerer::duplicate_regs(const LinearLayout& l) {
   return dup;
 }
 
-// Scratch users (conversions, reductions) share one region that starts
-// past the buffers live pipelines hold (scratch_base_).
+// Shared memory is allocated by lifetime. Lifetimes nest in structured IR:
+// a pipeline's buffers live while its loop runs, scratch (conversions,
+// reductions, staged dot operands) only within one op. So a stack is the
+// allocator: a loop's buffers go at scratch_base_, which moves past them
+// for the loop and back after it (loops in sequence reuse the bytes,
+// nested ones stack), and every scratch user starts at scratch_base_.
 llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset) {
   return b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(byte_offset, b_.getInt64(scratch_base_)));
 }
@@ -169,6 +173,7 @@ llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t
   llvm::Value* off = b_.CreateAdd(b_.CreateMul(b_.CreateZExt(elem_index, b_.getInt64Ty()), b_.getInt64(size)),
                                   b_.getInt64(base));
   llvm::Value* v = b_.CreateLoad(lt, smem_ptr(off));
+  scratch_read(-1);
   return ty->isIntegerTy(1) ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
 }
 
@@ -206,12 +211,12 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
   int64_t numel = 1;
   for (auto s : shape) numel *= s;
   need_smem(numel * alloc_size(ty));
-  t_.barrier(b_);
+  barrier();
   auto dup = duplicate_regs(from);
   auto hw = hw_coords(from);
   for (int r = 0; r < num_regs(from); ++r)
     if (!dup[r]) smem_store(regs[r], flat_index(hw, reg_coords(from, r), shape), ty);
-  t_.barrier(b_);
+  barrier();
   auto hw_to = hw_coords(to);
   Regs out;
   for (int r = 0; r < num_regs(to); ++r) out.push_back(smem_load(ty, flat_index(hw_to, reg_coords(to, r), shape)));
@@ -398,6 +403,16 @@ void Lowerer::lower_elementwise(const Op& op) {
   for (size_t i = 0; i < op.operands.size(); ++i) ins.push_back(operand(op, int(i)));
   int n = width_of(op.result());
   Regs out;
+  // An f32 tile divided by one value (a row's sum, say), where the target
+  // divides approximately anyway: one division a thread, then multiplies.
+  // Adds at most half an ulp to the approximate division's error.
+  if (op.kind == OpKind::Div && op.result()->type.dtype == DType::f32 && n > 1 &&
+      std::all_of(ins[1].begin(), ins[1].end(), [&](llvm::Value* v) { return v == ins[1][0]; }))
+    if (llvm::Value* inv = t_.fast_divide(b_, llvm::ConstantFP::get(b_.getFloatTy(), 1.0), ins[1][0])) {
+      for (int r = 0; r < n; ++r) out.push_back(b_.CreateFMul(ins[0].size() == 1 ? ins[0][0] : ins[0][r], inv));
+      vals_[op.result()] = out;
+      return;
+    }
   for (int r = 0; r < n; ++r) {
     std::vector<llvm::Value*> args;
     for (auto& in : ins) args.push_back(in.size() == 1 ? in[0] : in[r]);
@@ -803,22 +818,22 @@ void Lowerer::lower_atomic(const Op& op) {
   if (tile) {
     int64_t numel = ptr->type.numel();
     need_smem(numel * alloc_size(ty));
-    t_.barrier(b_);
+    barrier();
     auto hw = hw_coords(*l);
     for (size_t r = 0; r < ptrs.size(); ++r)
       if (!dup[r]) guarded(owner, [&]() -> llvm::Value* {
           smem_store(old[r], flat_index(hw, reg_coords(*l, int(r)), ptr->type.shape), ty);
           return nullptr;
         }, nullptr);
-    t_.barrier(b_);
+    barrier();
     Regs out;
     for (size_t r = 0; r < ptrs.size(); ++r) out.push_back(smem_load(ty, flat_index(hw, reg_coords(*l, int(r)), ptr->type.shape)));
     vals_[op.result()] = out;
   } else {
     need_smem(alloc_size(ty));
-    t_.barrier(b_);
+    barrier();
     guarded(owner, [&]() -> llvm::Value* { smem_store(old[0], b_.getInt32(0), ty); return nullptr; }, nullptr);
-    t_.barrier(b_);
+    barrier();
     vals_[op.result()] = {smem_load(ty, b_.getInt32(0))};
   }
 }
@@ -874,7 +889,14 @@ void Lowerer::lower_print(const Op& op) {
 
 LoweredKernel lower_to_llvm(llvm::LLVMContext& ctx, const ir::Function& fn, const LayoutPlan& plan,
                             const transforms::AxisAnalysis& axis, const Target& target, const std::string& name) {
-  return lowering::Lowerer(ctx, plan, axis, target).run(fn, name);
+  // Loads pipelined into registers take shared memory the body's scratch
+  // might have needed: if the kernel does not fit, lower it again without
+  // them (dots' pipelines stay; they were there before such loads were).
+  try {
+    return lowering::Lowerer(ctx, plan, axis, target, true).run(fn, name);
+  } catch (const lowering::SharedMemoryOverflow&) {
+    return lowering::Lowerer(ctx, plan, axis, target, false).run(fn, name);
+  }
 }
 
 }  // namespace tl::codegen

@@ -1,9 +1,37 @@
 // Lowering of reductions and scans (see lowerer.h): registers first, then
 // lane shuffles, then one exchange between warps through shared memory;
 // scans walk lines a thread holds whole.
+//
+// The exchange alternates between two small slots of the scratch region, so
+// that back-to-back reductions (a row's max, then its sum) need one barrier
+// each rather than two: the barrier between one reduction's writes and
+// reads also frees the slot the next one writes. Lowerer::barrier and
+// scratch_read track which slots are free (see lowerer.h).
 #include "codegen/lowerer.h"
 
 namespace tl::codegen::lowering {
+
+namespace {
+constexpr int64_t kSlotBytes = 4096;  // larger exchanges use the old path
+}
+
+void Lowerer::barrier() {
+  t_.barrier(b_);
+  slot_clean_[0] = slot_clean_[1] = true;
+  for (auto& s : scopes_) s.barrier_seen = true;
+}
+
+// A read of scratch memory: of one exchange slot, or (-1) of any of it.
+void Lowerer::scratch_read(int slot) {
+  if (slot != 1) slot_clean_[0] = false;
+  if (slot != 0) slot_clean_[1] = false;
+}
+
+// A barrier is skipped because `slot` is clean: loop bodies that have not
+// had a barrier yet rely on their entry assumption for it.
+void Lowerer::rely_on_clean(int slot) {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->barrier_seen; ++it) it->assumed[slot] = true;
+}
 
 // Applies a combine region to (lhs..., rhs...) scalars.
 std::vector<llvm::Value*> Lowerer::combine(const ir::Region& region, const std::vector<llvm::Value*>& lhs,
@@ -116,7 +144,12 @@ void Lowerer::lower_reduce(const Op& op) {
       total += groups * slots * alloc_size(acc[0][i]->getType());
       total = (total + 15) / 16 * 16;
     }
-    need_smem(total);
+    // Slot `ex` of two, or the whole scratch region (ex = -1) when too big.
+    int ex = total <= kSlotBytes ? next_slot_ : -1;
+    int64_t at = ex < 0 ? 0 : ex * kSlotBytes;
+    need_smem(at + total);
+    if (ex >= 0) next_slot_ ^= 1;
+    for (auto& b : base) b += at;
     // This warp's index among the warps along the axis.
     llvm::Value* group = b_.getInt32(0);
     for (size_t k = 0; k < warp_bits.size(); ++k)
@@ -125,12 +158,15 @@ void Lowerer::lower_reduce(const Op& op) {
     auto slot = [&](int j) -> llvm::Value* {
       return scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
     };
-    t_.barrier(b_);
+    if (ex < 0 || !slot_clean_[ex]) barrier();
+    else rely_on_clean(ex);
     for (int j = 0; j < out_regs; ++j)
       for (size_t i = 0; i < n; ++i)
         smem_store(acc[j][i], b_.CreateAdd(b_.CreateMul(group, b_.getInt32(int32_t(slots))), slot(j)),
                    acc[j][i]->getType(), base[i]);
-    t_.barrier(b_);
+    barrier();
+    // The reads below dirty this slot only.
+    bool other_clean = ex >= 0 && slot_clean_[1 - ex];
     // When the low lane bits replicate the result (a reduction to a
     // scalar, say), lane l reads the partial of warp group (l mod groups)
     // and shuffles across those bits combine the groups: one read per
@@ -160,6 +196,7 @@ void Lowerer::lower_reduce(const Op& op) {
       }
       acc[j] = v;
     }
+    if (ex >= 0) slot_clean_[1 - ex] = other_clean;
   }
   // The results are in the sliced layout; users may have asked for another.
   for (size_t i = 0; i < n; ++i) {

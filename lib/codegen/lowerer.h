@@ -66,10 +66,18 @@ struct SmemTile {
   int64_t bytes() const { return shape[0] * shape[1] * elem_bytes; }
 };
 
+// The kernel needs more shared memory than the target has.
+struct SharedMemoryOverflow : Error {
+  using Error::Error;
+};
+
 class Lowerer {
  public:
-  Lowerer(llvm::LLVMContext& ctx, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const Target& target)
-      : ctx_(ctx), plan_(plan), axis_(axis), t_(target), b_(ctx) {}
+  // `register_pipelines`: whether loads read into registers may be
+  // pipelined (pipeline_plan.h), taking shared memory for their buffers.
+  Lowerer(llvm::LLVMContext& ctx, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const Target& target,
+          bool register_pipelines)
+      : ctx_(ctx), plan_(plan), register_pipelines_(register_pipelines), axis_(axis), t_(target), b_(ctx) {}
 
   LoweredKernel run(const ir::Function& fn, const std::string& name);
 
@@ -94,6 +102,11 @@ class Lowerer {
   std::vector<bool> duplicate_regs(const LinearLayout& l);
 
   // ----------------------------------------------------------- shared memory
+  // Every block-wide barrier goes through here (lower_reduce.cpp), so that
+  // reductions know which of their exchange slots are free.
+  void barrier();
+  void scratch_read(int slot);
+  void rely_on_clean(int slot);
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
   void need_smem(int64_t bytes) { smem_bytes_ = std::max<int64_t>(smem_bytes_, scratch_base_ + bytes); }
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
@@ -180,13 +193,14 @@ class Lowerer {
   llvm::Value* buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r);
   void read_buffer(const Op& op, const SmemTile& t);
   std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
-                                const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot);
+                                const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot, bool first);
   void hoist_dot_operands(const ir::Region& body);
   void lower_for(const Op& op);
   void lower_if(const Op& op);
 
   llvm::LLVMContext& ctx_;
   const LayoutPlan& plan_;
+  bool register_pipelines_;
   const transforms::AxisAnalysis& axis_;
   const Target& t_;
   IRBuilder<> b_;
@@ -207,6 +221,19 @@ class Lowerer {
   const Op* refill_after_ = nullptr;
   std::function<void()> refill_;
   std::unordered_map<const ir::Value*, Regs> vals_;
+  // Reductions exchange partials between warps through two slots of the
+  // scratch region, used in turn; a slot is clean when no thread can still
+  // be reading it (a barrier since its last read), and then the exchange
+  // needs no barrier before its writes. Loop bodies are lowered assuming
+  // both slots clean on entry; a scope records the slots that assumption
+  // was relied on, and the latch restores it with a barrier if needed.
+  struct ScratchScope {
+    bool barrier_seen = false;      // a barrier on every path since the body began
+    bool assumed[2] = {false, false};
+  };
+  bool slot_clean_[2] = {true, true};
+  int next_slot_ = 0;
+  std::vector<ScratchScope> scopes_;
 };
 
 }  // namespace tl::codegen::lowering

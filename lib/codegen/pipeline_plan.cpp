@@ -111,6 +111,7 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
     const Op* load;
     bool to_registers;
     std::vector<const Op*> trans;
+    bool invariant = false;
   };
   std::vector<Candidate> cands;
   bool any_dot_reads = false;
@@ -123,7 +124,8 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
     if (bytes != 4 && bytes != 8 && bytes != 16) continue;
     Candidate c{&ld, false, {}};
     if (!dot_reads(ld, c.trans)) {
-      if (!may_reorder || std::all_of(ld.operands.begin(), ld.operands.end(), invariant)) continue;
+      if (!may_reorder) continue;
+      c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), invariant);
       c.to_registers = true;
       c.trans.clear();
     }
@@ -131,16 +133,18 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
     cands.push_back(std::move(c));
   }
   // Buffers of register loads must leave room for the body's scratch:
-  // the first ones in body order that fit are pipelined.
+  // the first ones in body order that fit are pipelined, loads that change
+  // each iteration before invariant ones (one buffer each, filled once).
   int64_t register_bytes = 0;
-  std::erase_if(cands, [&](const Candidate& c) {
-    if (!c.to_registers) return false;
-    const ir::Type& t = c.load->result()->type;
-    int64_t bytes = t.numel() * byte_size(t.dtype) * (any_dot_reads ? p.stages : p.stages - 1);
-    if (register_bytes + bytes > target.smem_budget) return true;
-    register_bytes += bytes;
-    return false;
-  });
+  for (bool inv : {false, true})
+    std::erase_if(cands, [&](const Candidate& c) {
+      if (!c.to_registers || c.invariant != inv) return false;
+      const ir::Type& t = c.load->result()->type;
+      int64_t bytes = t.numel() * byte_size(t.dtype) * (inv ? 1 : any_dot_reads ? p.stages : p.stages - 1);
+      if (register_bytes + bytes > target.smem_budget) return true;
+      register_bytes += bytes;
+      return false;
+    });
   if (cands.empty()) return std::nullopt;
 
   // The backward slice of each load's operands, closed over carried
@@ -172,6 +176,7 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
     }
     p.loads.push_back(c.load);
     p.to_registers.push_back(c.to_registers);
+    p.invariant.push_back(c.invariant);
     if (c.to_registers) {
       const LinearLayout& l = plan.of(c.load->result());
       bool one_owner = !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) && (1 << l.in_bits(kWarp)) >= plan.num_warps;
@@ -181,7 +186,8 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
       p.skip.insert(c.trans.begin(), c.trans.end());
     }
   }
-  if (p.loads.empty()) return std::nullopt;
+  // Invariant loads alone are not worth a pipeline.
+  if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
   for (const auto& o : body.ops)
     if (need.count(o.get())) p.lead_ops.push_back(o.get());

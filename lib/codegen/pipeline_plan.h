@@ -15,7 +15,11 @@
 //    for a depth itself (tl::range's num_stages): issuing a load early is
 //    wrong if an earlier iteration stores to what it reads, and only the
 //    author knows that. Those whose buffers would not leave room for the
-//    body's scratch are left in place.
+//    body's scratch are left in place. A load whose address and mask are
+//    the same in every iteration (a layernorm's weights) is copied once,
+//    before the loop, and read from its buffer in each iteration: shared
+//    memory instead of L2 for every row, and no registers held across the
+//    loop. Such loads ride along with a pipeline; alone they make none.
 // The ops a load's address and mask need (pointer increments, the
 // ragged-K mask) form the "lead" slice: the lowering runs them `stages - 1`
 // iterations ahead, carrying its own copies of the loop-carried values they
@@ -44,6 +48,7 @@ struct PipelinePlan {
   int stages = 0;
   std::vector<const ir::Op*> loads;     // pipelined loads, in body order
   std::vector<bool> to_registers;       // per load: read into registers (else by dots)
+  std::vector<bool> invariant;          // per load: the same every iteration: copied once
   bool early_refill = false;            // no dot reads a buffer: stages - 1 slots
   bool shared_reads = false;            // some thread reads an element another copied
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order

@@ -53,6 +53,56 @@ void small_sum(ptr<float> out, ptr<float> in, scalar<int32_t> steps) {
   store(out + c, acc);
 }
 
+// Softmax over rows, persistent and pipelined: two reductions a row.
+template <int BLOCK>
+void softmax_rows(ptr<float> out, ptr<bf16> in, scalar<int32_t> rows) {
+  auto cols = arange(0, BLOCK);                                                      // [BLOCK] i32
+  for (auto r : range(program_id(0), rows, num_programs(0), {.num_stages = 2})) {
+    auto x = cast<float>(load(in + r * BLOCK + cols));                               // [BLOCK] f32
+    auto num = exp(x - max(x, 0));                                                   // [BLOCK] f32
+    store(out + r * BLOCK + cols, num / sum(num, 0));
+  }
+}
+
+// A row times a weight vector the same for every row (an invariant load:
+// copied once before the loop), plus the row's sum.
+template <int BLOCK>
+void weighted_rows(ptr<float> out, ptr<bf16> in, ptr<bf16> weight, scalar<int32_t> rows, scalar<int32_t> n) {
+  auto cols = arange(0, BLOCK);                                                     // [BLOCK] i32
+  auto mask = cols < n;                                                             // [BLOCK] i1
+  for (auto r : range(program_id(0), rows, num_programs(0), {.num_stages = 2})) {
+    auto x = cast<float>(load(in + r * n + cols, mask, -1.5f));                     // [BLOCK] f32
+    auto w = cast<float>(load(weight + cols, mask, 2.0f));                          // [BLOCK] f32
+    store(out + r * BLOCK + cols, x * w + sum(x, 0));
+  }
+}
+
+// Reductions across warps in a loop: one or two an iteration (the two
+// exchange slots in turn), in if_ arms and in a nested loop.
+void reductions_walk(ptr<float> out, ptr<float> in, scalar<int32_t> rows) {
+  auto c = arange(0, 2048);                                          // [2048] i32
+  auto acc = zeros<float>({2048});                                   // [2048] f32
+  for (auto r : range(0, rows)) {
+    auto x = load(in + r * 2048 + c);                                // [2048] f32
+    auto m = max(x, 0);                                              // scalar f32
+    acc = acc + (x - m);
+    if_(m > 0.9f, [&] { acc = acc + sum(x, 0); }, [&] { acc = acc * 0.5f; });
+    for (auto k : range(0, r % 3)) acc = acc + min(x * cast<float>(k + 1), 0);
+  }
+  store(out + c, acc);
+}
+
+// One or two pipelined loops in sequence (shared-memory reuse).
+template <int LOOPS>
+void sequential_loops(ptr<float> out, ptr<float> in, scalar<int32_t> steps) {
+  auto c = arange(0, 1024);                                          // [1024] i32
+  auto a = zeros<float>({1024});                                     // [1024] f32
+  for (auto k : range(0, steps)) a = a + load(in + k * 1024 + c);
+  if (LOOPS == 2)
+    for (auto k : range(0, steps)) a = a * load(in + k * 1024 + c);
+  store(out + c, a);
+}
+
 template <int BLOCK, int S>
 void check_rows(int rows, int n, int programs) {
   INFO("BLOCK " << BLOCK << " stages " << S << " rows " << rows << " n " << n << " programs " << programs);
@@ -95,6 +145,35 @@ TEST_CASE("loads pipelined into registers match at trip counts 0, 1, 2, S-1, S a
     check_tiles<64, 32, true>(64, 29, steps);
   }
   check_tiles<16, 128, false>(16, 128, 5);
+  for (int rows : {0, 1, 2, 5}) {
+    same_on_both<float>([&](Device& d) {
+      auto k = compile(reductions_walk, {.name = "reductions_walk", .num_warps = 8});
+      auto x = d.upload(random<float>(size_t(std::max(rows, 1)) * 2048, -1, 1, 14));
+      auto out = d.alloc<float>(2048);
+      d(k, Grid{1}, out, x, rows);
+      d.synchronize();
+      return std::vector<std::vector<float>>{out.download<float>()};
+    }, 1e-4, 1e-3);
+  }
+  for (int rows : {0, 1, 2, 9}) {
+    same_on_both<float>([&](Device& d) {
+      auto k = compile(weighted_rows<4096>, {.name = "weighted_rows", .num_warps = 8});
+      auto x = d.upload(random<bf16>(size_t(std::max(rows, 1)) * 4000, -2, 2, 16));
+      auto w = d.upload(random<bf16>(4000, -2, 2, 17));
+      auto out = d.upload(std::vector<float>(size_t(std::max(rows, 1)) * 4096, 7.0f));
+      d(k, Grid{3}, out, x, w, rows, 4000);
+      d.synchronize();
+      return std::vector<std::vector<float>>{out.download<float>()};
+    }, 1e-5, 1e-3);
+  }
+  same_on_both<float>([&](Device& d) {
+    auto k = compile(softmax_rows<4096>, {.name = "softmax_rows", .num_warps = 8});
+    auto x = d.upload(random<bf16>(4096 * 37, -8, 8, 15));
+    auto out = d.alloc<float>(4096 * 37);
+    d(k, Grid{5}, out, x, 37);
+    d.synchronize();
+    return std::vector<std::vector<float>>{out.download<float>()};
+  }, 1e-5, 1e-7);
   for (int steps : {0, 1, 2, 7}) {
     same_on_both<float>([&](Device& d) {
       auto k = compile(small_sum, {.name = "small_sum", .num_warps = 4});
@@ -124,6 +203,26 @@ TEST_CASE("loads pipelined into registers lower to cp.async and assemble", "[cod
   check_assembles(ptx, "sm_90a");
   Kernel rows3 = compile(rows_walk<1024, 3>, {.name = "rows_walk", .num_warps = 4});
   CHECK(count(ptx_of(rows3), R"(cp\.async\.wait_group 1;)") == 1);
+  // Softmax rows: the two reductions share one barrier each (the max's
+  // exchange and the sum's use different slots); around the loop one
+  // barrier before it and one draining the copies after it.
+  Kernel sm = compile(softmax_rows<4096>, {.name = "softmax_rows", .num_warps = 8});
+  std::string smptx = ptx_of(sm);
+  CHECK(count(smptx, R"(bar\.sync)") == 4);
+  CHECK(count(smptx, R"(div\.full\.f32)") == 1);  // one reciprocal a row, then multiplies
+  check_assembles(smptx, "sm_90a");
+  // The weight vector is copied once, before the loop (2 copies a thread);
+  // the rows twice (prologue and loop, 2 copies a thread each).
+  Kernel wr = compile(weighted_rows<4096>, {.name = "weighted_rows", .num_warps = 8});
+  std::string wptx = ptx_of(wr);
+  CHECK(count(wptx, R"(cp\.async\.cg\.shared\.global)") == 6);
+  check_assembles(wptx, "sm_90a");
+  // Shared memory follows lifetimes: a pipeline's buffers live for its
+  // loop, so two loops in sequence reuse the same bytes.
+  Kernel one = compile(sequential_loops<1>, {.name = "loops1"}), two = compile(sequential_loops<2>, {.name = "loops2"});
+  int64_t one_bytes = codegen::compile(*one.impl(), aligned(one), "sm_90a").shared_bytes;
+  CHECK(one_bytes >= 2 * 1024 * 4);  // 3 stages: 2 slots of 1024 f32
+  CHECK(codegen::compile(*two.impl(), aligned(two), "sm_90a").shared_bytes == one_bytes);
   // A loop that stores and names no depth keeps its loads in place.
   Kernel plain = compile(rows_walk<1024, -1>, {.name = "rows_walk", .num_warps = 4});
   CHECK(count(ptx_of(plain), R"(cp\.async)") == 0);
