@@ -103,6 +103,18 @@ void sequential_loops(ptr<float> out, ptr<float> in, scalar<int32_t> steps) {
   store(out + c, a);
 }
 
+// A pipelined row of 128 KB beside a scan whose layout conversions need
+// 128 KB of scratch: together more than a block's shared memory.
+void crowded(ptr<float> out, ptr<float> in, ptr<float> grid, scalar<int32_t> rows) {
+  auto c = arange(0, 32768);                                         // [32768] i32
+  auto g = col(arange(0, 128)) * 256 + row(arange(0, 256));          // [128, 256] i32
+  for (auto r : range(0, rows, 1, {.num_stages = 2})) {
+    auto x = load(in + r * 32768 + c);                               // [32768] f32
+    store(out + r * 32768 + c, x * 2.0f);
+    store(grid + g, cumsum(load(grid + g), 0));
+  }
+}
+
 template <int BLOCK, int S>
 void check_rows(int rows, int n, int programs) {
   INFO("BLOCK " << BLOCK << " stages " << S << " rows " << rows << " n " << n << " programs " << programs);
@@ -223,6 +235,12 @@ TEST_CASE("loads pipelined into registers lower to cp.async and assemble", "[cod
   int64_t one_bytes = codegen::compile(*one.impl(), aligned(one), "sm_90a").shared_bytes;
   CHECK(one_bytes >= 2 * 1024 * 4);  // 3 stages: 2 slots of 1024 f32
   CHECK(codegen::compile(*two.impl(), aligned(two), "sm_90a").shared_bytes == one_bytes);
+  // Register pipelines give way when the body's scratch needs the room:
+  // the kernel compiles, its row loaded in place.
+  Kernel crowd = compile(crowded, {.name = "crowded", .num_warps = 8});
+  auto ck = codegen::compile(*crowd.impl(), aligned(crowd), "sm_90a");
+  CHECK(ck.shared_bytes >= 128 * 256 * 4);
+  CHECK(count(ck.assembly, R"(cp\.async)") == 0);
   // A loop that stores and names no depth keeps its loads in place.
   Kernel plain = compile(rows_walk<1024, -1>, {.name = "rows_walk", .num_warps = 4});
   CHECK(count(ptx_of(plain), R"(cp\.async)") == 0);
