@@ -77,7 +77,6 @@ std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& stag
 // written to shared memory and read back with matrix loads (or converted
 // generically).
 Regs Lowerer::dot_operand(const Op& dot, int i) {
-  const ir::Value* v = dot.operands[i];
   const DotLayouts& d = plan_.dots.at(&dot);
   if (auto it = hoisted_.find({&dot, i}); it != hoisted_.end()) return it->second;
   int64_t staged = 0;

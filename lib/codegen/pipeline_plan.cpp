@@ -186,8 +186,6 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
       p.skip.insert(c.trans.begin(), c.trans.end());
     }
   }
-  // Invariant loads alone are not worth a pipeline.
-  if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
   for (const auto& o : body.ops)
     if (need.count(o.get())) p.lead_ops.push_back(o.get());
