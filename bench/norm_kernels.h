@@ -34,12 +34,14 @@ void layernorm_row(tl::ptr<T> out, tl::ptr<T> in, tl::ptr<T> weight, tl::ptr<T> 
   auto cols = tl::arange(0, BLOCK);                                          // [BLOCK] i32
   auto mask = cols < n;                                                      // [BLOCK] i1
   auto count = tl::cast<float>(n);
-  auto x = tl::cast<float>(tl::load(in + row * stride + cols, mask, 0.0f));  // [BLOCK] f32
+  // The row streams through L2 only (.cg); weight and bias, read again for
+  // every row, stay in L1 as long as they can (evict_last).
+  auto x = tl::cast<float>(tl::load(in + row * stride + cols, mask, 0.0f, {.cache = ".cg"}));  // [BLOCK] f32
   auto mean = tl::sum(x, 0) / count;                                         // scalar f32
   auto centered = tl::where(mask, x - mean, 0.0f);                           // [BLOCK] f32
   auto rstd = tl::rsqrt(tl::sum(centered * centered, 0) / count + eps);      // scalar f32
-  auto w = tl::cast<float>(tl::load(weight + cols, mask));                   // [BLOCK] f32
-  auto b = tl::cast<float>(tl::load(bias + cols, mask));                     // [BLOCK] f32
+  auto w = tl::cast<float>(tl::load(weight + cols, mask, {.evict = "evict_last"}));  // [BLOCK] f32
+  auto b = tl::cast<float>(tl::load(bias + cols, mask, {.evict = "evict_last"}));    // [BLOCK] f32
   tl::store(out + row * stride + cols, tl::cast<T>(centered * rstd * w + b), mask);
 }
 

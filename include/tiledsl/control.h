@@ -20,6 +20,13 @@
 
 namespace tl {
 
+// Software pipelining (GPU targets with asynchronous copies): tile loads in
+// the loop are issued num_stages - 1 iterations ahead into shared memory.
+// Loads that feed dots always qualify; other loads qualify in loops that
+// store nothing, or when the loop names its own num_stages here: that is
+// the author's promise that no iteration stores to memory a later
+// iteration's loads read. Loads the same in every iteration (a weight
+// vector) then come from shared memory, copied once before the loop.
 struct RangeOptions {
   int num_stages = -1;  // software-pipelining depth; -1: CompileOptions::num_stages
 };

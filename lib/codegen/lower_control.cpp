@@ -242,7 +242,7 @@ void Lowerer::lower_for(const Op& op) {
     slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
     if (pipe->early_refill) {
       // Iteration i + stages - 1 reuses this iteration's slot once every
-      // thread has read it (nothing to refill when all loads are invariant).
+      // thread has read it.
       refill_after_ = nullptr;
       for (size_t li = 0; li < pipe->loads.size(); ++li)
         if (!pipe->invariant[li]) refill_after_ = pipe->loads[li];

@@ -186,6 +186,10 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
       p.skip.insert(c.trans.begin(), c.trans.end());
     }
   }
+  // Invariant loads alone make no pipeline: on the H200 a layernorm whose
+  // weights alone took the shared memory lost the L1 they hit in
+  // (docs/perf.md, run 21).
+  if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
   for (const auto& o : body.ops)
     if (need.count(o.get())) p.lead_ops.push_back(o.get());

@@ -19,7 +19,7 @@
 //    the same in every iteration (a layernorm's weights) is copied once,
 //    before the loop, and read from its buffer in each iteration: shared
 //    memory instead of L2 for every row, and no registers held across the
-//    loop. With no other pipelined load, the loop has only that prologue.
+//    loop. Such loads ride along with a pipeline; alone they make none.
 // The ops a load's address and mask need (pointer increments, the
 // ragged-K mask) form the "lead" slice: the lowering runs them `stages - 1`
 // iterations ahead, carrying its own copies of the loop-carried values they
