@@ -227,6 +227,8 @@ class NvptxTarget final : public Target {
     return nvptx::ldmatrix(b, row_ptr, count, trans);
   }
   bool has_async_copy() const override { return true; }
+  // 64K registers per block on sm_80 .. sm_90, at most 255 a thread.
+  int thread_register_limit(int threads) const override { return std::min(255, 65536 / std::max(threads, 1)); }
   void async_copy(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes,
                   llvm::Value* pred) const override {
     nvptx::cp_async(b, dst, src, bytes, pred);

@@ -65,6 +65,7 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
                                        const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot,
                                        bool first) {
   const ir::Region& body = *loop.regions[0];
+  std::vector<Regs> prefetched;  // per load, its chunks (register prefetch)
   std::vector<std::pair<const ir::Value*, std::optional<Regs>>> saved;
   auto save = [&](const ir::Value* v) {
     auto it = vals_.find(v);
@@ -84,22 +85,37 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
     const Op& ld = *p.loads[li];
     const ir::Value* v = ld.result();
     const LinearLayout& l = plan_.of(v);
-    SmemTile t = buffer_tile(v, bases[li], p.invariant[li] ? nullptr : slot);
+    SmemTile t = p.prefetch_registers ? SmemTile{} : buffer_tile(v, bases[li], p.invariant[li] ? nullptr : slot);
     Regs ptrs = operand(ld, 0);
     Regs mask = ld.operands.size() > 1 ? operand(ld, 1) : Regs{};
     int vec = vector_width(ld, l, v->type.dtype);
     auto hw = hw_coords(l);
     auto dup = duplicate_regs(l);
+    Regs other = ld.operands.size() > 2 ? operand(ld, 2) : Regs{};
+    Regs loaded;
     for (int r = 0; r < num_regs(l); r += vec) {
-      if (dup[r]) continue;
       llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
+      if (p.prefetch_registers) {
+        // The next iteration's elements, loaded now into registers.
+        llvm::Type* mt = memory_type(v->type.dtype);
+        llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
+        llvm::Value* dflt = llvm::Constant::getNullValue(ty);
+        for (int k = 0; k < vec && !other.empty(); ++k)
+          dflt = vec == 1 ? to_memory(other[r]) : b_.CreateInsertElement(dflt, to_memory(other[r + k]), uint64_t(k));
+        loaded.push_back(t_.load(b_, ty, ptrs[r], pred, dflt, hints(ld)));
+        continue;
+      }
+      if (dup[r]) continue;
       t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(v->type.dtype), pred);
     }
+    if (p.prefetch_registers) prefetched.push_back(loaded);
   }
-  t_.async_commit(b_);
+  if (!p.prefetch_registers) t_.async_commit(b_);
   const Op* yield = body.terminator();
   std::vector<Regs> next;
   for (size_t k : p.lead_args) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
+  // Prefetched registers travel with the lead values, after them.
+  next.insert(next.end(), prefetched.begin(), prefetched.end());
   for (auto& [v, regs] : saved) {
     if (regs) vals_[v] = *regs;
     else vals_.erase(v);
@@ -134,12 +150,14 @@ void Lowerer::lower_for(const Op& op) {
   // then overflows is lowered again without them (lower_to_llvm).
   std::optional<PipelinePlan> pipe;
   int64_t budget = register_pipelines_ ? t_.max_shared_bytes() - scratch_base_ - 16 * 1024 : 0;
-  if (t_.has_async_copy()) pipe = plan_pipeline(op, plan_, axis_, {t_.has_matrix_load_8x8(), budget});
+  if (t_.has_async_copy())
+    pipe = plan_pipeline(op, plan_, axis_,
+                         {t_.has_matrix_load_8x8(), budget, t_.thread_register_limit(plan_.num_warps * plan_.warp_size)});
   std::vector<llvm::Value*> bases;
   int64_t saved_scratch = scratch_base_;
   std::vector<Regs> lead;
   if (pipe) {
-    for (size_t li = 0; li < pipe->loads.size(); ++li) {
+    for (size_t li = 0; li < pipe->loads.size() && !pipe->prefetch_registers; ++li) {
       bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_)));
       int64_t bytes = buffer_tile(pipe->loads[li]->result(), nullptr, nullptr).bytes();
       scratch_base_ += (bytes * (pipe->invariant[li] ? 1 : pipe->slots()) + 127) / 128 * 128;
@@ -147,7 +165,7 @@ void Lowerer::lower_for(const Op& op) {
     need_smem(0);
     // The buffers overlap scratch that earlier users (a hoisted operand's
     // matrix loads, say) may still be reading.
-    barrier();
+    if (!pipe->prefetch_registers) barrier();
     // Prologue: iterations 0 .. stages-2 into slots 0 .. stages-2.
     for (size_t k : pipe->lead_args) lead.push_back(init[k]);
     llvm::Value* iv_lead = lo;
@@ -214,9 +232,16 @@ void Lowerer::lower_for(const Op& op) {
     // This iteration's copies have landed (and every thread is past the
     // previous iteration's reads of the slot refilled below). A thread
     // that reads only what it copied itself needs no barrier.
-    t_.async_wait(b_, pipe->stages - 2);
-    if (!pipe->early_refill || pipe->shared_reads) barrier();
+    if (!pipe->prefetch_registers) {
+      t_.async_wait(b_, pipe->stages - 2);
+      if (!pipe->early_refill || pipe->shared_reads) barrier();
+    }
     for (size_t li = 0; li < pipe->loads.size(); ++li) {
+      if (pipe->prefetch_registers) {
+        auto& ph = lead_phis[pipe->lead_args.size() + li];
+        prefetched_[pipe->loads[li]] = Regs(ph.begin(), ph.end());
+        continue;
+      }
       const ir::Value* v = pipe->loads[li]->result();
       SmemTile t = buffer_tile(v, bases[li], pipe->invariant[li] ? nullptr : slot);
       if (pipe->to_registers[li]) {
@@ -247,7 +272,7 @@ void Lowerer::lower_for(const Op& op) {
       for (size_t li = 0; li < pipe->loads.size(); ++li)
         if (!pipe->invariant[li]) refill_after_ = pipe->loads[li];
       refill_ = [&, refill] {
-        if (pipe->shared_reads) barrier();
+        if (pipe->shared_reads && !pipe->prefetch_registers) barrier();
         refill(slot);
       };
     }
@@ -280,15 +305,16 @@ void Lowerer::lower_for(const Op& op) {
     for (size_t r = 0; r < lead_phis[k].size(); ++r) lead_phis[k][r]->addIncoming(lead_next[k][r], latch);
   if (slot) slot->addIncoming(slot_next, latch);
   b_.SetInsertPoint(exit);
-  if (pipe) {
+  if (pipe && !pipe->prefetch_registers) {
     // Copies past the end still write zeros: drain them before the
     // buffers become scratch again.
     t_.async_wait(b_, 0);
     barrier();
     for (const Op* o : pipe->skip) smem_vals_.erase(o->result());
-    for (const Op* o : pipe->loads) buffer_reads_.erase(o);
     scratch_base_ = saved_scratch;
   }
+  if (pipe)
+    for (const Op* o : pipe->loads) buffer_reads_.erase(o), prefetched_.erase(o);
   for (const auto& o : body.ops)
     for (int i = 0; i < 2; ++i) hoisted_.erase({o.get(), i});
 }

@@ -687,6 +687,17 @@ void Lowerer::lower_load(const Op& op) {
     return;
   }
   if (auto it = buffer_reads_.find(&op); it != buffer_reads_.end()) return read_buffer(op, it->second);
+  if (auto it = prefetched_.find(&op); it != prefetched_.end()) {
+    // Loaded by the previous iteration (register prefetch): unpack chunks.
+    Regs out;
+    for (llvm::Value* c : it->second) {
+      auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(c->getType());
+      for (unsigned k = 0; k < (vt ? vt->getNumElements() : 1); ++k)
+        out.push_back(from_memory(vt ? b_.CreateExtractElement(c, uint64_t(k)) : c, rt.dtype));
+    }
+    vals_[op.result()] = out;
+    return;
+  }
   const auto& l = plan_.of(op.result());
   Regs ptrs = operand(op, 0);
   Regs mask = op.operands.size() > 1 ? operand(op, 1) : Regs{};

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <numbers>
@@ -217,6 +218,9 @@ class Lowerer {
   std::set<const Op*> skip_;
   // Pipelined loads read into registers, and the buffer slot they read.
   std::unordered_map<const Op*, SmemTile> buffer_reads_;
+  // Pipelined loads prefetched into registers: their chunks.
+  std::unordered_map<const Op*, Regs> prefetched_;
+
   // Run right after lowering `refill_after_` (a pipelined loop's refill).
   const Op* refill_after_ = nullptr;
   std::function<void()> refill_;

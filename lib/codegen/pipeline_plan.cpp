@@ -191,6 +191,16 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
   // (docs/perf.md, run 21).
   if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
+  if (p.stages == 2 && p.early_refill && target.thread_registers > 0 &&
+      std::find(p.invariant.begin(), p.invariant.end(), true) == p.invariant.end()) {
+    int64_t regs = 0;  // per thread: the prefetched copy (packed) and the current one (f32)
+    for (const Op* ld : p.loads) {
+      const ir::Type& t = ld->result()->type;
+      int64_t n = plan.of(ld->result()).in_size(kReg);
+      regs += (n * byte_size(t.dtype) + 3) / 4 + n * std::max(1, byte_size(t.dtype) / 4);
+    }
+    p.prefetch_registers = 4 * regs <= 3 * int64_t(target.thread_registers);
+  }
   for (const auto& o : body.ops)
     if (need.count(o.get())) p.lead_ops.push_back(o.get());
   p.lead_args.assign(args.begin(), args.end());

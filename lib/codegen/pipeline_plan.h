@@ -31,6 +31,15 @@
 // the last load has been read, so `stages - 1` buffers suffice; if no two
 // threads read the same element, no barrier is needed either.
 //
+// At depth 2 with no dot reads and no invariant loads, the next
+// iteration's loads may go straight into registers instead (plain loads
+// whose results the loop carries; nothing waits until they are used) when
+// that copy plus the current one, counted a register per element as f32,
+// fit in three quarters of a thread's registers. On the H200 this took the
+// persistent bf16 softmax at 32768 from 3172 to 3356 GB/s; where it spilled
+// (f32 rows of 32 per thread at 64 registers) it lost a quarter, hence the
+// bound (docs/perf.md, run 25).
+//
 // LLVM-free: the lowering (lower_llvm.cpp) emits what this decides.
 #pragma once
 
@@ -50,7 +59,8 @@ struct PipelinePlan {
   std::vector<bool> to_registers;       // per load: read into registers (else by dots)
   std::vector<bool> invariant;          // per load: the same every iteration: copied once
   bool early_refill = false;            // no dot reads a buffer: stages - 1 slots
-  bool shared_reads = false;            // some thread reads an element another copied
+  bool shared_reads = false;
+  bool prefetch_registers = false;      // next iteration's loads into registers, no buffers            // some thread reads an element another copied
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order
   std::vector<size_t> lead_args;        // carried values (index k of args[k + 1]) those ops read
   std::set<const ir::Op*> skip;         // loads read by dots, their trans: never in registers
@@ -62,6 +72,7 @@ struct PipelinePlan {
 struct PipelineTarget {
   bool matrix_loads = false;  // 8x8 matrix loads (dots may read the buffers)
   int64_t smem_budget = 0;    // bytes the buffers of register loads may take
+  int thread_registers = 0;   // registers a thread may hold (0: unknown)
 };
 
 // The plan for `loop` (a For op), or nullopt when nothing qualifies or its

@@ -95,6 +95,9 @@ class Target {
   // at most n groups are still in flight (this thread's copies; a barrier
   // then makes them visible to the block).
   virtual bool has_async_copy() const { return false; }
+  // 32-bit registers one thread may hold in a block of `threads` (0:
+  // unknown). Decides whether a pipeline may prefetch into registers.
+  virtual int thread_register_limit(int threads) const { return 0; }
   virtual void async_copy(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes, llvm::Value* pred) const {
     throw Error("internal: target " + name() + " has no asynchronous copies");
   }

@@ -1,9 +1,11 @@
 // Loops whose loads are pipelined into registers (pipeline_plan.h): copies
-// issued iterations ahead into shared memory, read back where the load
-// stands. [gpu]: the same kernels on the GPU and the interpreter, at trip
-// counts around the depth, with masks whose `other` is not zero, 1-D and
-// 2-D tiles, column-major tiles and a tile smaller than the block.
-// [codegen]: the PTX shows the copies and assembles without spills.
+// issued iterations ahead into shared memory and read back where the load
+// stands, or (depth 2, when registers allow) the next iteration's loads
+// issued straight into registers. [gpu]: the same kernels on the GPU and
+// the interpreter, at trip counts around the depth, with masks whose
+// `other` is not zero, 1-D and 2-D tiles, column-major tiles and a tile
+// smaller than the block, in both forms. [codegen]: the PTX shows which
+// form and assembles without spills.
 #include <catch2/catch.hpp>
 
 #include "codegen_checks.h"
@@ -198,36 +200,40 @@ TEST_CASE("loads pipelined into registers match at trip counts 0, 1, 2, S-1, S a
   }
 }
 
-// Without a GPU: the loops above copy asynchronously, wait with the right
-// number of groups in flight, and assemble without spills.
-TEST_CASE("loads pipelined into registers lower to cp.async and assemble", "[codegen]") {
+// Without a GPU: the loops above prefetch into registers or copy
+// asynchronously into shared memory, wait with the right number of groups
+// in flight, and assemble without spills.
+TEST_CASE("pipelined loads lower to register prefetch or cp.async and assemble", "[codegen]") {
   using namespace codegen_checks;
   auto ptx_of = [](const Kernel& k) {
     return codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
   };
-  // Two stages, one buffer: wait for the only group in flight; each thread
-  // reads back what it copied, so the loop's only barriers are the sum's.
+  // Depth 2, 16 bf16 a thread: the next row goes straight into registers
+  // (two 16-byte loads a thread before the loop, two in it), no copies.
   Kernel rows2 = compile(rows_walk<4096, 2>, {.name = "rows_walk", .num_warps = 8});
   std::string ptx = ptx_of(rows2);
-  CHECK(count(ptx, R"(cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16)") > 0);
-  CHECK(count(ptx, R"(cp\.async\.wait_group 0;)") == 2);  // in the loop, and draining after it
-  CHECK(count(ptx, R"(ld\.shared\.v4\.b32|ld\.shared\.v4\.u32)") > 0);
+  CHECK(count(ptx, R"(cp\.async)") == 0);
+  CHECK(count(ptx, R"(ld\.global[.a-z0-9_:]*\.v4\.b32)") == 4);
   check_assembles(ptx, "sm_90a");
   Kernel rows3 = compile(rows_walk<1024, 3>, {.name = "rows_walk", .num_warps = 4});
   CHECK(count(ptx_of(rows3), R"(cp\.async\.wait_group 1;)") == 1);
   // Softmax rows: the two reductions share one barrier each (the max's
-  // exchange and the sum's use different slots); around the loop one
-  // barrier before it and one draining the copies after it.
+  // exchange and the sum's use different slots), and the prefetch needs
+  // none.
   Kernel sm = compile(softmax_rows<4096>, {.name = "softmax_rows", .num_warps = 8});
   std::string smptx = ptx_of(sm);
-  CHECK(count(smptx, R"(bar\.sync)") == 4);
+  CHECK(count(smptx, R"(bar\.sync)") == 2);
   CHECK(count(smptx, R"(div\.full\.f32)") == 1);  // one reciprocal a row, then multiplies
   check_assembles(smptx, "sm_90a");
-  // The weight vector is copied once, before the loop (2 copies a thread);
-  // the rows twice (prologue and loop, 2 copies a thread each).
+  // With a weight vector (invariant: copied once, before the loop, 2
+  // copies a thread) the rows go through shared memory too (prologue and
+  // loop, 2 copies a thread each): two stages, one buffer, waiting for the
+  // only group in flight, each thread reading back what it copied.
   Kernel wr = compile(weighted_rows<4096>, {.name = "weighted_rows", .num_warps = 8});
   std::string wptx = ptx_of(wr);
-  CHECK(count(wptx, R"(cp\.async\.cg\.shared\.global)") == 6);
+  CHECK(count(wptx, R"(cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16)") == 6);
+  CHECK(count(wptx, R"(cp\.async\.wait_group 0;)") == 2);  // in the loop, and draining after it
+  CHECK(count(wptx, R"(ld\.shared\.v4\.b32|ld\.shared\.v4\.u32)") > 0);
   check_assembles(wptx, "sm_90a");
   // Shared memory follows lifetimes: a pipeline's buffers live for its
   // loop, so two loops in sequence reuse the same bytes.
