@@ -1,7 +1,7 @@
 // Lowering of loops and conditionals (see lowerer.h): carried values become
-// phis; loops whose loads feed dots are software-pipelined as
-// pipeline_plan.h decides (asynchronous copies into shared-memory buffers,
-// address ops run ahead, predicated tail).
+// phis; loops are software-pipelined as pipeline_plan.h decides
+// (asynchronous copies into shared-memory buffers, or at depth 2 loads into
+// registers the loop carries; address ops run ahead, predicated tail).
 #include "codegen/lowerer.h"
 
 namespace tl::codegen::lowering {
@@ -12,6 +12,8 @@ namespace tl::codegen::lowering {
 // those of iteration i + stages - 1: into the slot iteration i - 1 read
 // when dots read the buffers (after this iteration's multiplies), else
 // into its own slot right after its last pipelined load has been read.
+// A register prefetch is the same without buffers: the loads' results
+// travel with the lead carried values, and nothing waits or synchronizes.
 
 // A pipelined load's buffer in slot `slot`: rank-1 tiles are one row.
 SmemTile Lowerer::buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value* slot) {
@@ -58,9 +60,10 @@ void Lowerer::read_buffer(const Op& op, const SmemTile& t) {
 
 // Lowers the lead ops for iteration `iv_lead` with the lead carried
 // values, issues the loads' copies into `slot`, commits them as one group
-// and returns the lead carried values of the next iteration. The body's
-// own values of those ops are left as they were. Invariant loads are
-// copied only with the first stage (`first`), into their one buffer.
+// and returns the lead carried values of the next iteration (then, for a
+// register prefetch, the loaded chunks of each load). The body's own
+// values of those ops are left as they were. Invariant loads are copied
+// only with the first stage (`first`), into their one buffer.
 std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
                                        const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot,
                                        bool first) {
@@ -83,32 +86,24 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
   for (size_t li = 0; li < p.loads.size(); ++li) {
     if (p.invariant[li] && !first) continue;
     const Op& ld = *p.loads[li];
+    Regs ptrs = operand(ld, 0);
+    if (p.prefetch_registers) {
+      // The next iteration's elements, loaded now into registers.
+      prefetched.push_back(load_chunks(ld, ptrs, live));
+      continue;
+    }
     const ir::Value* v = ld.result();
     const LinearLayout& l = plan_.of(v);
-    SmemTile t = p.prefetch_registers ? SmemTile{} : buffer_tile(v, bases[li], p.invariant[li] ? nullptr : slot);
-    Regs ptrs = operand(ld, 0);
+    SmemTile t = buffer_tile(v, bases[li], p.invariant[li] ? nullptr : slot);
     Regs mask = ld.operands.size() > 1 ? operand(ld, 1) : Regs{};
     int vec = vector_width(ld, l, v->type.dtype);
     auto hw = hw_coords(l);
     auto dup = duplicate_regs(l);
-    Regs other = ld.operands.size() > 2 ? operand(ld, 2) : Regs{};
-    Regs loaded;
     for (int r = 0; r < num_regs(l); r += vec) {
-      llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
-      if (p.prefetch_registers) {
-        // The next iteration's elements, loaded now into registers.
-        llvm::Type* mt = memory_type(v->type.dtype);
-        llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
-        llvm::Value* dflt = llvm::Constant::getNullValue(ty);
-        for (int k = 0; k < vec && !other.empty(); ++k)
-          dflt = vec == 1 ? to_memory(other[r]) : b_.CreateInsertElement(dflt, to_memory(other[r + k]), uint64_t(k));
-        loaded.push_back(t_.load(b_, ty, ptrs[r], pred, dflt, hints(ld)));
-        continue;
-      }
       if (dup[r]) continue;
+      llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
       t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(v->type.dtype), pred);
     }
-    if (p.prefetch_registers) prefetched.push_back(loaded);
   }
   if (!p.prefetch_registers) t_.async_commit(b_);
   const Op* yield = body.terminator();

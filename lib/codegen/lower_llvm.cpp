@@ -687,35 +687,38 @@ void Lowerer::lower_load(const Op& op) {
     return;
   }
   if (auto it = buffer_reads_.find(&op); it != buffer_reads_.end()) return read_buffer(op, it->second);
-  if (auto it = prefetched_.find(&op); it != prefetched_.end()) {
-    // Loaded by the previous iteration (register prefetch): unpack chunks.
-    Regs out;
-    for (llvm::Value* c : it->second) {
-      auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(c->getType());
-      for (unsigned k = 0; k < (vt ? vt->getNumElements() : 1); ++k)
-        out.push_back(from_memory(vt ? b_.CreateExtractElement(c, uint64_t(k)) : c, rt.dtype));
-    }
-    vals_[op.result()] = out;
-    return;
+  // Loaded by the previous iteration (register prefetch, lower_control.cpp).
+  auto pre = prefetched_.find(&op);
+  const Regs& chunks = pre != prefetched_.end() ? pre->second : load_chunks(op, operand(op, 0), nullptr);
+  Regs out;
+  for (llvm::Value* c : chunks) {
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(c->getType());
+    for (unsigned k = 0; k < (vt ? vt->getNumElements() : 1); ++k)
+      out.push_back(from_memory(vt ? b_.CreateExtractElement(c, uint64_t(k)) : c, rt.dtype));
   }
-  const auto& l = plan_.of(op.result());
-  Regs ptrs = operand(op, 0);
+  vals_[op.result()] = out;
+}
+
+// A tile load's vector accesses from `ptrs` (one a vector_width of
+// registers), `other` where the mask (and `live`, when given) is off.
+Regs Lowerer::load_chunks(const Op& op, const Regs& ptrs, llvm::Value* live) {
+  DType d = op.result()->type.dtype;
+  llvm::Type* mt = memory_type(d);
   Regs mask = op.operands.size() > 1 ? operand(op, 1) : Regs{};
   Regs other = op.operands.size() > 2 ? operand(op, 2) : Regs{};
-  int vec = vector_width(op, l, rt.dtype);
-  Regs out(ptrs.size());
+  int vec = vector_width(op, plan_.of(op.result()), d);
+  llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
+  Regs chunks;
   for (size_t r = 0; r < ptrs.size(); r += vec) {
-    llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
     llvm::Value* dflt = llvm::Constant::getNullValue(ty);
     if (!other.empty()) {
       dflt = vec == 1 ? to_memory(other[r]) : llvm::UndefValue::get(ty);
       for (int k = 0; k < vec && vec > 1; ++k) dflt = b_.CreateInsertElement(dflt, to_memory(other[r + k]), uint64_t(k));
     }
-    llvm::Value* v = t_.load(b_, ty, ptrs[r], mask.empty() ? nullptr : mask[r], dflt, hints(op));
-    for (int k = 0; k < vec; ++k)
-      out[r + k] = from_memory(vec == 1 ? v : b_.CreateExtractElement(v, uint64_t(k)), rt.dtype);
+    llvm::Value* pred = mask.empty() ? live : live ? b_.CreateAnd(live, mask[r]) : mask[r];
+    chunks.push_back(t_.load(b_, ty, ptrs[r], pred, dflt, hints(op)));
   }
-  vals_[op.result()] = out;
+  return chunks;
 }
 
 llvm::Value* Lowerer::from_memory(llvm::Value* v, DType d) {

@@ -153,6 +153,7 @@ class Lowerer {
   // Elements per vector access for a tile memory op in layout `l`.
   int vector_width(const Op& op, const LinearLayout& l, DType d) { return access_width(op, l, d, axis_); }
   void lower_load(const Op& op);
+  Regs load_chunks(const Op& op, const Regs& ptrs, llvm::Value* live);
   llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
   llvm::Value* from_memory(llvm::Value* v, DType d);
   void lower_store(const Op& op);
