@@ -186,9 +186,9 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
       p.skip.insert(c.trans.begin(), c.trans.end());
     }
   }
-  // Invariant loads alone make no pipeline: on the H200 a layernorm whose
+  // Invariant loads alone make no pipeline: measured, a layernorm whose
   // weights alone took the shared memory lost the L1 they hit in
-  // (docs/perf.md, run 21).
+  // (docs/perf.md, run 22).
   if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
   if (p.stages == 2 && p.early_refill && target.thread_registers > 0 &&
