@@ -128,6 +128,116 @@ void Lowerer::hoist_dot_operands(const ir::Region& body) {
           hoisted_[{o.get(), i}] = dot_operand(*o, i);
 }
 
+// Plans `loop`'s pipeline and places its buffers (a slot per stage and
+// load, below the scratch region), or nullopt. Register loads' buffers
+// leave 16 KB for the body's scratch (the reductions' two exchange slots
+// and small conversions); a kernel that then overflows is lowered again
+// without them (lower_to_llvm).
+std::optional<Lowerer::LoopPipeline> Lowerer::plan_loop_pipeline(const Op& loop) {
+  if (!t_.has_async_copy()) return std::nullopt;
+  int64_t budget = register_pipelines_ ? t_.max_shared_bytes() - scratch_base_ - 16 * 1024 : 0;
+  auto plan = plan_pipeline(loop, plan_, axis_,
+                            {t_.has_matrix_load_8x8(), budget, t_.thread_register_limit(plan_.num_warps * plan_.warp_size)});
+  if (!plan) return std::nullopt;
+  LoopPipeline lp{*plan};
+  lp.saved_scratch = scratch_base_;
+  if (plan->prefetch_registers) return lp;
+  for (size_t li = 0; li < plan->loads.size(); ++li) {
+    lp.bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_)));
+    int64_t bytes = buffer_tile(plan->loads[li]->result(), nullptr, nullptr).bytes();
+    scratch_base_ += (bytes * (plan->invariant[li] ? 1 : plan->slots()) + 127) / 128 * 128;
+  }
+  need_smem(0);
+  // The buffers overlap scratch that earlier users (a hoisted operand's
+  // matrix loads, say) may still be reading.
+  barrier();
+  return lp;
+}
+
+// The prologue: iterations 0 .. stages-2 into slots 0 .. stages-2. Returns
+// the lead carried values (and prefetched registers) the loop starts with.
+std::vector<Regs> Lowerer::pipeline_prologue(const Op& loop, const LoopPipeline& lp, const std::vector<Regs>& init,
+                                             llvm::Value* lo, llvm::Value* step) {
+  std::vector<Regs> lead;
+  for (size_t k : lp.plan.lead_args) lead.push_back(init[k]);
+  llvm::Value* iv_lead = lo;
+  for (int j = 0; j + 1 < lp.plan.stages; ++j) {
+    lead = issue_stage(loop, lp.plan, lp.bases, lead, iv_lead, b_.getInt32(j), j == 0);
+    iv_lead = b_.CreateAdd(iv_lead, step);
+  }
+  return lead;
+}
+
+// One iteration's body with its pipeline: wait for this iteration's
+// copies, point the loads at them, lower the body, and issue iteration
+// i + stages - 1 (lp.lead_next, lp.slot_next).
+void Lowerer::pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, llvm::Value* step,
+                             const std::vector<Regs>& lead) {
+  const PipelinePlan& p = lp.plan;
+  if (!p.prefetch_registers) {
+    // This iteration's copies have landed (and every thread is past the
+    // previous iteration's reads of the slot refilled below). A thread
+    // that reads only what it copied itself needs no barrier.
+    t_.async_wait(b_, p.stages - 2);
+    if (!p.early_refill || p.shared_reads) barrier();
+  }
+  for (size_t li = 0; li < p.loads.size(); ++li) {
+    const Op* ld = p.loads[li];
+    if (p.prefetch_registers) {
+      prefetched_[ld] = lead[p.lead_args.size() + li];
+      continue;
+    }
+    SmemTile t = buffer_tile(ld->result(), lp.bases[li], p.invariant[li] ? nullptr : lp.slot);
+    if (p.to_registers[li]) {
+      buffer_reads_[ld] = t;
+      continue;
+    }
+    smem_vals_[ld->result()] = t;
+    for (const Op* o : p.skip)
+      if (o->kind == OpKind::Trans && o->operands[0] == ld->result()) {
+        SmemTile tt = t;
+        tt.transposed = true;
+        smem_vals_[o->result()] = tt;
+      }
+  }
+  skip_.insert(p.skip.begin(), p.skip.end());
+  llvm::Value* iv_lead = b_.CreateAdd(iv, b_.CreateMul(step, llvm::ConstantInt::get(iv->getType(), p.stages - 1)));
+  auto refill = [&, iv_lead](llvm::Value* fill) { lp.lead_next = issue_stage(loop, p, lp.bases, lead, iv_lead, fill, false); };
+  llvm::Value* last = b_.getInt32(p.slots() - 1);
+  lp.slot_next = b_.CreateSelect(b_.CreateICmpEQ(lp.slot, last), b_.getInt32(0), b_.CreateAdd(lp.slot, b_.getInt32(1)));
+  const Op* saved_refill_after = refill_after_;
+  std::function<void()> saved_refill = refill_;
+  if (p.early_refill) {
+    // Iteration i + stages - 1 reuses this iteration's slot once every
+    // thread has read it.
+    refill_after_ = nullptr;
+    for (size_t li = 0; li < p.loads.size(); ++li)
+      if (!p.invariant[li]) refill_after_ = p.loads[li];
+    refill_ = [&, refill] {
+      if (p.shared_reads && !p.prefetch_registers) barrier();
+      refill(lp.slot);
+    };
+  }
+  lower_region(*loop.regions[0]);
+  refill_after_ = saved_refill_after, refill_ = saved_refill;
+  // Into the slot iteration i - 1 read, after this iteration's multiplies
+  // so that those start right after the barrier.
+  if (!p.early_refill)
+    refill(b_.CreateSelect(b_.CreateICmpEQ(lp.slot, b_.getInt32(0)), last, b_.CreateSub(lp.slot, b_.getInt32(1))));
+}
+
+// After the loop: copies past the end still write zeros, so drain them
+// before the buffers become scratch again.
+void Lowerer::finish_pipeline(const LoopPipeline& lp) {
+  if (!lp.plan.prefetch_registers) {
+    t_.async_wait(b_, 0);
+    barrier();
+  }
+  for (const Op* o : lp.plan.skip) smem_vals_.erase(o->result());
+  for (const Op* o : lp.plan.loads) buffer_reads_.erase(o), prefetched_.erase(o);
+  scratch_base_ = lp.saved_scratch;
+}
+
 void Lowerer::lower_for(const Op& op) {
   const ir::Region& body = *op.regions[0];
   llvm::Value* lo = get(op.operands[0])[0];
@@ -138,37 +248,8 @@ void Lowerer::lower_for(const Op& op) {
   std::vector<Regs> init;
   for (size_t k = 0; k < nc; ++k) init.push_back(in_layout(op.operands[3 + k], body.args[k + 1].get()));
   hoist_dot_operands(body);
-
-  // Pipeline buffers: a slot per stage and load, below the scratch region.
-  // Register loads' buffers leave 16 KB for the body's scratch (the
-  // reductions' two exchange slots and small conversions); a kernel that
-  // then overflows is lowered again without them (lower_to_llvm).
-  std::optional<PipelinePlan> pipe;
-  int64_t budget = register_pipelines_ ? t_.max_shared_bytes() - scratch_base_ - 16 * 1024 : 0;
-  if (t_.has_async_copy())
-    pipe = plan_pipeline(op, plan_, axis_,
-                         {t_.has_matrix_load_8x8(), budget, t_.thread_register_limit(plan_.num_warps * plan_.warp_size)});
-  std::vector<llvm::Value*> bases;
-  int64_t saved_scratch = scratch_base_;
-  std::vector<Regs> lead;
-  if (pipe) {
-    for (size_t li = 0; li < pipe->loads.size() && !pipe->prefetch_registers; ++li) {
-      bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_)));
-      int64_t bytes = buffer_tile(pipe->loads[li]->result(), nullptr, nullptr).bytes();
-      scratch_base_ += (bytes * (pipe->invariant[li] ? 1 : pipe->slots()) + 127) / 128 * 128;
-    }
-    need_smem(0);
-    // The buffers overlap scratch that earlier users (a hoisted operand's
-    // matrix loads, say) may still be reading.
-    if (!pipe->prefetch_registers) barrier();
-    // Prologue: iterations 0 .. stages-2 into slots 0 .. stages-2.
-    for (size_t k : pipe->lead_args) lead.push_back(init[k]);
-    llvm::Value* iv_lead = lo;
-    for (int j = 0; j + 1 < pipe->stages; ++j) {
-      lead = issue_stage(op, *pipe, bases, lead, iv_lead, b_.getInt32(j), j == 0);
-      iv_lead = b_.CreateAdd(iv_lead, step);
-    }
-  }
+  auto pipe = plan_loop_pipeline(op);
+  std::vector<Regs> lead = pipe ? pipeline_prologue(op, *pipe, init, lo, step) : std::vector<Regs>{};
 
   // The body assumes both exchange slots clean on entry (lower_reduce.cpp).
   if (!slot_clean_[0] || !slot_clean_[1]) {
@@ -201,86 +282,27 @@ void Lowerer::lower_for(const Op& op) {
     }
     return out;
   };
+  auto as_regs = [](const std::vector<std::vector<llvm::PHINode*>>& phis) {
+    std::vector<Regs> out;
+    for (const auto& ph : phis) out.emplace_back(ph.begin(), ph.end());
+    return out;
+  };
   auto phis = make_phis(init);
   auto lead_phis = make_phis(lead);
-  llvm::PHINode* slot = nullptr;
   if (pipe) {
-    slot = b_.CreatePHI(b_.getInt32Ty(), 2, "slot");
-    slot->addIncoming(b_.getInt32(0), pre);
+    pipe->slot = b_.CreatePHI(b_.getInt32Ty(), 2, "slot");
+    pipe->slot->addIncoming(b_.getInt32(0), pre);
   }
-  auto bind_carried = [&] {
-    for (size_t k = 0; k < nc; ++k) vals_[body.args[k + 1].get()] = Regs(phis[k].begin(), phis[k].end());
-    vals_[body.args[0].get()] = {iv};
-  };
-  bind_carried();
-  for (size_t k = 0; k < nc; ++k) vals_[op.results[k].get()] = Regs(phis[k].begin(), phis[k].end());
+  std::vector<Regs> carried = as_regs(phis);
+  for (size_t k = 0; k < nc; ++k) vals_[body.args[k + 1].get()] = vals_[op.results[k].get()] = carried[k];
+  vals_[body.args[0].get()] = {iv};
   llvm::Value* go = s ? b_.CreateICmpSLT(iv, hi) : b_.CreateICmpULT(iv, hi);
   b_.CreateCondBr(go, body_bb, exit);
 
   b_.SetInsertPoint(body_bb);
-  std::vector<Regs> lead_next;
-  llvm::Value* slot_next = nullptr;
   std::set<const Op*> saved_skip = skip_;
-  const Op* saved_refill_after = refill_after_;
-  std::function<void()> saved_refill = refill_;
-  if (pipe) {
-    // This iteration's copies have landed (and every thread is past the
-    // previous iteration's reads of the slot refilled below). A thread
-    // that reads only what it copied itself needs no barrier.
-    if (!pipe->prefetch_registers) {
-      t_.async_wait(b_, pipe->stages - 2);
-      if (!pipe->early_refill || pipe->shared_reads) barrier();
-    }
-    for (size_t li = 0; li < pipe->loads.size(); ++li) {
-      if (pipe->prefetch_registers) {
-        auto& ph = lead_phis[pipe->lead_args.size() + li];
-        prefetched_[pipe->loads[li]] = Regs(ph.begin(), ph.end());
-        continue;
-      }
-      const ir::Value* v = pipe->loads[li]->result();
-      SmemTile t = buffer_tile(v, bases[li], pipe->invariant[li] ? nullptr : slot);
-      if (pipe->to_registers[li]) {
-        buffer_reads_[pipe->loads[li]] = t;
-        continue;
-      }
-      smem_vals_[v] = t;
-      for (const Op* o : pipe->skip)
-        if (o->kind == OpKind::Trans && o->operands[0] == v) {
-          SmemTile tt = t;
-          tt.transposed = true;
-          smem_vals_[o->result()] = tt;
-        }
-    }
-    skip_.insert(pipe->skip.begin(), pipe->skip.end());
-    llvm::Value* iv_lead = b_.CreateAdd(iv, b_.CreateMul(step, llvm::ConstantInt::get(iv->getType(), pipe->stages - 1)));
-    auto refill = [&, iv_lead](llvm::Value* fill) {
-      std::vector<Regs> cur;
-      for (auto& ph : lead_phis) cur.emplace_back(ph.begin(), ph.end());
-      lead_next = issue_stage(op, *pipe, bases, cur, iv_lead, fill, false);
-    };
-    llvm::Value* last = b_.getInt32(pipe->slots() - 1);
-    slot_next = b_.CreateSelect(b_.CreateICmpEQ(slot, last), b_.getInt32(0), b_.CreateAdd(slot, b_.getInt32(1)));
-    if (pipe->early_refill) {
-      // Iteration i + stages - 1 reuses this iteration's slot once every
-      // thread has read it.
-      refill_after_ = nullptr;
-      for (size_t li = 0; li < pipe->loads.size(); ++li)
-        if (!pipe->invariant[li]) refill_after_ = pipe->loads[li];
-      refill_ = [&, refill] {
-        if (pipe->shared_reads && !pipe->prefetch_registers) barrier();
-        refill(slot);
-      };
-    }
-    lower_region(body);
-    refill_after_ = saved_refill_after, refill_ = saved_refill;
-    if (!pipe->early_refill) {
-      // Into the slot iteration i - 1 read, after this iteration's
-      // multiplies so that those start right after the barrier.
-      refill(b_.CreateSelect(b_.CreateICmpEQ(slot, b_.getInt32(0)), last, b_.CreateSub(slot, b_.getInt32(1))));
-    }
-  } else {
-    lower_region(body);
-  }
+  if (pipe) pipelined_body(op, *pipe, iv, step, as_regs(lead_phis));
+  else lower_region(body);
   skip_ = saved_skip;
   const Op* yield = body.terminator();
   std::vector<Regs> next;
@@ -296,20 +318,13 @@ void Lowerer::lower_for(const Op& op) {
   iv->addIncoming(iv_next, latch);
   for (size_t k = 0; k < nc; ++k)
     for (size_t r = 0; r < phis[k].size(); ++r) phis[k][r]->addIncoming(next[k][r], latch);
-  for (size_t k = 0; k < lead_phis.size(); ++k)
-    for (size_t r = 0; r < lead_phis[k].size(); ++r) lead_phis[k][r]->addIncoming(lead_next[k][r], latch);
-  if (slot) slot->addIncoming(slot_next, latch);
-  b_.SetInsertPoint(exit);
-  if (pipe && !pipe->prefetch_registers) {
-    // Copies past the end still write zeros: drain them before the
-    // buffers become scratch again.
-    t_.async_wait(b_, 0);
-    barrier();
-    for (const Op* o : pipe->skip) smem_vals_.erase(o->result());
-    scratch_base_ = saved_scratch;
+  if (pipe) {
+    for (size_t k = 0; k < lead_phis.size(); ++k)
+      for (size_t r = 0; r < lead_phis[k].size(); ++r) lead_phis[k][r]->addIncoming(pipe->lead_next[k][r], latch);
+    pipe->slot->addIncoming(pipe->slot_next, latch);
   }
-  if (pipe)
-    for (const Op* o : pipe->loads) buffer_reads_.erase(o), prefetched_.erase(o);
+  b_.SetInsertPoint(exit);
+  if (pipe) finish_pipeline(*pipe);
   for (const auto& o : body.ops)
     for (int i = 0; i < 2; ++i) hoisted_.erase({o.get(), i});
 }

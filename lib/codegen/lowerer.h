@@ -197,6 +197,21 @@ class Lowerer {
   std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
                                 const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot, bool first);
   void hoist_dot_operands(const ir::Region& body);
+  // A loop's pipeline while it is lowered (lower_control.cpp).
+  struct LoopPipeline {
+    PipelinePlan plan;
+    std::vector<llvm::Value*> bases;  // per load, its buffers (none for a register prefetch)
+    int64_t saved_scratch = 0;        // scratch_base_ before the buffers
+    llvm::PHINode* slot = nullptr;    // the slot this iteration reads
+    llvm::Value* slot_next = nullptr;
+    std::vector<Regs> lead_next;      // lead values (and prefetched registers) for the next iteration
+  };
+  std::optional<LoopPipeline> plan_loop_pipeline(const Op& loop);
+  std::vector<Regs> pipeline_prologue(const Op& loop, const LoopPipeline& lp, const std::vector<Regs>& init,
+                                      llvm::Value* lo, llvm::Value* step);
+  void pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, llvm::Value* step,
+                      const std::vector<Regs>& lead);
+  void finish_pipeline(const LoopPipeline& lp);
   void lower_for(const Op& op);
   void lower_if(const Op& op);
 
