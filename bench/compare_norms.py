@@ -26,8 +26,8 @@ SMS = torch.cuda.get_device_properties(0).multi_processor_count
 
 
 @triton.jit
-def softmax_kernel(out_ptr, in_ptr, stride, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+def softmax_row(out_ptr, in_ptr, row, stride, n, BLOCK: tl.constexpr):
+    # The same row as bench::softmax_row.
     cols = tl.arange(0, BLOCK)
     mask = cols < n
     x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
@@ -36,9 +36,8 @@ def softmax_kernel(out_ptr, in_ptr, stride, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.constexpr):
+def layernorm_row(out_ptr, in_ptr, w_ptr, b_ptr, row, stride, n, eps, BLOCK: tl.constexpr):
     # The same loads and hints as bench::layernorm_row.
-    row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n
     x = tl.load(in_ptr + row * stride + cols, mask=mask, other=0.0, cache_modifier=".cg").to(tl.float32)
@@ -51,30 +50,28 @@ def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.co
 
 
 @triton.jit
+def softmax_kernel(out_ptr, in_ptr, stride, n, BLOCK: tl.constexpr):
+    softmax_row(out_ptr, in_ptr, tl.program_id(0), stride, n, BLOCK)
+
+
+@triton.jit
+def layernorm_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, BLOCK: tl.constexpr):
+    layernorm_row(out_ptr, in_ptr, w_ptr, b_ptr, tl.program_id(0), stride, n, eps, BLOCK)
+
+
+@triton.jit
 def softmax_persistent_kernel(out_ptr, in_ptr, stride, n, rows, BLOCK: tl.constexpr, STAGES: tl.constexpr):
-    # The same persistent form as bench::softmax_fwd: rows pid, pid + P, ...
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n
+    # The same persistent form as bench::softmax_fwd_persistent: rows pid, pid + P, ...
     for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
-        x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        num = tl.exp(x - tl.max(x, axis=0))
-        tl.store(out_ptr + row * stride + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
+        softmax_row(out_ptr, in_ptr, row, stride, n, BLOCK)
 
 
 @triton.jit
 def layernorm_persistent_kernel(out_ptr, in_ptr, w_ptr, b_ptr, stride, n, eps, rows, BLOCK: tl.constexpr,
                                 STAGES: tl.constexpr):
-    # The same persistent form as bench::layernorm_fwd.
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n
+    # The same persistent form as bench::layernorm_fwd_persistent.
     for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
-        x = tl.load(in_ptr + row * stride + cols, mask=mask, other=0.0, cache_modifier=".cg").to(tl.float32)
-        mean = tl.sum(x, axis=0) / n
-        centered = tl.where(mask, x - mean, 0.0)
-        rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=0) / n + eps)
-        w = tl.load(w_ptr + cols, mask=mask, eviction_policy="evict_last").to(tl.float32)
-        b = tl.load(b_ptr + cols, mask=mask, eviction_policy="evict_last").to(tl.float32)
-        tl.store(out_ptr + row * stride + cols, (centered * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+        layernorm_row(out_ptr, in_ptr, w_ptr, b_ptr, row, stride, n, eps, BLOCK)
 
 
 def warps_for(block):  # the same choices as bench/norm_kernels.h
