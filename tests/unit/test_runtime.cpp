@@ -63,6 +63,11 @@ TEST_CASE("runtime: devices by name, by environment, and the best available", "[
   }
   REQUIRE_THROWS_WITH(tl::Device::get("nope"), StartsWith("unknown device 'nope' (available: ") && Contains("interp"));
   REQUIRE_THROWS_WITH(tl::Device().name(), "empty tl::Device: get one with tl::Device::get()");
+  // One program at a time on the interpreter; a GPU reports its SMs.
+  CHECK(tl::Device::get("interp").processor_count() == 1);
+  CHECK(tl::Device::inspector("sm_90a", "asm").processor_count() == 1);
+  if (std::find(names.begin(), names.end(), "cuda") != names.end())
+    CHECK(tl::Device::get("cuda").processor_count() >= 1);
 }
 
 TEST_CASE("runtime: buffers copy with type and size checks", "[runtime]") {
