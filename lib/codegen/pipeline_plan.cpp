@@ -63,69 +63,99 @@ bool writes_memory(const ir::Region& r) {
 
 }  // namespace
 
-std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan, const transforms::AxisAnalysis& axis,
-                                          const PipelineTarget& target) {
-  PipelinePlan p;
-  p.stages = int(loop.attr_int_or("num_stages", plan.num_stages));
-  if (p.stages < 2) return std::nullopt;
-  const ir::Region& body = *loop.regions[0];
-  bool may_reorder = loop.attrs.count("num_stages") || !writes_memory(body);
-  std::unordered_map<const ir::Value*, std::vector<const Op*>> users;
-  std::function<void(const ir::Region&)> note = [&](const ir::Region& r) {
-    for (const auto& o : r.ops) {
-      for (const ir::Value* v : o->operands) users[v].push_back(o.get());
-      for (const auto& sub : o->regions) note(*sub);
-    }
-  };
-  note(body);
-  auto dot_use = [&](const Op* u, const ir::Value* v) {
-    return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v &&
-           matrix_loadable_dot(*u, plan);
-  };
-  // Loads read by dots, with the trans ops between.
-  auto dot_reads = [&](const Op& ld, std::vector<const Op*>& trans) {
-    const ir::Value* v = ld.result();
-    if (!target.matrix_loads || v->type.rank() != 2 || users[v].empty()) return false;
-    if (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2])) return false;
-    for (const Op* u : users[v]) {
-      if (dot_use(u, v)) continue;
-      bool t_ok = u->kind == OpKind::Trans && !users[u->result()].empty();
-      for (const Op* uu : users[u->result()]) t_ok = t_ok && dot_use(uu, u->result());
-      if (!t_ok) return false;
-      trans.push_back(u);
-    }
-    return true;
-  };
-  // Values the same in every iteration: defined before the loop, or by
-  // pure ops of such values (an address computed in the body from
-  // arguments alone).
-  std::unordered_map<const ir::Value*, bool> invariant_memo;
-  std::function<bool(const ir::Value*)> invariant = [&](const ir::Value* v) -> bool {
-    if (!ir::defined_in(v, body)) return true;
-    if (!v->def || !clonable(*v->def)) return false;
-    if (auto it = invariant_memo.find(v); it != invariant_memo.end()) return it->second;
-    bool inv = std::all_of(v->def->operands.begin(), v->def->operands.end(), invariant);
-    return invariant_memo[v] = inv;
-  };
+namespace {
+
+// The planning of one loop: which loads, in which form, and the slice
+// that runs ahead of them.
+class Planner {
+ public:
+  Planner(const Op& loop, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const PipelineTarget& target)
+      : loop_(loop), body_(*loop.regions[0]), plan_(plan), axis_(axis), target_(target) {
+    note_users(body_);
+  }
+
+  std::optional<PipelinePlan> run();
+
+ private:
   struct Candidate {
     const Op* load;
     bool to_registers;
     std::vector<const Op*> trans;
     bool invariant = false;
   };
+
+  void note_users(const ir::Region& r) {
+    for (const auto& o : r.ops) {
+      for (const ir::Value* v : o->operands) users_[v].push_back(o.get());
+      for (const auto& sub : o->regions) note_users(*sub);
+    }
+  }
+  bool dot_use(const Op* u, const ir::Value* v) const {
+    return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v &&
+           matrix_loadable_dot(*u, plan_);
+  }
+  bool dot_reads(const Op& ld, std::vector<const Op*>& trans);
+  bool invariant(const ir::Value* v);
+  std::vector<Candidate> candidates(int stages);
+  bool pull(const ir::Value* v);
+  bool prefetch_fits(const PipelinePlan& p) const;
+
+  const Op& loop_;
+  const ir::Region& body_;
+  const LayoutPlan& plan_;
+  const transforms::AxisAnalysis& axis_;
+  const PipelineTarget& target_;
+  std::unordered_map<const ir::Value*, std::vector<const Op*>> users_;
+  std::unordered_map<const ir::Value*, bool> invariant_memo_;
+  std::set<const Op*> need_;  // the lead slice
+  std::set<size_t> args_;     // carried values it reads
+};
+
+// Whether every use of `ld` is a dot operand read with matrix loads
+// (directly, or through the trans ops it collects) and masked elements
+// are 0.
+bool Planner::dot_reads(const Op& ld, std::vector<const Op*>& trans) {
+  const ir::Value* v = ld.result();
+  if (!target_.matrix_loads || v->type.rank() != 2 || users_[v].empty()) return false;
+  if (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2])) return false;
+  for (const Op* u : users_[v]) {
+    if (dot_use(u, v)) continue;
+    bool t_ok = u->kind == OpKind::Trans && !users_[u->result()].empty();
+    for (const Op* uu : users_[u->result()]) t_ok = t_ok && dot_use(uu, u->result());
+    if (!t_ok) return false;
+    trans.push_back(u);
+  }
+  return true;
+}
+
+// Values the same in every iteration: defined before the loop, or by pure
+// ops of such values (an address computed in the body from arguments
+// alone).
+bool Planner::invariant(const ir::Value* v) {
+  if (!ir::defined_in(v, body_)) return true;
+  if (!v->def || !clonable(*v->def)) return false;
+  if (auto it = invariant_memo_.find(v); it != invariant_memo_.end()) return it->second;
+  bool inv = std::all_of(v->def->operands.begin(), v->def->operands.end(), [&](const ir::Value* x) { return invariant(x); });
+  return invariant_memo_[v] = inv;
+}
+
+// The body's tile loads that may be pipelined, in body order, within the
+// shared-memory budget.
+std::vector<Planner::Candidate> Planner::candidates(int stages) {
+  bool may_reorder = loop_.attrs.count("num_stages") || !writes_memory(body_);
   std::vector<Candidate> cands;
   bool any_dot_reads = false;
-  for (const auto& o : body.ops) {
+  for (const auto& o : body_.ops) {
     const Op& ld = *o;
     if (ld.kind != OpKind::Load) continue;
     const ir::Value* v = ld.result();
     if (!v->type.is_tile() || v->type.rank() > 2 || ld.attr_int_or("volatile", 0)) continue;
-    int bytes = access_width(ld, plan.of(v), v->type.dtype, axis) * byte_size(v->type.dtype);
+    int bytes = access_width(ld, plan_.of(v), v->type.dtype, axis_) * byte_size(v->type.dtype);
     if (bytes != 4 && bytes != 8 && bytes != 16) continue;
     Candidate c{&ld, false, {}};
     if (!dot_reads(ld, c.trans)) {
       if (!may_reorder) continue;
-      c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), invariant);
+      c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), [&](const ir::Value* x) { return invariant(x); });
       c.to_registers = true;
       c.trans.clear();
     }
@@ -140,46 +170,62 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
     std::erase_if(cands, [&](const Candidate& c) {
       if (!c.to_registers || c.invariant != inv) return false;
       const ir::Type& t = c.load->result()->type;
-      int64_t bytes = t.numel() * byte_size(t.dtype) * (inv ? 1 : any_dot_reads ? p.stages : p.stages - 1);
-      if (register_bytes + bytes > target.smem_budget) return true;
+      int64_t bytes = t.numel() * byte_size(t.dtype) * (inv ? 1 : any_dot_reads ? stages : stages - 1);
+      if (register_bytes + bytes > target_.smem_budget) return true;
       register_bytes += bytes;
       return false;
     });
-  if (cands.empty()) return std::nullopt;
+  return cands;
+}
 
-  // The backward slice of each load's operands, closed over carried
-  // values; a load whose slice holds an op that cannot run ahead stays
-  // where it is.
-  const Op* yield = body.terminator();
-  std::set<const Op*> need;
-  std::set<size_t> args;
-  std::function<bool(const ir::Value*)> pull = [&](const ir::Value* v) -> bool {
-    if (v == body.args[0].get()) return true;
-    for (size_t k = 0; k + 1 < body.args.size(); ++k)
-      if (v == body.args[k + 1].get()) return args.count(k) || (args.insert(k), pull(yield->operands[k]));
-    if (!v->def || !ir::defined_in(v, body)) return true;  // loop-invariant
-    if (need.count(v->def)) return true;
-    if (!clonable(*v->def)) return false;
-    need.insert(v->def);
-    for (const ir::Value* x : v->def->operands)
-      if (!pull(x)) return false;
-    return true;
-  };
-  for (const Candidate& c : cands) {
-    auto need0 = need;
-    auto args0 = args;
+// Adds what computing `v` ahead needs to the lead slice; false when that
+// holds an op that cannot run ahead.
+bool Planner::pull(const ir::Value* v) {
+  if (v == body_.args[0].get()) return true;
+  const Op* yield = body_.terminator();
+  for (size_t k = 0; k + 1 < body_.args.size(); ++k)
+    if (v == body_.args[k + 1].get()) return args_.count(k) || (args_.insert(k), pull(yield->operands[k]));
+  if (!v->def || !ir::defined_in(v, body_)) return true;  // loop-invariant
+  if (need_.count(v->def)) return true;
+  if (!clonable(*v->def)) return false;
+  need_.insert(v->def);
+  for (const ir::Value* x : v->def->operands)
+    if (!pull(x)) return false;
+  return true;
+}
+
+// Register prefetch: the prefetched copy (packed) and the current one (a
+// register per f32 element) within three quarters of a thread's registers.
+bool Planner::prefetch_fits(const PipelinePlan& p) const {
+  int64_t regs = 0;
+  for (const Op* ld : p.loads) {
+    const ir::Type& t = ld->result()->type;
+    int64_t n = plan_.of(ld->result()).in_size(kReg);
+    regs += (n * byte_size(t.dtype) + 3) / 4 + n * std::max(1, byte_size(t.dtype) / 4);
+  }
+  return 4 * regs <= 3 * int64_t(target_.thread_registers);
+}
+
+std::optional<PipelinePlan> Planner::run() {
+  PipelinePlan p;
+  p.stages = int(loop_.attr_int_or("num_stages", plan_.num_stages));
+  if (p.stages < 2) return std::nullopt;
+  // A load whose slice holds an op that cannot run ahead stays where it is.
+  for (const Candidate& c : candidates(p.stages)) {
+    auto need0 = need_;
+    auto args0 = args_;
     bool ok = true;
     for (const ir::Value* x : c.load->operands) ok = ok && pull(x);
     if (!ok) {
-      need = std::move(need0), args = std::move(args0);
+      need_ = std::move(need0), args_ = std::move(args0);
       continue;
     }
     p.loads.push_back(c.load);
     p.to_registers.push_back(c.to_registers);
     p.invariant.push_back(c.invariant);
     if (c.to_registers) {
-      const LinearLayout& l = plan.of(c.load->result());
-      bool one_owner = !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) && (1 << l.in_bits(kWarp)) >= plan.num_warps;
+      const LinearLayout& l = plan_.of(c.load->result());
+      bool one_owner = !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) && (1 << l.in_bits(kWarp)) >= plan_.num_warps;
       p.shared_reads = p.shared_reads || !one_owner;
     } else {
       p.skip.insert(c.load);
@@ -191,20 +237,20 @@ std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan
   // (docs/perf.md, run 22).
   if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
-  if (p.stages == 2 && p.early_refill && target.thread_registers > 0 &&
-      std::find(p.invariant.begin(), p.invariant.end(), true) == p.invariant.end()) {
-    int64_t regs = 0;  // per thread: the prefetched copy (packed) and the current one (f32)
-    for (const Op* ld : p.loads) {
-      const ir::Type& t = ld->result()->type;
-      int64_t n = plan.of(ld->result()).in_size(kReg);
-      regs += (n * byte_size(t.dtype) + 3) / 4 + n * std::max(1, byte_size(t.dtype) / 4);
-    }
-    p.prefetch_registers = 4 * regs <= 3 * int64_t(target.thread_registers);
-  }
-  for (const auto& o : body.ops)
-    if (need.count(o.get())) p.lead_ops.push_back(o.get());
-  p.lead_args.assign(args.begin(), args.end());
+  p.prefetch_registers = p.stages == 2 && p.early_refill && target_.thread_registers > 0 &&
+                         std::find(p.invariant.begin(), p.invariant.end(), true) == p.invariant.end() &&
+                         prefetch_fits(p);
+  for (const auto& o : body_.ops)
+    if (need_.count(o.get())) p.lead_ops.push_back(o.get());
+  p.lead_args.assign(args_.begin(), args_.end());
   return p;
+}
+
+}  // namespace
+
+std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan, const transforms::AxisAnalysis& axis,
+                                          const PipelineTarget& target) {
+  return Planner(loop, plan, axis, target).run();
 }
 
 }  // namespace tl::codegen
