@@ -94,6 +94,19 @@ void reductions_walk(ptr<float> out, ptr<float> in, scalar<int32_t> rows) {
   store(out + c, acc);
 }
 
+// A carried pointer (not the induction variable) addresses the loads; depth
+// 2, so the next step's tile is prefetched into registers.
+void pointer_walk(ptr<float> out, ptr<float> in, scalar<int32_t> steps) {
+  auto c = arange(0, 512);                                           // [512] i32
+  auto p = in + c;                                                   // [512] ptr<f32>
+  auto acc = zeros<float>({512});                                    // [512] f32
+  for (auto k : range(0, steps, 1, {.num_stages = 2})) {
+    acc = acc * 0.5f + load(p, c < 500, 3.0f);
+    p += 512;
+  }
+  store(out + c, acc);
+}
+
 // One or two pipelined loops in sequence (shared-memory reuse).
 template <int LOOPS>
 void sequential_loops(ptr<float> out, ptr<float> in, scalar<int32_t> steps) {
@@ -159,6 +172,16 @@ TEST_CASE("loads pipelined into registers match at trip counts 0, 1, 2, S-1, S a
     check_tiles<64, 32, true>(64, 29, steps);
   }
   check_tiles<16, 128, false>(16, 128, 5);
+  for (int steps : {0, 1, 2, 3, 8}) {
+    same_on_both<float>([&](Device& d) {
+      auto k = compile(pointer_walk, {.name = "pointer_walk", .num_warps = 4});
+      auto x = d.upload(random<float>(size_t(std::max(steps, 1)) * 512, -1, 1, 18));
+      auto out = d.alloc<float>(512);
+      d(k, Grid{1}, out, x, steps);
+      d.synchronize();
+      return std::vector<std::vector<float>>{out.download<float>()};
+    }, 1e-6, 1e-6);
+  }
   for (int rows : {0, 1, 2, 5}) {
     same_on_both<float>([&](Device& d) {
       auto k = compile(reductions_walk, {.name = "reductions_walk", .num_warps = 8});
@@ -215,6 +238,13 @@ TEST_CASE("pipelined loads lower to register prefetch or cp.async and assemble",
   CHECK(count(ptx, R"(cp\.async)") == 0);
   CHECK(count(ptx, R"(ld\.global[.a-z0-9_:]*\.v4\.b32)") == 4);
   check_assembles(ptx, "sm_90a");
+  // A carried pointer runs ahead with the prefetch: a 16-byte load a
+  // thread before the loop and in it (LLVM may unroll the loop).
+  Kernel pw = compile(pointer_walk, {.name = "pointer_walk", .num_warps = 4});
+  std::string pwptx = ptx_of(pw);
+  CHECK(count(pwptx, R"(cp\.async)") == 0);
+  CHECK(count(pwptx, R"(ld\.global[.a-z0-9_:]*\.v4\.b32)") >= 2);
+  check_assembles(pwptx, "sm_90a");
   Kernel rows3 = compile(rows_walk<1024, 3>, {.name = "rows_walk", .num_warps = 4});
   CHECK(count(ptx_of(rows3), R"(cp\.async\.wait_group 1;)") == 1);
   // Softmax rows: the two reductions share one barrier each (the max's
