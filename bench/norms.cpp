@@ -1,8 +1,11 @@
 // GB/s of row-wise softmax and layernorm forward over rows of 1024 to 32768
 // elements, bf16 and f32, on the best device present, with a copy kernel as
 // the ceiling. Bytes counted: each input element read once and each output
-// written once (weights and bias are negligible). bench/compare_norms.py
-// measures torch and Triton on the same shapes.
+// written once (weights and bias are negligible). Two forms of each kernel
+// (bench/norm_kernels.h): one program a row, and persistent programs swept
+// over pipelining depth, programs per SM and warps. bench/compare_norms.py
+// measures torch and Triton (the same two forms) on the same shapes, and
+// bench/summarize_norms.py puts them side by side.
 //
 //   bench_norms --benchmark_format=json --benchmark_out=norms.json
 // TILEDSL_BENCH_ELEMS sets the elements per matrix (default 2^25).
