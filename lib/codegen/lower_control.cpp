@@ -44,17 +44,13 @@ void Lowerer::read_buffer(const Op& op, const SmemTile& t) {
   Regs mask = op.operands.size() > 1 ? operand(op, 1) : Regs{};
   Regs other = op.operands.size() > 2 ? operand(op, 2) : Regs{};
   int vec = vector_width(op, l, rt.dtype);
+  llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
   auto hw = hw_coords(l);
-  Regs out(num_regs(l));
-  for (int r = 0; r < num_regs(l); r += vec) {
-    llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
-    llvm::Value* v = b_.CreateAlignedLoad(ty, buffer_ptr(t, l, hw, r), llvm::Align(vec * byte_size(rt.dtype)));
-    for (int k = 0; k < vec; ++k) {
-      llvm::Value* e = vec == 1 ? v : b_.CreateExtractElement(v, uint64_t(k));
-      if (!other.empty()) e = b_.CreateSelect(mask[r + k], e, to_memory(other[r + k]));
-      out[r + k] = from_memory(e, rt.dtype);
-    }
-  }
+  Regs chunks;
+  for (int r = 0; r < num_regs(l); r += vec)
+    chunks.push_back(b_.CreateAlignedLoad(ty, buffer_ptr(t, l, hw, r), llvm::Align(vec * byte_size(rt.dtype))));
+  Regs out = unpack_chunks(chunks, rt.dtype);
+  for (size_t r = 0; r < out.size() && !other.empty(); ++r) out[r] = b_.CreateSelect(mask[r], out[r], other[r]);
   vals_[op.result()] = out;
 }
 
@@ -80,9 +76,7 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
   vals_[body.args[0].get()] = {iv_lead};
   for (size_t j = 0; j < p.lead_args.size(); ++j) vals_[body.args[p.lead_args[j] + 1].get()] = lead[j];
   for (const Op* o : p.lead_ops) lower_op(*o);
-  llvm::Value* hi = get(loop.operands[1])[0];
-  bool s = !is_unsigned(loop.operands[0]->type.dtype);
-  llvm::Value* live = s ? b_.CreateICmpSLT(iv_lead, hi) : b_.CreateICmpULT(iv_lead, hi);
+  llvm::Value* live = in_range(loop, iv_lead);
   for (size_t li = 0; li < p.loads.size(); ++li) {
     if (p.invariant[li] && !first) continue;
     const Op& ld = *p.loads[li];
@@ -116,6 +110,12 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
     else vals_.erase(v);
   }
   return next;
+}
+
+// Whether induction value `iv` is below `loop`'s upper bound.
+llvm::Value* Lowerer::in_range(const Op& loop, llvm::Value* iv) {
+  llvm::Value* hi = get(loop.operands[1])[0];
+  return is_unsigned(loop.operands[0]->type.dtype) ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi);
 }
 
 // Dot operands defined before the loop are brought to their fragment
@@ -241,9 +241,7 @@ void Lowerer::finish_pipeline(const LoopPipeline& lp) {
 void Lowerer::lower_for(const Op& op) {
   const ir::Region& body = *op.regions[0];
   llvm::Value* lo = get(op.operands[0])[0];
-  llvm::Value* hi = get(op.operands[1])[0];
   llvm::Value* step = get(op.operands[2])[0];
-  bool s = !is_unsigned(op.operands[0]->type.dtype);
   size_t nc = op.results.size();
   std::vector<Regs> init;
   for (size_t k = 0; k < nc; ++k) init.push_back(in_layout(op.operands[3 + k], body.args[k + 1].get()));
@@ -296,8 +294,7 @@ void Lowerer::lower_for(const Op& op) {
   std::vector<Regs> carried = as_regs(phis);
   for (size_t k = 0; k < nc; ++k) vals_[body.args[k + 1].get()] = vals_[op.results[k].get()] = carried[k];
   vals_[body.args[0].get()] = {iv};
-  llvm::Value* go = s ? b_.CreateICmpSLT(iv, hi) : b_.CreateICmpULT(iv, hi);
-  b_.CreateCondBr(go, body_bb, exit);
+  b_.CreateCondBr(in_range(op, iv), body_bb, exit);
 
   b_.SetInsertPoint(body_bb);
   std::set<const Op*> saved_skip = skip_;

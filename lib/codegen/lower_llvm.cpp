@@ -689,14 +689,19 @@ void Lowerer::lower_load(const Op& op) {
   if (auto it = buffer_reads_.find(&op); it != buffer_reads_.end()) return read_buffer(op, it->second);
   // Loaded by the previous iteration (register prefetch, lower_control.cpp).
   auto pre = prefetched_.find(&op);
-  const Regs& chunks = pre != prefetched_.end() ? pre->second : load_chunks(op, operand(op, 0), nullptr);
+  vals_[op.result()] = unpack_chunks(pre != prefetched_.end() ? pre->second : load_chunks(op, operand(op, 0), nullptr),
+                                     rt.dtype);
+}
+
+// The elements of vector accesses (as loaded from memory), in order.
+Regs Lowerer::unpack_chunks(const Regs& chunks, DType d) {
   Regs out;
   for (llvm::Value* c : chunks) {
     auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(c->getType());
     for (unsigned k = 0; k < (vt ? vt->getNumElements() : 1); ++k)
-      out.push_back(from_memory(vt ? b_.CreateExtractElement(c, uint64_t(k)) : c, rt.dtype));
+      out.push_back(from_memory(vt ? b_.CreateExtractElement(c, uint64_t(k)) : c, d));
   }
-  vals_[op.result()] = out;
+  return out;
 }
 
 // A tile load's vector accesses from `ptrs` (one a vector_width of

@@ -165,8 +165,6 @@ void Lowerer::lower_reduce(const Op& op) {
         smem_store(acc[j][i], b_.CreateAdd(b_.CreateMul(group, b_.getInt32(int32_t(slots))), slot(j)),
                    acc[j][i]->getType(), base[i]);
     barrier();
-    // The reads below dirty this slot only.
-    bool other_clean = ex >= 0 && slot_clean_[1 - ex];
     // When the low lane bits replicate the result (a reduction to a
     // scalar, say), lane l reads the partial of warp group (l mod groups)
     // and shuffles across those bits combine the groups: one read per
@@ -196,7 +194,8 @@ void Lowerer::lower_reduce(const Op& op) {
       }
       acc[j] = v;
     }
-    if (ex >= 0) slot_clean_[1 - ex] = other_clean;
+    // The reads dirtied this slot only; the barrier above freed the other.
+    if (ex >= 0) slot_clean_[1 - ex] = true;
   }
   // The results are in the sliced layout; users may have asked for another.
   for (size_t i = 0; i < n; ++i) {

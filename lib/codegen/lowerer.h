@@ -154,6 +154,7 @@ class Lowerer {
   int vector_width(const Op& op, const LinearLayout& l, DType d) { return access_width(op, l, d, axis_); }
   void lower_load(const Op& op);
   Regs load_chunks(const Op& op, const Regs& ptrs, llvm::Value* live);
+  Regs unpack_chunks(const Regs& chunks, DType d);
   llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
   llvm::Value* from_memory(llvm::Value* v, DType d);
   void lower_store(const Op& op);
@@ -196,6 +197,7 @@ class Lowerer {
   void read_buffer(const Op& op, const SmemTile& t);
   std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
                                 const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot, bool first);
+  llvm::Value* in_range(const Op& loop, llvm::Value* iv);
   void hoist_dot_operands(const ir::Region& body);
   // A loop's pipeline while it is lowered (lower_control.cpp).
   struct LoopPipeline {
