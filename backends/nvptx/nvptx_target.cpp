@@ -6,6 +6,7 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Triple.h>
 
@@ -84,6 +85,12 @@ class NvptxTarget final : public Target {
       LLVMInitializeNVPTXTarget();
       LLVMInitializeNVPTXTargetMC();
       LLVMInitializeNVPTXAsmPrinter();
+      // 32-bit shared-memory pointers (as Triton's data layout has them):
+      // shared addresses fit in 32 bits, and a 64-bit one costs a register
+      // pair in kernels that run at the register limit.
+      auto& opts = llvm::cl::getRegisteredOptions();
+      if (auto it = opts.find("nvptx-short-ptr"); it != opts.end())
+        if (auto* short_ptr = static_cast<llvm::cl::opt<bool>*>(it->second)) short_ptr->setValue(true);
     });
     llvm::Triple triple("nvptx64-nvidia-cuda");
     std::string err;

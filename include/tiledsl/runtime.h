@@ -24,6 +24,10 @@ struct CompileOptions {
   std::string name;      // kernel name; defaults to "kernel"
   int num_warps = 4;
   int num_stages = 3;    // default software-pipelining depth of tl::range loops
+  // Lets a multiply and an add on the result become one fused multiply-add
+  // (one rounding instead of two), as Triton's enable_fp_fusion does by
+  // default. The interpreter rounds twice; results then differ by an ulp.
+  bool fp_fusion = true;
 };
 
 // What a device spent compiling kernels (GPU devices; all zero on the

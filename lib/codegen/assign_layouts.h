@@ -27,6 +27,7 @@ struct LayoutPlan {
   int num_warps = 4;
   int warp_size = 32;
   int num_stages = 3;  // default software-pipelining depth of loops
+  bool fp_fusion = true;  // a multiply feeding an add may fuse (CompileOptions)
   std::unordered_map<const ir::Value*, LinearLayout> layouts;  // every tile value
   std::unordered_map<const ir::Op*, DotLayouts> dots;            // every dot
 

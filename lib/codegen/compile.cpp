@@ -118,6 +118,7 @@ struct Pipeline {
           return t.matrix_instr(dot.operands[0]->type.dtype, dot.attr_str_or("input_precision", "tf32") == "tf32");
         })) {
     plan.num_stages = k.options.num_stages;
+    plan.fp_fusion = k.options.fp_fusion;
   }
 
   LoweredKernel lower(llvm::LLVMContext& ctx) const {

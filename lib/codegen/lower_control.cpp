@@ -36,8 +36,11 @@ llvm::Value* Lowerer::buffer_ptr(const SmemTile& t, const LinearLayout& l, const
 
 // A load pipelined into registers: each thread reads back the elements
 // it copied (or, for replicated layouts, a peer copied), then applies
-// `other` where the mask is off (the copies zero-filled those).
-void Lowerer::read_buffer(const Op& op, const SmemTile& t) {
+// `other` where the mask is off (the copies zero-filled those, so an
+// `other` of all zero bits needs nothing).
+void Lowerer::read_buffer(const Op& op, const BufferRead& at) {
+  if (at.wait >= 0) t_.async_wait(b_, at.wait);
+  const SmemTile& t = at.tile;
   const ir::Type& rt = op.result()->type;
   const LinearLayout& l = plan_.of(op.result());
   llvm::Type* mt = memory_type(rt.dtype);
@@ -50,7 +53,10 @@ void Lowerer::read_buffer(const Op& op, const SmemTile& t) {
   for (int r = 0; r < num_regs(l); r += vec)
     chunks.push_back(b_.CreateAlignedLoad(ty, buffer_ptr(t, l, hw, r), llvm::Align(vec * byte_size(rt.dtype))));
   Regs out = unpack_chunks(chunks, rt.dtype);
-  for (size_t r = 0; r < out.size() && !other.empty(); ++r) out[r] = b_.CreateSelect(mask[r], out[r], other[r]);
+  for (size_t r = 0; r < out.size() && !other.empty(); ++r) {
+    auto* zero = llvm::dyn_cast<llvm::Constant>(other[r]);
+    if (!(zero && zero->isNullValue())) out[r] = b_.CreateSelect(mask[r], out[r], other[r]);  // else zero-filled
+  }
   vals_[op.result()] = out;
 }
 
@@ -59,7 +65,8 @@ void Lowerer::read_buffer(const Op& op, const SmemTile& t) {
 // and returns the lead carried values of the next iteration (then, for a
 // register prefetch, the loaded chunks of each load). The body's own
 // values of those ops are left as they were. Invariant loads are copied
-// only with the first stage (`first`), into their one buffer.
+// only with the first stage (`first`), into their one buffer, and commit
+// as a group of their own when the plan says so (invariant_group).
 std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
                                        const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot,
                                        bool first) {
@@ -79,27 +86,15 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
   llvm::Value* live = in_range(loop, iv_lead);
   for (size_t li = 0; li < p.loads.size(); ++li) {
     if (p.invariant[li] && !first) continue;
-    const Op& ld = *p.loads[li];
-    Regs ptrs = operand(ld, 0);
-    if (p.prefetch_registers) {
-      // The next iteration's elements, loaded now into registers.
-      prefetched.push_back(load_chunks(ld, ptrs, live));
-      continue;
-    }
-    const ir::Value* v = ld.result();
-    const LinearLayout& l = plan_.of(v);
-    SmemTile t = buffer_tile(v, bases[li], p.invariant[li] ? nullptr : slot);
-    Regs mask = ld.operands.size() > 1 ? operand(ld, 1) : Regs{};
-    int vec = vector_width(ld, l, v->type.dtype);
-    auto hw = hw_coords(l);
-    auto dup = duplicate_regs(l);
-    for (int r = 0; r < num_regs(l); r += vec) {
-      if (dup[r]) continue;
-      llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
-      t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(v->type.dtype), pred);
-    }
+    if (p.invariant[li] && p.invariant_group) continue;  // below, after this stage's commit
+    issue_copy(*p.loads[li], p, li, bases, slot, live, prefetched);
   }
   if (!p.prefetch_registers) t_.async_commit(b_);
+  if (first && p.invariant_group) {
+    for (size_t li = 0; li < p.loads.size(); ++li)
+      if (p.invariant[li]) issue_copy(*p.loads[li], p, li, bases, slot, live, prefetched);
+    t_.async_commit(b_);
+  }
   const Op* yield = body.terminator();
   std::vector<Regs> next;
   for (size_t k : p.lead_args) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
@@ -110,6 +105,31 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
     else vals_.erase(v);
   }
   return next;
+}
+
+// One pipelined load of a stage: its copies into its buffer (slot `slot`
+// unless invariant), or for a register prefetch its chunks, appended to
+// `prefetched`.
+void Lowerer::issue_copy(const Op& ld, const PipelinePlan& p, size_t li, const std::vector<llvm::Value*>& bases,
+                         llvm::Value* slot, llvm::Value* live, std::vector<Regs>& prefetched) {
+  Regs ptrs = operand(ld, 0);
+  if (p.prefetch_registers) {
+    // The next iteration's elements, loaded now into registers.
+    prefetched.push_back(load_chunks(ld, ptrs, live));
+    return;
+  }
+  const ir::Value* v = ld.result();
+  const LinearLayout& l = plan_.of(v);
+  SmemTile t = buffer_tile(v, bases[li], p.invariant[li] ? nullptr : slot);
+  Regs mask = ld.operands.size() > 1 ? operand(ld, 1) : Regs{};
+  int vec = vector_width(ld, l, v->type.dtype);
+  auto hw = hw_coords(l);
+  auto dup = duplicate_regs(l);
+  for (int r = 0; r < num_regs(l); r += vec) {
+    if (dup[r]) continue;
+    llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
+    t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(v->type.dtype), pred);
+  }
 }
 
 // Whether induction value `iv` is below `loop`'s upper bound.
@@ -139,7 +159,8 @@ std::optional<Lowerer::LoopPipeline> Lowerer::plan_loop_pipeline(const Op& loop)
   auto plan = plan_pipeline(loop, plan_, axis_,
                             {t_.has_matrix_load_8x8(), budget, t_.thread_register_limit(plan_.num_warps * plan_.warp_size)});
   if (!plan) return std::nullopt;
-  LoopPipeline lp{*plan};
+  LoopPipeline lp;
+  lp.plan = *plan;
   lp.saved_scratch = scratch_base_;
   if (plan->prefetch_registers) return lp;
   for (size_t li = 0; li < plan->loads.size(); ++li) {
@@ -171,16 +192,45 @@ std::vector<Regs> Lowerer::pipeline_prologue(const Op& loop, const LoopPipeline&
 // One iteration's body with its pipeline: wait for this iteration's
 // copies, point the loads at them, lower the body, and issue iteration
 // i + stages - 1 (lp.lead_next, lp.slot_next).
-void Lowerer::pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, llvm::Value* step,
+void Lowerer::pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, llvm::Value* lo, llvm::Value* step,
                              const std::vector<Regs>& lead) {
   const PipelinePlan& p = lp.plan;
   if (!p.prefetch_registers) {
     // This iteration's copies have landed (and every thread is past the
     // previous iteration's reads of the slot refilled below). A thread
     // that reads only what it copied itself needs no barrier.
-    t_.async_wait(b_, p.stages - 2);
+    if (p.invariant_group) {
+      // Iteration 0 waits for its own copies only: the invariant group,
+      // committed after them, may still be pending (read_buffer waits).
+      auto* first_bb = llvm::BasicBlock::Create(ctx_, "pipe.first", fn_);
+      auto* rest_bb = llvm::BasicBlock::Create(ctx_, "pipe.rest", fn_);
+      auto* join_bb = llvm::BasicBlock::Create(ctx_, "pipe.waited", fn_);
+      b_.CreateCondBr(b_.CreateICmpEQ(iv, lo), first_bb, rest_bb);
+      b_.SetInsertPoint(first_bb);
+      t_.async_wait(b_, p.stages - 1);
+      b_.CreateBr(join_bb);
+      b_.SetInsertPoint(rest_bb);
+      t_.async_wait(b_, p.stages - 2);
+      b_.CreateBr(join_bb);
+      b_.SetInsertPoint(join_bb);
+    } else {
+      t_.async_wait(b_, p.stages - 2);
+    }
     if (!p.early_refill || p.shared_reads) barrier();
   }
+  // Where the refill is issued in the body (early refill: after the last
+  // load that changes; otherwise at the end).
+  const Op* refill_at = nullptr;
+  for (size_t li = 0; li < p.loads.size() && p.early_refill; ++li)
+    if (!p.invariant[li]) refill_at = p.loads[li];
+  auto refilled_before = [&](const Op* ld) {
+    if (!refill_at) return false;
+    for (const auto& o : loop.regions[0]->ops) {
+      if (o.get() == ld) return false;
+      if (o.get() == refill_at) return true;
+    }
+    return false;
+  };
   for (size_t li = 0; li < p.loads.size(); ++li) {
     const Op* ld = p.loads[li];
     if (p.prefetch_registers) {
@@ -189,7 +239,11 @@ void Lowerer::pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, 
     }
     SmemTile t = buffer_tile(ld->result(), lp.bases[li], p.invariant[li] ? nullptr : lp.slot);
     if (p.to_registers[li]) {
-      buffer_reads_[ld] = t;
+      // An invariant group is complete once no more than the groups
+      // committed after it are pending: the other stages' and, past the
+      // refill, this iteration's. Later iterations find it so already.
+      int wait = p.invariant_group && p.invariant[li] ? p.stages - 2 + int(refilled_before(ld)) : -1;
+      buffer_reads_[ld] = {t, wait};
       continue;
     }
     smem_vals_[ld->result()] = t;
@@ -210,9 +264,7 @@ void Lowerer::pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, 
   if (p.early_refill) {
     // Iteration i + stages - 1 reuses this iteration's slot once every
     // thread has read it.
-    refill_after_ = nullptr;
-    for (size_t li = 0; li < p.loads.size(); ++li)
-      if (!p.invariant[li]) refill_after_ = p.loads[li];
+    refill_after_ = refill_at;
     refill_ = [&, refill] {
       if (p.shared_reads && !p.prefetch_registers) barrier();
       refill(lp.slot);
@@ -298,7 +350,7 @@ void Lowerer::lower_for(const Op& op) {
 
   b_.SetInsertPoint(body_bb);
   std::set<const Op*> saved_skip = skip_;
-  if (pipe) pipelined_body(op, *pipe, iv, step, as_regs(lead_phis));
+  if (pipe) pipelined_body(op, *pipe, iv, lo, step, as_regs(lead_phis));
   else lower_region(body);
   skip_ = saved_skip;
   const Op* yield = body.terminator();

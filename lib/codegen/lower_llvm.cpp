@@ -28,6 +28,11 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   int threads = plan_.num_warps * plan_.warp_size;
   t_.init_kernel(*fn_, threads);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+  if (plan_.fp_fusion) {
+    llvm::FastMathFlags contract;
+    contract.setAllowContract(true);
+    b_.setFastMathFlags(contract);
+  }
 
   smem_ = new llvm::GlobalVariable(*m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
                                    llvm::GlobalValue::ExternalLinkage, nullptr, "tl_shared_memory", nullptr,
@@ -413,12 +418,53 @@ void Lowerer::lower_elementwise(const Op& op) {
       vals_[op.result()] = out;
       return;
     }
+  // Registers axis analysis proves equal (a mask over whole vectors)
+  // share their run's first: one compare a vector, not one an element.
+  std::vector<int> lead = n > 1 ? run_leaders(op.result()) : std::vector<int>(n, 0);
+  out.resize(n);
   for (int r = 0; r < n; ++r) {
+    if (lead[r] != r) continue;
     std::vector<llvm::Value*> args;
     for (auto& in : ins) args.push_back(in.size() == 1 ? in[0] : in[r]);
-    out.push_back(scalar_op(op, args));
+    out[r] = scalar_op(op, args);
   }
+  for (int r = 0; r < n; ++r) out[r] = out[lead[r]];
   vals_[op.result()] = out;
+}
+
+// For each register of tile `v`, the register holding the first element
+// of its run of equal values (axis analysis' constancy), or itself. Runs
+// start at multiples of their length, so along a dimension where no lane
+// or warp bit moves below the run length, clearing the low coordinate
+// bits of a register lands on its run's first element.
+std::vector<int> Lowerer::run_leaders(const ir::Value* v) {
+  const LinearLayout& l = plan_.of(v);
+  int n = num_regs(l);
+  std::vector<int> lead(n);
+  for (int r = 0; r < n; ++r) lead[r] = r;
+  const transforms::AxisInfo& info = axis_.get(v);
+  if (info.rank() != int(v->type.shape.size())) return lead;
+  std::vector<int32_t> low(info.rank());  // coordinate bits within a run, per dimension
+  bool any = false;
+  for (int d = 0; d < info.rank(); ++d) {
+    int64_t c = std::min<int64_t>(info.constancy[d], l.out_size(dim_name(d)));
+    if (c < 1 || (c & (c - 1))) c = 1;  // runs of a power of two only
+    for (const auto& in : l.in_dims())
+      if (in.name != kReg)
+        for (const auto& basis : in.bases)
+          while (c > 1 && (basis[d] & (c - 1))) c /= 2;
+    low[d] = int32_t(c - 1);
+    any = any || c > 1;
+  }
+  if (!any) return lead;
+  std::map<LinearLayout::Coords, int> at;
+  for (int r = n - 1; r >= 0; --r) at[reg_coords(l, r)] = r;
+  for (int r = 0; r < n; ++r) {
+    auto c = reg_coords(l, r);
+    for (int d = 0; d < info.rank(); ++d) c[d] &= ~low[d];
+    if (auto it = at.find(c); it != at.end()) lead[r] = it->second;
+  }
+  return lead;
 }
 
 // One element of an elementwise op (also the body of combine regions).

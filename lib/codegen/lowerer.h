@@ -95,6 +95,7 @@ class Lowerer {
   std::vector<llvm::Value*> hw_coords(const LinearLayout& l);
   static bool same_threads(const LinearLayout& a, const LinearLayout& b);
   static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
+  std::vector<int> run_leaders(const ir::Value* v);
   llvm::Value* coord(const LinearLayout& l, int d, llvm::Value* hw, int32_t reg);
   int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
   llvm::Value* flat_index(const std::vector<llvm::Value*>& hw, const LinearLayout::Coords& reg,
@@ -194,9 +195,17 @@ class Lowerer {
   // ------------------------------------------------------------ control flow
   SmemTile buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value* slot);
   llvm::Value* buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r);
-  void read_buffer(const Op& op, const SmemTile& t);
+  // A pipelined load read back into registers from its buffer; `wait` >= 0
+  // first waits until at most that many copy groups are pending.
+  struct BufferRead {
+    SmemTile tile;
+    int wait = -1;
+  };
+  void read_buffer(const Op& op, const BufferRead& at);
   std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
                                 const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot, bool first);
+  void issue_copy(const Op& ld, const PipelinePlan& p, size_t li, const std::vector<llvm::Value*>& bases,
+                  llvm::Value* slot, llvm::Value* live, std::vector<Regs>& prefetched);
   llvm::Value* in_range(const Op& loop, llvm::Value* iv);
   void hoist_dot_operands(const ir::Region& body);
   // A loop's pipeline while it is lowered (lower_control.cpp).
@@ -211,7 +220,7 @@ class Lowerer {
   std::optional<LoopPipeline> plan_loop_pipeline(const Op& loop);
   std::vector<Regs> pipeline_prologue(const Op& loop, const LoopPipeline& lp, const std::vector<Regs>& init,
                                       llvm::Value* lo, llvm::Value* step);
-  void pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, llvm::Value* step,
+  void pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, llvm::Value* lo, llvm::Value* step,
                       const std::vector<Regs>& lead);
   void finish_pipeline(const LoopPipeline& lp);
   void lower_for(const Op& op);
@@ -235,7 +244,7 @@ class Lowerer {
   std::map<std::pair<const Op*, int>, Regs> hoisted_;
   std::set<const Op*> skip_;
   // Pipelined loads read into registers, and the buffer slot they read.
-  std::unordered_map<const Op*, SmemTile> buffer_reads_;
+  std::unordered_map<const Op*, BufferRead> buffer_reads_;
   // Pipelined loads prefetched into registers: their chunks.
   std::unordered_map<const Op*, Regs> prefetched_;
 

@@ -240,6 +240,7 @@ std::optional<PipelinePlan> Planner::run() {
   p.prefetch_registers = p.stages == 2 && p.early_refill && target_.thread_registers > 0 &&
                          std::find(p.invariant.begin(), p.invariant.end(), true) == p.invariant.end() &&
                          prefetch_fits(p);
+  p.invariant_group = !p.shared_reads && std::find(p.invariant.begin(), p.invariant.end(), true) != p.invariant.end();
   for (const auto& o : body_.ops)
     if (need_.count(o.get())) p.lead_ops.push_back(o.get());
   p.lead_args.assign(args_.begin(), args_.end());

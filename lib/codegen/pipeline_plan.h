@@ -31,6 +31,12 @@
 // the last load has been read, so `stages - 1` buffers suffice; if no two
 // threads read the same element, no barrier is needed either.
 //
+// Invariant copies form a commit group of their own, after the first
+// iteration's other copies, when each thread reads only what it copied:
+// the first iteration waits for its row alone at the top and for the
+// weights only where it first reads them, so its reductions overlap their
+// arrival (a layernorm's 128 KB of weights took longer than its first row).
+//
 // At depth 2 with no dot reads and no invariant loads, the next
 // iteration's loads may go straight into registers instead (plain loads
 // whose results the loop carries; nothing waits until they are used) when
@@ -59,8 +65,9 @@ struct PipelinePlan {
   std::vector<bool> to_registers;       // per load: read into registers (else by dots)
   std::vector<bool> invariant;          // per load: the same every iteration: copied once
   bool early_refill = false;            // no dot reads a buffer: stages - 1 slots
-  bool shared_reads = false;
-  bool prefetch_registers = false;      // next iteration's loads into registers, no buffers            // some thread reads an element another copied
+  bool shared_reads = false;           // some thread reads an element another copied
+  bool prefetch_registers = false;      // next iteration's loads into registers, no buffers
+  bool invariant_group = false;         // invariant copies commit apart; iteration 0 waits at first read
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order
   std::vector<size_t> lead_args;        // carried values (index k of args[k + 1]) those ops read
   std::set<const ir::Op*> skip;         // loads read by dots, their trans: never in registers

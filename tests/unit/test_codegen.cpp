@@ -77,6 +77,24 @@ void carried_sum(ptr<bf16> out, ptr<bf16> in, scalar<int32_t> n) {
   store(out + arange(0, 1024), cast<bf16>(acc));
 }
 
+// A masked select beside a masked load and store: with n divisible by 16
+// the mask is constant over each thread's 4-element vectors.
+template <int BLOCK>
+void masked_select(ptr<float> out, ptr<float> in, scalar<int32_t> n) {
+  auto offs = program_id(0) * BLOCK + arange(0, BLOCK);  // [BLOCK] i32
+  auto mask = offs < n;                                  // [BLOCK] i1
+  auto x = load(in + offs, mask, 0.0f);                  // [BLOCK] f32
+  store(out + offs, where(mask, x * 2.0f, 1.0f), mask);
+}
+
+// A multiply feeding an add, and an explicit fma.
+void mul_add(ptr<float> out, ptr<float> a, ptr<float> b) {
+  auto offs = arange(0, 128);  // [128] i32
+  auto x = load(a + offs), y = load(b + offs);
+  store(out + offs, x * y + x);
+  store(out + 128 + offs, fma(x, y, y));
+}
+
 }  // namespace
 
 TEST_CASE("vector_add compiles to 16-byte vector accesses", "[codegen]") {
@@ -158,3 +176,39 @@ TEST_CASE("cache and eviction hints reach the PTX; unknown ones are errors", "[c
   CHECK_THROWS_WITH(compile(bad_hint, {.name = "bad_hint"}), Catch::Contains("test_codegen.cpp") &&
                                                                  Catch::Contains("cache") && Catch::Contains(".cg"));
 }
+
+TEST_CASE("a mask constant over vectors is compared once a vector", "[codegen]") {
+  // 1024 f32 on 128 threads: two 16-byte vectors a thread. Axis analysis
+  // proves `offs < n` constant over each (n divisible by 16), so the select
+  // uses the same two compares as the load and store, not eight.
+  Kernel k = compile(masked_select<1024>, {.name = "masked_select"});
+  auto ck = codegen::compile(*k.impl(), aligned(k), "sm_90a");
+  CHECK(count(ck.assembly, R"(setp\.[a-z]+\.s32)") == 2);
+  CHECK(count(ck.assembly, R"(selp\.[bf]32)") == 8);
+  check_assembles(ck.assembly, "sm_90a");
+  // Without the divisibility fact each element is compared (and the
+  // accesses are scalar).
+  auto scalar = codegen::compile(*k.impl(), codegen::Specialization{}, "sm_90a");
+  CHECK(count(scalar.assembly, R"(setp\.[a-z]+\.s32)") == 8);
+}
+
+TEST_CASE("multiplies feed adds as fused multiply-adds unless fp_fusion is off", "[codegen]") {
+  Kernel fused = compile(mul_add, {.name = "mul_add"});
+  std::string ptx = codegen::compile(*fused.impl(), aligned(fused), "sm_90a").assembly;
+  CHECK(count(ptx, R"(fma\.rn\.f32)") == 8);  // 4 elements a thread, twice
+  CHECK(count(ptx, R"(mul\.rn\.f32|add\.rn\.f32)") == 0);
+  Kernel unfused = compile(mul_add, {.name = "mul_add", .fp_fusion = false});
+  std::string uptx = codegen::compile(*unfused.impl(), aligned(unfused), "sm_90a").assembly;
+  CHECK(count(uptx, R"(fma\.rn\.f32)") == 4);  // the explicit fma only
+  CHECK(count(uptx, R"(mul\.rn\.f32)") == 4);
+  CHECK(count(uptx, R"(add\.rn\.f32)") == 4);
+}
+
+TEST_CASE("shared memory is addressed with 32-bit registers", "[codegen]") {
+  // Shared addresses fit in 32 bits; 64-bit ones would cost register pairs.
+  Kernel k = compile(softmax<1024>, {.name = "softmax"});
+  std::string ptx = codegen::compile(*k.impl(), aligned(k), "sm_90a").assembly;
+  CHECK(count(ptx, R"([ls]t\.shared[.a-z0-9]*\s+(\{[^}]*\},\s*)?\[%r\d+)") > 0);
+  CHECK(count(ptx, R"([ls]t\.shared[.a-z0-9]*\s+(\{[^}]*\},\s*)?\[%rd\d+)") == 0);
+}
+

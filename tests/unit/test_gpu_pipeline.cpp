@@ -67,12 +67,13 @@ void softmax_rows(ptr<float> out, ptr<bf16> in, scalar<int32_t> rows) {
 }
 
 // A row times a weight vector the same for every row (an invariant load:
-// copied once before the loop), plus the row's sum.
-template <int BLOCK>
+// copied once before the loop, in a copy group of its own), plus the
+// row's sum.
+template <int BLOCK, int S = 2>
 void weighted_rows(ptr<float> out, ptr<bf16> in, ptr<bf16> weight, scalar<int32_t> rows, scalar<int32_t> n) {
   auto cols = arange(0, BLOCK);                                                     // [BLOCK] i32
   auto mask = cols < n;                                                             // [BLOCK] i1
-  for (auto r : range(program_id(0), rows, num_programs(0), {.num_stages = 2})) {
+  for (auto r : range(program_id(0), rows, num_programs(0), {.num_stages = S})) {
     auto x = cast<float>(load(in + r * n + cols, mask, -1.5f));                     // [BLOCK] f32
     auto w = cast<float>(load(weight + cols, mask, 2.0f));                          // [BLOCK] f32
     store(out + r * BLOCK + cols, x * w + sum(x, 0));
@@ -157,6 +158,21 @@ void check_tiles(int m, int n, int steps) {
   }, 1e-5, 1e-5);
 }
 
+// weighted_rows at depth S over `rows` rows of 4000, on `programs`
+// programs.
+template <int S>
+void check_weighted(int rows, int programs, int seed) {
+  auto k = compile(weighted_rows<4096, S>, {.name = "weighted_rows" + std::to_string(S), .num_warps = 8});
+  same_on_both<float>([&](Device& d) {
+    auto x = d.upload(random<bf16>(size_t(std::max(rows, 1)) * 4000, -2, 2, seed));
+    auto w = d.upload(random<bf16>(4000, -2, 2, seed + 1));
+    auto out = d.upload(std::vector<float>(size_t(std::max(rows, 1)) * 4096, 7.0f));
+    d(k, Grid{uint32_t(programs)}, out, x, w, rows, 4000);
+    d.synchronize();
+    return std::vector<std::vector<float>>{out.download<float>()};
+  }, 1e-5, 1e-3);
+}
+
 }  // namespace
 
 TEST_CASE("loads pipelined into registers match at trip counts 0, 1, 2, S-1, S and many", "[gpu]") {
@@ -192,17 +208,8 @@ TEST_CASE("loads pipelined into registers match at trip counts 0, 1, 2, S-1, S a
       return std::vector<std::vector<float>>{out.download<float>()};
     }, 1e-4, 1e-3);
   }
-  for (int rows : {0, 1, 2, 9}) {
-    same_on_both<float>([&](Device& d) {
-      auto k = compile(weighted_rows<4096>, {.name = "weighted_rows", .num_warps = 8});
-      auto x = d.upload(random<bf16>(size_t(std::max(rows, 1)) * 4000, -2, 2, 16));
-      auto w = d.upload(random<bf16>(4000, -2, 2, 17));
-      auto out = d.upload(std::vector<float>(size_t(std::max(rows, 1)) * 4096, 7.0f));
-      d(k, Grid{3}, out, x, w, rows, 4000);
-      d.synchronize();
-      return std::vector<std::vector<float>>{out.download<float>()};
-    }, 1e-5, 1e-3);
-  }
+  for (int rows : {0, 1, 2, 9}) check_weighted<2>(rows, 3, 16);
+  for (int rows : {0, 1, 2, 3, 9}) check_weighted<3>(rows, 2, 19);
   same_on_both<float>([&](Device& d) {
     auto k = compile(softmax_rows<4096>, {.name = "softmax_rows", .num_warps = 8});
     auto x = d.upload(random<bf16>(4096 * 37, -8, 8, 15));
@@ -257,14 +264,28 @@ TEST_CASE("pipelined loads lower to register prefetch or cp.async and assemble",
   check_assembles(smptx, "sm_90a");
   // With a weight vector (invariant: copied once, before the loop, 2
   // copies a thread) the rows go through shared memory too (prologue and
-  // loop, 2 copies a thread each): two stages, one buffer, waiting for the
-  // only group in flight, each thread reading back what it copied.
+  // loop, 2 copies a thread each): two stages, one buffer, each thread
+  // reading back what it copied. The weights commit as a group of their
+  // own after the first row's: iteration 0 waits for the row alone (one
+  // group left in flight), later ones for theirs (none left), and the
+  // weights' read, after this iteration's refill, leaves one in flight.
   Kernel wr = compile(weighted_rows<4096>, {.name = "weighted_rows", .num_warps = 8});
   std::string wptx = ptx_of(wr);
   CHECK(count(wptx, R"(cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16)") == 6);
-  CHECK(count(wptx, R"(cp\.async\.wait_group 0;)") == 2);  // in the loop, and draining after it
+  CHECK(count(wptx, R"(cp\.async\.commit_group;)") == 3);
+  CHECK(count(wptx, R"(cp\.async\.wait_group 1;)") == 2);  // iteration 0's row; the weights' read
+  CHECK(count(wptx, R"(cp\.async\.wait_group 0;)") == 2);  // later iterations' rows; the drain
   CHECK(count(wptx, R"(ld\.shared\.v4\.b32|ld\.shared\.v4\.u32)") > 0);
   check_assembles(wptx, "sm_90a");
+  // Three stages: iteration 0 may leave two groups in flight (the weights
+  // and row 1), later ones one; the weights' read leaves two (rows i + 1
+  // and i + 2), which later iterations find so already.
+  Kernel wr3 = compile(weighted_rows<4096, 3>, {.name = "weighted_rows3", .num_warps = 8});
+  std::string w3ptx = ptx_of(wr3);
+  CHECK(count(w3ptx, R"(cp\.async\.commit_group;)") == 4);
+  CHECK(count(w3ptx, R"(cp\.async\.wait_group 2;)") == 2);
+  CHECK(count(w3ptx, R"(cp\.async\.wait_group 1;)") == 1);
+  check_assembles(w3ptx, "sm_90a");
   // Shared memory follows lifetimes: a pipeline's buffers live for its
   // loop, so two loops in sequence reuse the same bytes.
   Kernel one = compile(sequential_loops<1>, {.name = "loops1"}), two = compile(sequential_loops<2>, {.name = "loops2"});

@@ -105,6 +105,7 @@ TEST_CASE("kernel cache keys of traced kernels", "[cache]") {
   tl::Kernel a_again = trace();
   tl::Kernel b = tl::compile(scale_kernel<128>, {.name = "scale"});
   tl::Kernel a_8warps = tl::compile(scale_kernel<64>, {.name = "scale", .num_warps = 8});
+  tl::Kernel a_unfused = tl::compile(scale_kernel<64>, {.name = "scale", .fp_fusion = false});
   auto key = [](const tl::Kernel& k, std::string spec = "d16,d16", std::string target = "sm_90a") {
     return tl::runtime::kernel_cache_key(*k.impl(), spec, target);
   };
@@ -114,6 +115,7 @@ TEST_CASE("kernel cache keys of traced kernels", "[cache]") {
   CHECK(ka == key(a_again));            // same IR traced twice
   CHECK(ka != key(b));                  // different IR
   CHECK(ka != key(a_8warps));           // different options
+  CHECK(ka != key(a_unfused));
   CHECK(ka != key(a, "d16,d1"));        // different specialization
   CHECK(ka != key(a, "d16,d16", "sm_80"));
 }
