@@ -117,19 +117,21 @@ void layernorm_warps(benchmark::State& state) {
 }
 
 // Persistent forms: arguments (programs per multiprocessor, warps), each
-// program walking rows with the next rows' loads STAGES - 1 ahead.
-template <class T, int BLOCK, int STAGES>
+// program walking rows with the next rows' loads STAGES - 1 ahead. With
+// CTAS > 1 a program is a cluster of that many CTAs (each holding a part
+// of the row), so there are CTAS times fewer programs.
+template <class T, int BLOCK, int STAGES, int CTAS = 1>
 void softmax_persistent(benchmark::State& state) {
   auto k = tl::compile(bench::softmax_fwd_persistent<T, BLOCK, STAGES>,
-                       {.name = "softmax_persistent", .num_warps = int(state.range(1))});
-  time_softmax<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count());
+                       {.name = "softmax_persistent", .num_warps = int(state.range(1)), .num_ctas = CTAS});
+  time_softmax<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count() / CTAS);
 }
 
-template <class T, int BLOCK, int STAGES>
+template <class T, int BLOCK, int STAGES, int CTAS = 1>
 void layernorm_persistent(benchmark::State& state) {
   auto k = tl::compile(bench::layernorm_fwd_persistent<T, BLOCK, STAGES>,
-                       {.name = "layernorm_persistent", .num_warps = int(state.range(1))});
-  time_layernorm<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count());
+                       {.name = "layernorm_persistent", .num_warps = int(state.range(1)), .num_ctas = CTAS});
+  time_layernorm<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count() / CTAS);
 }
 
 template <class T>
@@ -206,6 +208,13 @@ PERSISTENT_SIZES(softmax_persistent, tl::bf16)
 PERSISTENT_SIZES(softmax_persistent, float)
 PERSISTENT_SIZES(layernorm_persistent, tl::bf16)
 PERSISTENT_SIZES(layernorm_persistent, float)
+// The longest layernorm rows split over clusters of 2 CTAs (sm_90): half a
+// row, and half the weights, per CTA. Slower so far than one CTA a row: a
+// cluster barrier per reduction (docs/perf.md, run 31).
+BENCHMARK(layernorm_persistent<tl::bf16, 32768, 2, 2>)->ArgsProduct({{1, 2}, {8, 16}})
+    ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(layernorm_persistent<float, 32768, 2, 2>)->ArgsProduct({{1, 2}, {8, 16}})
+    ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -11,7 +11,7 @@ import sys
 
 
 def best(table, op, dt, n):
-    """The fastest persistent configuration: (GB/s, "S<stages>x<per SM>w<warps>")."""
+    """The fastest persistent configuration: (GB/s, "S<stages>x<per SM>w<warps>[c<CTAs a program>]")."""
     runs = [(v, k) for (o, d, nn, k), v in table.items() if o == op and d == dt and nn == n]
     return max(runs) if runs else (0, "")
 
@@ -23,12 +23,13 @@ def main(ours_path, theirs_path):
         if b["name"].startswith("softmax_cold_compile"):
             cold = {k: b[k] for k in ("trace_ms", "codegen_ms", "link_ms", "load_ms", "total_ms")}
             continue
-        m = re.match(r"(\w+)<([\w:]+)(?:, (\d+))?(?:, (\d+))?>(?:/(\d+)/(\d+))?", b["name"])
+        m = re.match(r"(\w+)<([\w:]+)(?:, (\d+))?(?:, (\d+))?(?:, (\d+))?>(?:/(\d+)/(\d+))?", b["name"])
         if not m:
             continue
         op, dt, n = m.group(1), {"tl::bf16": "bf16", "float": "f32"}[m.group(2)], int(m.group(3) or 0)
         if op.endswith("_persistent"):
-            ours_p[(op[:-len("_persistent")], dt, n, f"S{m.group(4)}x{m.group(5)}w{m.group(6)}")] = b["GB/s"]
+            ctas = f"c{m.group(5)}" if m.group(5) else ""
+            ours_p[(op[:-len("_persistent")], dt, n, f"S{m.group(4)}x{m.group(6)}w{m.group(7)}{ctas}")] = b["GB/s"]
         elif op in ("softmax", "layernorm", "copy"):
             ours[(op, dt, n)] = b["GB/s"]
     theirs, theirs_p = {}, {}

@@ -11,6 +11,7 @@
 // included) accumulate in CompileStats, read through Device::compile_stats().
 #include "nvptx/cuda_device.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -158,10 +159,14 @@ class CudaDevice final : public detail::DeviceImpl {
       marshal(args[j], slots[j].data());
       params[j] = slots[j].data();
     }
-    CUresult r = driver_.cuLaunchKernel(loaded->function, grid.x, grid.y, grid.z, unsigned(loaded->threads), 1, 1,
-                                        unsigned(loaded->shared_bytes), stream_, params.data(), nullptr);
+    // A program is a cluster of num_ctas CTAs along x (the kernel declares
+    // its cluster size, so a plain launch forms the clusters).
+    uint64_t ctas_x = uint64_t(grid.x) * uint64_t(std::max(1, k.options.num_ctas));
+    if (ctas_x > 0x7fffffffu) throw Error("kernel '" + k.name + "': grid.x times num_ctas exceeds 2^31 - 1");
+    CUresult r = driver_.cuLaunchKernel(loaded->function, unsigned(ctas_x), grid.y, grid.z, unsigned(loaded->threads),
+                                        1, 1, unsigned(loaded->shared_bytes), stream_, params.data(), nullptr);
     driver_.check(r, "cuLaunchKernel",
-                  "kernel '" + k.name + "', grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) +
+                  "kernel '" + k.name + "', grid (" + std::to_string(ctas_x) + ", " + std::to_string(grid.y) +
                       ", " + std::to_string(grid.z) + "), " + std::to_string(loaded->threads) + " threads, " +
                       std::to_string(loaded->shared_bytes) + " bytes of shared memory");
   }

@@ -132,6 +132,24 @@ class NvptxTarget final : public Target {
     return b.CreateIntrinsic(ids[axis], {});
   }
 
+  int max_cluster_ctas() const override { return sm_ >= 90 ? 8 : 1; }
+  void set_cluster_size(llvm::Function& fn, int ctas) const override {
+    if (sm_ < 90) Target::set_cluster_size(fn, ctas);
+    fn.addFnAttr("nvvm.cluster_dim", std::to_string(ctas) + ",1,1");  // .explicitcluster .reqnctapercluster
+  }
+  llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {});
+  }
+  void cluster_barrier(llvm::IRBuilder<>& b) const override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {});
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {});
+  }
+  llvm::Value* load_cluster_shared(llvm::IRBuilder<>& b, llvm::Type* ty, llvm::Value* local,
+                                   llvm::Value* rank) const override {
+    llvm::Value* remote = b.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {local, rank});
+    return b.CreateLoad(ty, remote);
+  }
+
   void barrier(llvm::IRBuilder<>& b) const override {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {b.getInt32(0)});
   }

@@ -28,6 +28,12 @@ struct CompileOptions {
   // (one rounding instead of two), as Triton's enable_fp_fusion does by
   // default. The interpreter rounds twice; results then differ by an ulp.
   bool fp_fusion = true;
+  // CTAs a program spans (a thread-block cluster on sm_90 and later: 1, 2,
+  // 4 or 8). Its tiles are split across the CTAs along their slowest
+  // dimension and reductions over the split combine through distributed
+  // shared memory; program_id and num_programs count clusters. The
+  // program's meaning does not change; dots are not supported yet.
+  int num_ctas = 1;
 };
 
 // What a device spent compiling kernels (GPU devices; all zero on the

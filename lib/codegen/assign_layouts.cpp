@@ -45,7 +45,8 @@ const LinearLayout& LayoutPlan::of(const Value* v) const {
   return it->second;
 }
 
-LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size, int fast_dim) {
+LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size, int fast_dim,
+                            int ctas) {
   int rank = int(shape.size()), last = rank - 1;
   int fast = fast_dim < 0 ? last : fast_dim;
   // Dimensions from the fastest: `fast`, then the others from the last.
@@ -71,7 +72,36 @@ LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_
     warps /= w;
   }
   wpb[order.back()] *= warps;
-  return blocked_layout(shape, spt, tpw, wpb, order);
+  // CTAs split the slowest dimensions from the top, past what a CTA covers.
+  std::vector<int> cpc(rank, 1);
+  for (auto it = order.rbegin(); it != order.rend() && ctas > 1; ++it) {
+    int d = *it;
+    int64_t covered = int64_t(spt[d]) * tpw[d] * wpb[d];
+    int c = int(std::min<int64_t>(ctas, std::max<int64_t>(1, shape[d] / covered)));
+    cpc[d] = c;
+    ctas /= c;
+  }
+  return blocked_layout(shape, spt, tpw, wpb, order, cpc);
+}
+
+std::vector<int64_t> cta_shape(const LinearLayout& l, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> local = shape;
+  for (const auto& d : l.in_dims()) {
+    if (d.name != kBlock) continue;
+    for (auto it = d.bases.rbegin(); it != d.bases.rend(); ++it) {  // the highest bit first
+      const auto& b = *it;
+      int dim = -1;
+      for (size_t k = 0; k < b.size(); ++k)
+        if (b[k] != 0) {
+          if (dim >= 0 || (b[k] & (b[k] - 1))) return shape;  // not one coordinate bit
+          dim = int(k);
+        }
+      if (dim < 0) continue;  // replicated
+      if (b[dim] != local[dim] / 2) return shape;  // not the top bit left
+      local[dim] /= 2;
+    }
+  }
+  return local;
 }
 
 LinearLayout broadcast_operand_layout(const LinearLayout& result, const std::vector<int64_t>& operand_shape) {
@@ -149,12 +179,12 @@ LinearLayout join_layout(const LinearLayout& operand) {
   return LinearLayout(std::move(ins), widened.out_dims());
 }
 
-LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size) {
+LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size, int ctas) {
   // Move `axis` into registers: lay out the other dimensions with threads
   // and warps, then add register bits covering the whole axis.
   std::vector<int64_t> rest = shape;
   rest[axis] = 1;
-  LinearLayout base = default_layout(rest, 1, num_warps, warp_size);
+  LinearLayout base = default_layout(rest, 1, num_warps, warp_size, -1, ctas);
   auto outs = base.out_dims();
   outs[axis].size = int32_t(shape[axis]);
   auto ins = base.in_dims();
@@ -210,10 +240,10 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
       const auto& l = plan.of(v);
       int axis = int(op.attr_int("axis"));
       if (reducible(l, axis)) return std::nullopt;
-      return default_layout(v->type.shape, 1, plan.num_warps, plan.warp_size);
+      return default_layout(v->type.shape, 1, plan.num_warps, plan.warp_size, -1, plan.num_ctas);
     }
     case OpKind::Scan:
-      return line_layout(v->type.shape, int(op.attr_int("axis")), plan.num_warps, plan.warp_size);
+      return line_layout(v->type.shape, int(op.attr_int("axis")), plan.num_warps, plan.warp_size, plan.num_ctas);
     case OpKind::Store:
     case OpKind::AtomicRmw:
     case OpKind::AtomicCas:
@@ -254,7 +284,7 @@ class Assigner {
  private:
   LinearLayout dflt(const Value* v, int vec = 0) {
     if (vec == 0) vec = std::max(1, 16 / std::max(1, byte_size(v->type.dtype)));
-    return default_layout(v->type.shape, vec, plan_.num_warps, plan_.warp_size);
+    return default_layout(v->type.shape, vec, plan_.num_warps, plan_.warp_size, -1, plan_.num_ctas);
   }
   void set(const Value* v, LinearLayout l) {
     if (is_tile(v) && !plan_.has(v)) plan_.layouts.emplace(v, std::move(l));
@@ -276,7 +306,7 @@ class Assigner {
       if (!mem || !is_tile(op->operands[0])) continue;
       int fast = axis_.fast_dim(*op);
       LinearLayout l = default_layout(op->operands[0]->type.shape, axis_.vector_width(*op, fast), plan_.num_warps,
-                                      plan_.warp_size, fast);
+                                      plan_.warp_size, fast, plan_.num_ctas);
       set(op->operands[0], l);
       for (const auto& res : op->results) set(res.get(), l);
     }
@@ -401,7 +431,7 @@ class Assigner {
         return src.slice(axis);
       }
       case OpKind::Scan:
-        return line_layout(res->type.shape, int(op.attr_int("axis")), plan_.num_warps, plan_.warp_size);
+        return line_layout(res->type.shape, int(op.attr_int("axis")), plan_.num_warps, plan_.warp_size, plan_.num_ctas);
       case OpKind::If:
         for (const auto& sub : op.regions)
           if (const Op* y = sub->terminator(); y && plan_.has(y->operands[k])) return plan_.of(y->operands[k]);
@@ -464,10 +494,11 @@ class Assigner {
 }  // namespace
 
 LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
-                          int warp_size, const MatrixInstrPicker& pick) {
+                          int warp_size, const MatrixInstrPicker& pick, int num_ctas) {
   LayoutPlan plan;
   plan.num_warps = num_warps;
   plan.warp_size = warp_size;
+  plan.num_ctas = num_ctas;
   Assigner(plan, axis, pick).run(fn);
   return plan;
 }

@@ -28,6 +28,7 @@ struct LayoutPlan {
   int warp_size = 32;
   int num_stages = 3;  // default software-pipelining depth of loops
   bool fp_fusion = true;  // a multiply feeding an add may fuse (CompileOptions)
+  int num_ctas = 1;       // CTAs of a cluster a program's tiles are split over
   std::unordered_map<const ir::Value*, LinearLayout> layouts;  // every tile value
   std::unordered_map<const ir::Op*, DotLayouts> dots;            // every dot
 
@@ -39,7 +40,7 @@ struct LayoutPlan {
 using MatrixInstrPicker = std::function<std::optional<MatrixInstr>(const ir::Op& dot)>;
 
 LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
-                          int warp_size, const MatrixInstrPicker& pick = {});
+                          int warp_size, const MatrixInstrPicker& pick = {}, int num_ctas = 1);
 
 // The layout op `op` needs for tile operand `i`, given the plan's layouts of
 // its results; null-equivalent (empty optional) when any layout will do
@@ -49,9 +50,16 @@ std::optional<LinearLayout> required_operand_layout(const ir::Op& op, int i, con
 // Layout rules of the shape ops (also used by the lowering).
 // The coalesced blocked layout: `vec` elements per thread along `fast_dim`
 // (-1: the last dimension), then threads along it, then the others from
-// the last; warps over the slowest dimensions.
+// the last; warps over the slowest dimensions; with `ctas` > 1 the top
+// coordinate bits of the slowest dimensions go to the CTAs of a cluster
+// (each holds a contiguous part), what cannot be split is replicated.
 LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size,
-                            int fast_dim = -1);
+                            int fast_dim = -1, int ctas = 1);
+// The part of a tile in layout `l` one CTA of a cluster holds, as a shape:
+// the CTAs' bits are the top coordinate bits of their dimensions (as
+// default_layout puts them), so a CTA's part is the tile with those bits
+// cleared. The whole shape when there are none, or they are elsewhere.
+std::vector<int64_t> cta_shape(const LinearLayout& l, const std::vector<int64_t>& shape);
 LinearLayout broadcast_operand_layout(const LinearLayout& result, const std::vector<int64_t>& operand_shape);
 LinearLayout expand_dims_result_layout(const LinearLayout& operand, int axis);
 LinearLayout expand_dims_operand_layout(const LinearLayout& result, int axis);
@@ -59,7 +67,7 @@ LinearLayout trans_layout(const LinearLayout& operand, const std::vector<int64_t
 LinearLayout reshape_layout(const LinearLayout& operand, const std::vector<int64_t>& shape);
 LinearLayout join_layout(const LinearLayout& operand);  // adds a top register bit for the new minor dim
 // A layout in which every thread holds whole lines along `axis` (for scans).
-LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size);
+LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size, int ctas = 1);
 // True if a reduction along `axis` can run on `l` with register combines,
 // lane shuffles and one exchange between warps.
 bool reducible(const LinearLayout& l, int axis);

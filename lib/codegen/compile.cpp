@@ -116,7 +116,7 @@ struct Pipeline {
       : kernel(k), target(t), axis(*k.fn, spec.args),
         plan(assign_layouts(*k.fn, axis, k.options.num_warps, t.warp_size(), [&t](const ir::Op& dot) {
           return t.matrix_instr(dot.operands[0]->type.dtype, dot.attr_str_or("input_precision", "tf32") == "tf32");
-        })) {
+        }, k.options.num_ctas)) {
     plan.num_stages = k.options.num_stages;
     plan.fp_fusion = k.options.fp_fusion;
   }

@@ -359,7 +359,7 @@ void check_rank(size_t rank, size_t n, const char* what) {
 
 LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector<int>& size_per_thread,
                             const std::vector<int>& threads_per_warp, const std::vector<int>& warps_per_block,
-                            const std::vector<int>& order) {
+                            const std::vector<int>& order, const std::vector<int>& ctas_per_cluster) {
   size_t rank = shape.size();
   check_rank(rank, size_per_thread.size(), "size_per_thread");
   check_rank(rank, threads_per_warp.size(), "threads_per_warp");
@@ -372,11 +372,19 @@ LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector
     warps = warps * LinearLayout::identity(kWarp, warps_per_block[d], dim_name(d));
   }
   LinearLayout l = regs * lanes * warps;
-  // Larger tiles repeat in registers (fastest dimension's repeats first).
+  // Larger tiles repeat in registers (fastest dimension's repeats first),
+  // below the CTAs' bits: each CTA of a cluster holds a contiguous part.
+  auto ctas = [&](int d) { return ctas_per_cluster.empty() ? 1 : ctas_per_cluster[d]; };
   for (int d : order) {
-    int64_t cover = l.out_size(dim_name(d));
+    int64_t cover = l.out_size(dim_name(d)) * ctas(d);
     log2_exact(shape[d], "tile dimension");
     if (shape[d] > cover) l = l * LinearLayout::identity(kReg, int32_t(shape[d] / cover), dim_name(d));
+  }
+  if (!ctas_per_cluster.empty()) {
+    check_rank(rank, ctas_per_cluster.size(), "ctas_per_cluster");
+    LinearLayout blocks;
+    for (int d : order) blocks = blocks * LinearLayout::identity(kBlock, ctas(d), dim_name(d));
+    l = l * blocks;
   }
   // Smaller tiles broadcast: bases that would leave the tile become zero.
   std::vector<LinearLayout::InDim> ins = l.in_dims();

@@ -114,9 +114,11 @@ std::string dim_name(int d);  // "dim0", "dim1", ...
 // tensor in `order` (order[0] is the fastest-varying dimension). A tile
 // larger than one pass of the block repeats in registers; a smaller one
 // broadcasts (lanes or warps that would go past the edge hold copies).
+// `ctas_per_cluster` (optional) splits the tile over the CTAs of a
+// cluster ("block" input), above the register repeats.
 LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector<int>& size_per_thread,
                             const std::vector<int>& threads_per_warp, const std::vector<int>& warps_per_block,
-                            const std::vector<int>& order);
+                            const std::vector<int>& order, const std::vector<int>& ctas_per_cluster = {});
 
 // A 2-D shared-memory layout: input "offset" (element offset in the buffer)
 // to (dim0, dim1). Rows of the fast dimension order[0] are stored

@@ -17,7 +17,7 @@ namespace tl::codegen::lowering {
 
 // A pipelined load's buffer in slot `slot`: rank-1 tiles are one row.
 SmemTile Lowerer::buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value* slot) {
-  const auto& sh = v->type.shape;
+  const auto sh = cta_shape(plan_.of(v), v->type.shape);  // this CTA's part
   int bytes = byte_size(v->type.dtype);
   SmemTile t = sh.size() == 1 ? SmemTile::plan(1, sh[0], 1, bytes)
                               : SmemTile::plan(sh[0], sh[1], contiguous_dim(plan_.of(v)), bytes);
@@ -28,10 +28,19 @@ SmemTile Lowerer::buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value
 }
 
 // Where register r of a tile in layout `l` lives in its buffer `t`.
+// In a cluster the buffer holds this CTA's part: the CTA bits (the top
+// ones) are masked off.
 llvm::Value* Lowerer::buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r) {
   auto c = reg_coords(l, r);
-  if (c.size() == 1) return tile_ptr(t, b_.getInt32(0), coord(l, 0, hw[0], c[0]));
-  return tile_ptr(t, coord(l, 0, hw[0], c[0]), coord(l, 1, hw[1], c[1]));
+  std::vector<int64_t> shape;
+  for (const auto& o : l.out_dims()) shape.push_back(o.size);
+  auto local = cta_shape(l, shape);
+  auto at = [&](int d) {
+    llvm::Value* x = coord(l, d, hw[d], c[d]);
+    return local[d] == shape[d] ? x : b_.CreateAnd(x, b_.getInt32(int32_t(local[d] - 1)));
+  };
+  if (c.size() == 1) return tile_ptr(t, b_.getInt32(0), at(0));
+  return tile_ptr(t, at(0), at(1));
 }
 
 // A load pipelined into registers: each thread reads back the elements
@@ -301,15 +310,22 @@ void Lowerer::lower_for(const Op& op) {
   auto pipe = plan_loop_pipeline(op);
   std::vector<Regs> lead = pipe ? pipeline_prologue(op, *pipe, init, lo, step) : std::vector<Regs>{};
 
-  // The body assumes both exchange slots clean on entry (lower_reduce.cpp).
+  // The body assumes both exchange slots clean on entry (lower_reduce.cpp),
+  // and both cluster slots.
+  if (!cluster_clean_[0] || !cluster_clean_[1]) {
+    cluster_barrier();
+  } else {
+    rely_on_cluster_clean(0);
+    rely_on_cluster_clean(1);
+  }
   if (!slot_clean_[0] || !slot_clean_[1]) {
     barrier();
   } else {
     rely_on_clean(0);
     rely_on_clean(1);
   }
-  std::vector<bool> outer_seen;
-  for (const auto& sc : scopes_) outer_seen.push_back(sc.barrier_seen);
+  std::vector<bool> outer_seen, outer_cluster_seen;
+  for (const auto& sc : scopes_) outer_seen.push_back(sc.barrier_seen), outer_cluster_seen.push_back(sc.cluster_barrier_seen);
   scopes_.push_back({});
 
   llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -357,10 +373,13 @@ void Lowerer::lower_for(const Op& op) {
   std::vector<Regs> next;
   for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
   // Back to the top: restore what the body assumed of the slots.
-  const ScratchScope& body_scope = scopes_.back();
+  const ScratchScope body_scope = scopes_.back();
+  if ((body_scope.cluster_assumed[0] && !cluster_clean_[0]) || (body_scope.cluster_assumed[1] && !cluster_clean_[1]))
+    cluster_barrier();
   if ((body_scope.assumed[0] && !slot_clean_[0]) || (body_scope.assumed[1] && !slot_clean_[1])) barrier();
   scopes_.pop_back();
-  for (size_t k = 0; k < outer_seen.size(); ++k) scopes_[k].barrier_seen = outer_seen[k];  // the body may not run
+  for (size_t k = 0; k < outer_seen.size(); ++k)  // the body may not run
+    scopes_[k].barrier_seen = outer_seen[k], scopes_[k].cluster_barrier_seen = outer_cluster_seen[k];
   llvm::Value* iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateBr(header);
@@ -388,13 +407,17 @@ void Lowerer::lower_if(const Op& op) {
   // Exchange-slot state: each arm starts from the state here; after the
   // join a slot is clean, or a barrier seen, only if so on both paths.
   const bool entry_clean[2] = {slot_clean_[0], slot_clean_[1]};
-  std::vector<bool> entry_seen, join_seen;
-  for (const auto& sc : scopes_) entry_seen.push_back(sc.barrier_seen);
-  bool join_clean[2] = {true, true};
+  const bool entry_cclean[2] = {cluster_clean_[0], cluster_clean_[1]};
+  std::vector<bool> entry_seen, join_seen, entry_cseen, join_cseen;
+  for (const auto& sc : scopes_) entry_seen.push_back(sc.barrier_seen), entry_cseen.push_back(sc.cluster_barrier_seen);
+  bool join_clean[2] = {true, true}, join_cclean[2] = {true, true};
   join_seen.assign(scopes_.size(), true);
+  join_cseen.assign(scopes_.size(), true);
   for (int side = 0; side < 2; ++side) {
     slot_clean_[0] = entry_clean[0], slot_clean_[1] = entry_clean[1];
-    for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = entry_seen[k];
+    cluster_clean_[0] = entry_cclean[0], cluster_clean_[1] = entry_cclean[1];
+    for (size_t k = 0; k < scopes_.size(); ++k)
+      scopes_[k].barrier_seen = entry_seen[k], scopes_[k].cluster_barrier_seen = entry_cseen[k];
     b_.SetInsertPoint(side == 0 ? then_bb : else_bb);
     std::vector<Regs> vals;
     if (side < int(op.regions.size())) {
@@ -406,10 +429,16 @@ void Lowerer::lower_if(const Op& op) {
     arms.push_back({b_.GetInsertBlock(), vals});
     b_.CreateBr(join);
     for (int k = 0; k < 2; ++k) join_clean[k] = join_clean[k] && slot_clean_[k];
-    for (size_t k = 0; k < scopes_.size(); ++k) join_seen[k] = join_seen[k] && scopes_[k].barrier_seen;
+    for (int k = 0; k < 2; ++k) join_cclean[k] = join_cclean[k] && cluster_clean_[k];
+    for (size_t k = 0; k < scopes_.size(); ++k) {
+      join_seen[k] = join_seen[k] && scopes_[k].barrier_seen;
+      join_cseen[k] = join_cseen[k] && scopes_[k].cluster_barrier_seen;
+    }
   }
   slot_clean_[0] = join_clean[0], slot_clean_[1] = join_clean[1];
-  for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = join_seen[k];
+  cluster_clean_[0] = join_cclean[0], cluster_clean_[1] = join_cclean[1];
+  for (size_t k = 0; k < scopes_.size(); ++k)
+    scopes_[k].barrier_seen = join_seen[k], scopes_[k].cluster_barrier_seen = join_cseen[k];
   b_.SetInsertPoint(join);
   for (size_t k = 0; k < op.results.size(); ++k) {
     Regs merged;

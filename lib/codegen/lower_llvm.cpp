@@ -27,6 +27,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
   int threads = plan_.num_warps * plan_.warp_size;
   t_.init_kernel(*fn_, threads);
+  if (plan_.num_ctas > 1) start_cluster(fn);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
   if (plan_.fp_fusion) {
     llvm::FastMathFlags contract;
@@ -42,10 +43,13 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   llvm::Value* tid = t_.thread_id(b_);
   lane_ = b_.CreateAnd(tid, plan_.warp_size - 1, "lane");
   warp_ = b_.CreateLShr(tid, ilog2(plan_.warp_size), "warp");
+  block_ = plan_.num_ctas > 1 ? t_.cluster_rank(b_) : b_.getInt32(0);
   tid_ = tid;
   for (size_t i = 0; i < fn.body.args.size(); ++i) vals_[fn.body.args[i].get()] = {fn_->getArg(unsigned(i))};
 
   lower_region(fn.body);
+  // No CTA leaves while a peer may still read its shared memory.
+  if (cluster_exchanged_) t_.cluster_barrier(b_);
   b_.CreateRetVoid();
 
   std::string err;
@@ -74,10 +78,32 @@ llvm::Type* Lowerer::elem_type(DType d, bool is_ptr) {
   return nullptr;
 }
 
+// A program on a cluster of num_ctas CTAs (CompileOptions::num_ctas): the
+// target must have clusters, the kernel no dots (their layouts are not
+// split yet); the cluster exchange slots take the start of shared memory.
+void Lowerer::start_cluster(const ir::Function& fn) {
+  int n = plan_.num_ctas;
+  if (n != 2 && n != 4 && n != 8)
+    throw Error("num_ctas must be 1, 2, 4 or 8, found " + std::to_string(n));
+  if (n > t_.max_cluster_ctas())
+    throw Error("num_ctas = " + std::to_string(n) + " needs thread-block clusters, which " + t_.name() +
+                " does not have (sm_90 or later)");
+  std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
+    for (const auto& o : r.ops) {
+      if (o->kind == OpKind::Dot) unsupported(*o, "with num_ctas > 1 (dots are not split over a cluster yet)");
+      for (const auto& sub : o->regions) check(*sub);
+    }
+  };
+  check(fn.body);
+  t_.set_cluster_size(*fn_, n);
+  scratch_base_ = 2 * kClusterSlotBytes;
+  need_smem(0);
+}
+
 // Runtime coordinates contributed by one hardware input (lane or warp).
 std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std::string& in) {
   std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
-  llvm::Value* idx = in == kLane ? lane_ : warp_;
+  llvm::Value* idx = in == kLane ? lane_ : in == kWarp ? warp_ : block_;
   for (const auto& d : l.in_dims()) {
     if (d.name != in) continue;
     for (size_t bit = 0; bit < d.bases.size(); ++bit) {
@@ -97,13 +123,18 @@ bool Lowerer::same_threads(const LinearLayout& a, const LinearLayout& b) {
       if (d.name == in) return d.bases;
     return std::vector<LinearLayout::Coords>{};
   };
-  return bases(a, kLane) == bases(b, kLane) && bases(a, kWarp) == bases(b, kWarp);
+  return bases(a, kLane) == bases(b, kLane) && bases(a, kWarp) == bases(b, kWarp) && bases(a, kBlock) == bases(b, kBlock);
 }
 
-// Runtime coordinates contributed by this thread's lane and warp.
+// Runtime coordinates contributed by this thread's lane and warp (and its
+// CTA's rank in a cluster).
 std::vector<llvm::Value*> Lowerer::hw_coords(const LinearLayout& l) {
   auto c = hw_coords_of(l, kLane), w = hw_coords_of(l, kWarp);
   for (size_t k = 0; k < c.size(); ++k) c[k] = b_.CreateXor(c[k], w[k]);
+  if (l.in_bits(kBlock) > 0) {
+    auto k_ = hw_coords_of(l, kBlock);
+    for (size_t k = 0; k < c.size(); ++k) c[k] = b_.CreateXor(c[k], k_[k]);
+  }
   return c;
 }
 
@@ -141,6 +172,14 @@ llvm::Value* Lowerer::owner_predicate(const LinearLayout& l) {
   int warp_bits = l.in_bits(kWarp);
   if ((1 << warp_bits) < plan_.num_warps)
     p = b_.CreateAnd(p, b_.CreateICmpULT(warp_, b_.getInt32(1 << warp_bits)));
+  // Likewise the CTAs of a cluster that hold copies.
+  if (plan_.num_ctas > 1) {
+    if (uint32_t block_mask = l.broadcast_mask(kBlock))
+      p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(block_, block_mask), b_.getInt32(0)));
+    int block_bits = l.in_bits(kBlock);
+    if ((1 << block_bits) < plan_.num_ctas)
+      p = b_.CreateAnd(p, b_.CreateICmpULT(block_, b_.getInt32(1 << block_bits)));
+  }
   return p;
 }
 
@@ -191,7 +230,7 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
   if (from == to) return regs;
   // Same lanes and warps: only registers move.
   bool same_threads = from.out_dims().size() == to.out_dims().size();
-  for (const auto& in : {kLane, kWarp}) {
+  for (const auto& in : {kLane, kWarp, kBlock}) {
     if (!same_threads) break;
     auto a = from.in_dims(), bdims = to.in_dims();
     auto fa = std::find_if(a.begin(), a.end(), [&](const auto& d) { return d.name == in; });
@@ -212,7 +251,22 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
     if (ok) return out;
   }
   // Through shared memory: every thread writes what it holds, then reads
-  // what it needs. The leading barrier protects the previous user.
+  // what it needs. The leading barrier protects the previous user. Within
+  // a CTA only: each must hold what it needs (its part, or all of it).
+  if (from.in_bits(kBlock) > 0 || to.in_bits(kBlock) > 0) {
+    auto blocks = [](const LinearLayout& l) {
+      for (const auto& d : l.in_dims())
+        if (d.name == kBlock) return d.bases;
+      return std::vector<LinearLayout::Coords>{};
+    };
+    auto fb = blocks(from);
+    bool replicated = std::all_of(fb.begin(), fb.end(), [](const auto& c) {
+      return std::all_of(c.begin(), c.end(), [](int32_t x) { return x == 0; });
+    });
+    if (!replicated && fb != blocks(to))
+      throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
+                  "conversion across CTAs), which is not supported yet; use num_ctas = 1");
+  }
   int64_t numel = 1;
   for (auto s : shape) numel *= s;
   need_smem(numel * alloc_size(ty));
@@ -327,11 +381,14 @@ void Lowerer::lower_op(const Op& op) {
   switch (op.kind) {
     case OpKind::Constant: return lower_constant(op);
     case OpKind::ProgramId:
-      vals_[op.result()] = {t_.program_id(b_, int(op.attr_int("axis")))};
+    case OpKind::NumPrograms: {
+      // A program is a cluster of num_ctas CTAs along x.
+      int axis = int(op.attr_int("axis"));
+      llvm::Value* v = op.kind == OpKind::ProgramId ? t_.program_id(b_, axis) : t_.num_programs(b_, axis);
+      if (axis == 0 && plan_.num_ctas > 1) v = b_.CreateLShr(v, uint64_t(ilog2(plan_.num_ctas)));
+      vals_[op.result()] = {v};
       return;
-    case OpKind::NumPrograms:
-      vals_[op.result()] = {t_.num_programs(b_, int(op.attr_int("axis")))};
-      return;
+    }
     case OpKind::Arange: {
       const auto& l = plan_.of(op.result());
       auto hw = hw_coords(l);
@@ -780,8 +837,8 @@ void Lowerer::lower_store(const Op& op) {
   const ir::Value* ptr = op.operands[0];
   DType d = op.operands[1]->type.dtype;
   if (!ptr->type.is_tile()) {
-    // One thread stores a scalar.
-    llvm::Value* pred = b_.CreateICmpEQ(tid_, b_.getInt32(0));
+    // One thread (of the cluster's first CTA) stores a scalar.
+    llvm::Value* pred = b_.CreateICmpEQ(b_.CreateOr(tid_, block_), b_.getInt32(0));
     if (op.operands.size() > 2) pred = b_.CreateAnd(pred, get(op.operands[2])[0]);
     t_.store(b_, to_memory(get(op.operands[1])[0]), get(ptr)[0], pred, hints(op));
     return;
@@ -858,6 +915,10 @@ void Lowerer::lower_atomic(const Op& op) {
   std::vector<Regs> args;
   for (size_t i = 1; i < op.operands.size(); ++i) args.push_back(tile ? operand(op, int(i)) : get(op.operands[i]));
   const LinearLayout* l = tile ? &plan_.of(ptr) : nullptr;
+  // Each CTA of a cluster must perform its own elements' atomics and see
+  // their old values: replicated ones are not supported yet.
+  if (plan_.num_ctas > 1 && (!tile || l->broadcast_mask(kBlock) || (1 << l->in_bits(kBlock)) < plan_.num_ctas))
+    unsupported(op, "with num_ctas > 1 on a value every CTA of the cluster holds (a scalar or a replicated tile)");
   llvm::Value* owner = tile ? owner_predicate(*l) : b_.CreateICmpEQ(tid_, b_.getInt32(0));
   std::vector<bool> dup = tile ? duplicate_regs(*l) : std::vector<bool>{false};
   Regs old(ptrs.size(), llvm::Constant::getNullValue(ty));

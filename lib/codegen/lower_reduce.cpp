@@ -33,6 +33,93 @@ void Lowerer::rely_on_clean(int slot) {
   for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->barrier_seen; ++it) it->assumed[slot] = true;
 }
 
+void Lowerer::cluster_barrier() {
+  t_.cluster_barrier(b_);
+  cluster_clean_[0] = cluster_clean_[1] = true;
+  slot_clean_[0] = slot_clean_[1] = true;  // every thread of this CTA took part too
+  for (auto& s : scopes_) s.barrier_seen = s.cluster_barrier_seen = true;
+}
+
+void Lowerer::rely_on_cluster_clean(int slot) {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->cluster_barrier_seen; ++it)
+    it->cluster_assumed[slot] = true;
+}
+
+// Step 4 of a reduction whose axis is split over the CTAs of a cluster:
+// each CTA writes its partials (every thread holds those of its result
+// elements) into a cluster slot of its shared memory, a cluster barrier,
+// then each reads its group's partials from every CTA of the group
+// (distributed shared memory) and combines them in rank order, so that
+// every CTA computes the same bits. The slots alternate as the CTA's do.
+void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std::vector<int>& block_bits,
+                                 std::vector<std::vector<llvm::Value*>>& acc, const std::vector<int64_t>& rshape) {
+  size_t n = op.operands.size();
+  bool scalar = rshape.empty();
+  int64_t slots = 1;
+  for (auto x : rshape) slots *= x;
+  std::vector<int64_t> base(n);
+  int64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    base[i] = total;
+    total += slots * alloc_size(acc[0][i]->getType());
+    total = (total + 15) / 16 * 16;
+  }
+  if (total > kClusterSlotBytes)
+    unsupported(op, "over a dimension split across the CTAs of a cluster needs " + std::to_string(total) +
+                        " bytes of partials; at most " + std::to_string(kClusterSlotBytes) + " are supported");
+  int cs = next_cluster_slot_;
+  next_cluster_slot_ ^= 1;
+  if (!cluster_clean_[cs]) cluster_barrier();
+  else rely_on_cluster_clean(cs);
+  auto hw = scalar ? std::vector<llvm::Value*>{} : hw_coords(s);
+  auto elem_ptr = [&](size_t i, int j) {
+    llvm::Value* idx = scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
+    llvm::Value* off = b_.CreateAdd(b_.CreateMul(b_.CreateZExt(idx, b_.getInt64Ty()),
+                                                 b_.getInt64(alloc_size(acc[0][i]->getType()))),
+                                    b_.getInt64(cs * kClusterSlotBytes + base[i]));
+    return b_.CreateGEP(b_.getInt8Ty(), smem_, off);
+  };
+  auto memory_ty = [&](llvm::Type* t) -> llvm::Type* { return t->isIntegerTy(1) ? b_.getInt8Ty() : t; };
+  for (size_t j = 0; j < acc.size(); ++j)
+    for (size_t i = 0; i < n; ++i) {
+      llvm::Value* v = acc[j][i];
+      b_.CreateStore(v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v, elem_ptr(i, int(j)));
+    }
+  cluster_barrier();
+  cluster_exchanged_ = true;
+  uint32_t group_mask = 0;
+  for (int bit : block_bits) group_mask |= 1u << bit;
+  llvm::Value* others = b_.CreateAnd(block_, b_.getInt32(int32_t(~group_mask)));
+  for (size_t j = 0; j < acc.size(); ++j) {
+    std::vector<std::vector<llvm::Value*>> items;
+    for (int g = 0; g < (1 << block_bits.size()); ++g) {
+      uint32_t bits = 0;
+      for (size_t k = 0; k < block_bits.size(); ++k)
+        if (g >> k & 1) bits |= 1u << block_bits[k];
+      llvm::Value* rank = b_.CreateOr(others, b_.getInt32(int32_t(bits)));
+      std::vector<llvm::Value*> t;
+      for (size_t i = 0; i < n; ++i) {
+        llvm::Type* ty = acc[j][i]->getType();
+        llvm::Value* v = t_.load_cluster_shared(b_, memory_ty(ty), elem_ptr(i, int(j)), rank);
+        t.push_back(ty->isIntegerTy(1) ? b_.CreateICmpNE(v, b_.getInt8(0)) : v);
+      }
+      items.push_back(t);
+    }
+    acc[j] = tree(*op.regions[0], items);
+  }
+  cluster_clean_[cs] = false;
+}
+
+// The bits of input `in` of layout `l` that move along dimension `axis`.
+std::vector<int> Lowerer::bits_along(const LinearLayout& l, const std::string& in, int axis) {
+  std::vector<int> bits;
+  for (const auto& d : l.in_dims())
+    if (d.name == in)
+      for (size_t bit = 0; bit < d.bases.size(); ++bit)
+        if (d.bases[bit][axis] != 0) bits.push_back(int(bit));
+  return bits;
+}
+
 // Applies a combine region to (lhs..., rhs...) scalars.
 std::vector<llvm::Value*> Lowerer::combine(const ir::Region& region, const std::vector<llvm::Value*>& lhs,
                                   const std::vector<llvm::Value*>& rhs) {
@@ -126,11 +213,7 @@ void Lowerer::lower_reduce(const Op& op) {
   }
   // 3. Across warps: each writes its partials, then every thread combines
   // the partials of the warps along the axis in order.
-  std::vector<int> warp_bits;
-  for (const auto& d : l.in_dims())
-    if (d.name == kWarp)
-      for (size_t bit = 0; bit < d.bases.size(); ++bit)
-        if (d.bases[bit][axis] != 0) warp_bits.push_back(int(bit));
+  std::vector<int> warp_bits = bits_along(l, kWarp, axis);
   if (!warp_bits.empty()) {
     std::vector<int64_t> rshape = shape;
     rshape.erase(rshape.begin() + axis);
@@ -196,6 +279,13 @@ void Lowerer::lower_reduce(const Op& op) {
     }
     // The reads dirtied this slot only; the barrier above freed the other.
     if (ex >= 0) slot_clean_[1 - ex] = true;
+  }
+  // 4. Across the CTAs of a cluster.
+  std::vector<int> block_bits = bits_along(l, kBlock, axis);
+  if (!block_bits.empty()) {
+    std::vector<int64_t> rshape = shape;
+    rshape.erase(rshape.begin() + axis);
+    reduce_across_ctas(op, s, block_bits, acc, rshape);
   }
   // The results are in the sliced layout; users may have asked for another.
   for (size_t i = 0; i < n; ++i) {

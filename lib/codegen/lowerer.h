@@ -96,6 +96,7 @@ class Lowerer {
   static bool same_threads(const LinearLayout& a, const LinearLayout& b);
   static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
   std::vector<int> run_leaders(const ir::Value* v);
+  void start_cluster(const ir::Function& fn);
   llvm::Value* coord(const LinearLayout& l, int d, llvm::Value* hw, int32_t reg);
   int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
   llvm::Value* flat_index(const std::vector<llvm::Value*>& hw, const LinearLayout::Coords& reg,
@@ -109,6 +110,14 @@ class Lowerer {
   void barrier();
   void scratch_read(int slot);
   void rely_on_clean(int slot);
+  // The same for the two slots through which the CTAs of a cluster
+  // exchange reduction partials (num_ctas > 1): a cluster barrier (also a
+  // barrier of this CTA) frees them.
+  void cluster_barrier();
+  static std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int axis);
+  void rely_on_cluster_clean(int slot);
+  void reduce_across_ctas(const Op& op, const LinearLayout& s, const std::vector<int>& block_bits,
+                          std::vector<std::vector<llvm::Value*>>& acc, const std::vector<int64_t>& rshape);
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
   void need_smem(int64_t bytes) { smem_bytes_ = std::max<int64_t>(smem_bytes_, scratch_base_ + bytes); }
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
@@ -236,6 +245,7 @@ class Lowerer {
   llvm::Function* fn_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
   llvm::Value *lane_ = nullptr, *warp_ = nullptr, *tid_ = nullptr;
+  llvm::Value* block_ = nullptr;  // this CTA's rank in its cluster (0 without clusters)
   int64_t smem_bytes_ = 0;
   int64_t scratch_base_ = 0;
   // Dot operands that live in shared memory (pipelined loads, their trans).
@@ -261,9 +271,15 @@ class Lowerer {
   struct ScratchScope {
     bool barrier_seen = false;      // a barrier on every path since the body began
     bool assumed[2] = {false, false};
+    bool cluster_barrier_seen = false;
+    bool cluster_assumed[2] = {false, false};
   };
   bool slot_clean_[2] = {true, true};
   int next_slot_ = 0;
+  static constexpr int64_t kClusterSlotBytes = 2048;  // at the start of shared memory
+  bool cluster_clean_[2] = {true, true};
+  int next_cluster_slot_ = 0;
+  bool cluster_exchanged_ = false;  // a peer may read this CTA's shared memory: barrier before exit
   std::vector<ScratchScope> scopes_;
 };
 

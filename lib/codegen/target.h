@@ -104,6 +104,22 @@ class Target {
   virtual void async_commit(llvm::IRBuilder<>& b) const {}
   virtual void async_wait(llvm::IRBuilder<>& b, int pending) const {}
 
+  // Thread-block clusters: the most CTAs one may hold (1: none), the
+  // kernel's cluster size, this CTA's rank in its cluster, a barrier of
+  // every thread of the cluster (releasing and acquiring shared memory),
+  // and a load from the shared memory of CTA `rank` at the address
+  // `local` has in this one.
+  virtual int max_cluster_ctas() const { return 1; }
+  virtual void set_cluster_size(llvm::Function& fn, int ctas) const {
+    throw Error("target " + name() + " has no thread-block clusters (num_ctas > 1 needs sm_90 or later)");
+  }
+  virtual llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const { return b.getInt32(0); }
+  virtual void cluster_barrier(llvm::IRBuilder<>& b) const {}
+  virtual llvm::Value* load_cluster_shared(llvm::IRBuilder<>& b, llvm::Type* ty, llvm::Value* local,
+                                           llvm::Value* rank) const {
+    throw Error("internal: target " + name() + " has no distributed shared memory");
+  }
+
   // Device-side printf (format, args) and assertion failure (message,
   // file, line). Printing may be unsupported: then throw tl::Error.
   virtual void print(llvm::IRBuilder<>& b, const std::string& format, const std::vector<llvm::Value*>& args) const = 0;

@@ -145,7 +145,8 @@ CacheKey kernel_cache_key(const detail::KernelImpl& kernel, std::string_view spe
   // option must be added here, or kernels differing in it would share code.)
   const CompileOptions& o = kernel.options;
   std::string options = "name=" + o.name + ";entry=" + kernel.name + ";num_warps=" + std::to_string(o.num_warps) +
-                        ";num_stages=" + std::to_string(o.num_stages) + ";fp_fusion=" + std::to_string(o.fp_fusion);
+                        ";num_stages=" + std::to_string(o.num_stages) + ";fp_fusion=" + std::to_string(o.fp_fusion) +
+                        ";num_ctas=" + std::to_string(o.num_ctas);
   return CacheKey::make(ir_digest, options, specialization, target);
 }
 

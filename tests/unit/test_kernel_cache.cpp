@@ -106,6 +106,7 @@ TEST_CASE("kernel cache keys of traced kernels", "[cache]") {
   tl::Kernel b = tl::compile(scale_kernel<128>, {.name = "scale"});
   tl::Kernel a_8warps = tl::compile(scale_kernel<64>, {.name = "scale", .num_warps = 8});
   tl::Kernel a_unfused = tl::compile(scale_kernel<64>, {.name = "scale", .fp_fusion = false});
+  tl::Kernel a_cluster = tl::compile(scale_kernel<64>, {.name = "scale", .num_ctas = 2});
   auto key = [](const tl::Kernel& k, std::string spec = "d16,d16", std::string target = "sm_90a") {
     return tl::runtime::kernel_cache_key(*k.impl(), spec, target);
   };
@@ -116,6 +117,7 @@ TEST_CASE("kernel cache keys of traced kernels", "[cache]") {
   CHECK(ka != key(b));                  // different IR
   CHECK(ka != key(a_8warps));           // different options
   CHECK(ka != key(a_unfused));
+  CHECK(ka != key(a_cluster));
   CHECK(ka != key(a, "d16,d1"));        // different specialization
   CHECK(ka != key(a, "d16,d16", "sm_80"));
 }

@@ -1,0 +1,115 @@
+// Programs on thread-block clusters (CompileOptions::num_ctas): tiles split
+// over the CTAs of a cluster, reductions across them through distributed
+// shared memory. [gpu]: the same kernels on the GPU (2 and 4 CTAs a
+// program) and on the interpreter (which ignores num_ctas: the program's
+// meaning is the same), with masks, persistent pipelined loops with
+// invariant weights, 2-D reductions along and across the split, scalar
+// stores. [codegen]: the PTX declares the cluster, exchanges through
+// mapa / ld.shared::cluster, and the clear errors for what is missing.
+#include <catch2/catch.hpp>
+
+#include "codegen_checks.h"
+#include "gpu_oracle.h"
+#include "tiledsl/tiledsl.h"
+
+using namespace tl;
+
+namespace {
+using namespace gpu_oracle;
+
+// A layernorm-like walk over rows: two reductions a row, a weight vector
+// the same for every row, the row's mean stored as a scalar.
+template <class T, int BLOCK>
+void norm_rows(ptr<float> out, ptr<float> means, ptr<T> in, ptr<T> weight, scalar<int32_t> rows,
+               scalar<int32_t> n) {
+  auto cols = arange(0, BLOCK);                                                        // [BLOCK] i32
+  auto mask = cols < n;                                                                // [BLOCK] i1
+  for (auto r : range(program_id(0), rows, num_programs(0), {.num_stages = 2})) {
+    auto x = cast<float>(load(in + r * n + cols, mask, 0.0f));                         // [BLOCK] f32
+    auto mean = sum(x, 0) / cast<float>(n);
+    auto c = where(mask, x - mean, 0.0f);                                              // [BLOCK] f32
+    auto rstd = rsqrt(sum(c * c, 0) / cast<float>(n) + 1e-5f);
+    auto w = cast<float>(load(weight + cols, mask, 0.0f));                             // [BLOCK] f32
+    store(out + r * n + cols, c * rstd * w, mask);
+    store(means + r, mean);
+  }
+}
+
+// A [64, 256] tile: sums down the columns (across the split of dim 0),
+// maxima along the rows (within each CTA), and a softmax-like max then sum.
+void tile_reductions(ptr<float> out, ptr<float> in) {
+  auto i = col(arange(0, 64));                            // [64, 1] i32
+  auto j = row(arange(0, 256));                           // [1, 256] i32
+  auto x = load(in + program_id(0) * 64 * 256 + i * 256 + j);  // [64, 256] f32
+  auto base = out + program_id(0) * (256 + 64 + 1);
+  store(base + arange(0, 256), sum(x, 0));                // [256]
+  store(base + 256 + arange(0, 64), max(x, 1));          // [64]
+  auto e = exp(x - max(max(x, 1), 0));
+  store(base + 320, sum(sum(e, 1), 0));
+}
+
+template <class T, int BLOCK>
+void check_norm_rows(int ctas, int warps, int rows, int n, int programs) {
+  auto k = compile(norm_rows<T, BLOCK>, {.name = "norm_rows", .num_warps = warps, .num_ctas = ctas});
+  same_on_both<float>([&](Device& d) {
+    auto x = d.upload(random<T>(size_t(std::max(rows, 1)) * n, -2, 2, 31));
+    auto w = d.upload(random<T>(size_t(n), -2, 2, 32));
+    auto out = d.upload(std::vector<float>(size_t(std::max(rows, 1)) * n, 7.0f));
+    auto means = d.upload(std::vector<float>(size_t(std::max(rows, 1)), 7.0f));
+    d(k, Grid{uint32_t(programs)}, out, means, x, w, rows, n);
+    d.synchronize();
+    return std::vector<std::vector<float>>{out.download<float>(), means.download<float>()};
+  }, 1e-4, 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("programs on clusters of 2 and 4 CTAs match the interpreter", "[gpu]") {
+  REQUIRE_GPU();
+  for (int ctas : {2, 4}) {
+    INFO("num_ctas " << ctas);
+    for (int rows : {0, 1, 3, 7}) check_norm_rows<bf16, 4096>(ctas, 4, rows, 4000, 3);
+    check_norm_rows<float, 8192>(ctas, 8, 9, 8192, 2);
+    check_norm_rows<float, 1024>(ctas, 4, 5, 1000, 4);
+    auto k = compile(tile_reductions, {.name = "tile_reductions", .num_warps = 4, .num_ctas = ctas});
+    same_on_both<float>([&](Device& d) {
+      auto x = d.upload(random<float>(3 * 64 * 256, -3, 3, 33));
+      auto out = d.alloc<float>(3 * (256 + 64 + 1));
+      d(k, Grid{3}, out, x);
+      d.synchronize();
+      return std::vector<std::vector<float>>{out.download<float>()};
+    }, 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("a cluster program declares its cluster and reduces through distributed shared memory", "[codegen]") {
+  using namespace codegen_checks;
+  Kernel k = compile(norm_rows<float, 32768>, {.name = "norm_rows", .num_warps = 16, .num_ctas = 2});
+  auto ck = codegen::compile(*k.impl(), aligned(k), "sm_90a");
+  CHECK(count(ck.assembly, R"(\.reqnctapercluster 2, 1, 1)") == 1);
+  // Per row: two reductions, one cluster barrier each; one more before exit.
+  CHECK(count(ck.assembly, R"(barrier\.cluster\.arrive)") == 3);
+  CHECK(count(ck.assembly, R"(barrier\.cluster\.wait)") == 3);
+  CHECK(count(ck.assembly, R"(ld\.shared::cluster)") == 4);  // both CTAs' partials, twice
+  // Each CTA keeps its half of the row (f32, 64 KB) and of the weights
+  // (64 KB) in shared memory: the whole weights would not fit beside a row.
+  CHECK(ck.shared_bytes >= 128 * 1024);
+  CHECK(ck.shared_bytes <= 227 * 1024);
+  CHECK(count(ck.assembly, R"(cp\.async)") > 0);
+  check_assembles(ck.assembly, "sm_90a");
+}
+
+TEST_CASE("num_ctas needs clusters, supported ops and a power of two", "[codegen]") {
+  using namespace codegen_checks;
+  Kernel two = compile(norm_rows<float, 1024>, {.name = "norm_rows", .num_ctas = 2});
+  CHECK_THROWS_WITH(codegen::compile(*two.impl(), aligned(two), "sm_80"), Catch::Contains("sm_90"));
+  CHECK_THROWS_WITH(codegen::compile(*two.impl(), aligned(two), "gfx942"), Catch::Contains("clusters"));
+  Kernel three = compile(norm_rows<float, 1024>, {.name = "norm_rows", .num_ctas = 3});
+  CHECK_THROWS_WITH(codegen::compile(*three.impl(), aligned(three), "sm_90a"), Catch::Contains("1, 2, 4 or 8"));
+  auto gemm = [](ptr<float> c, ptr<bf16> a, ptr<bf16> b) {
+    auto i = col(arange(0, 64)), j = row(arange(0, 64));
+    store(c + i * 64 + j, dot(load(a + i * 64 + j), load(b + i * 64 + j)));
+  };
+  Kernel dk = compile(+gemm, {.name = "gemm", .num_ctas = 2});
+  CHECK_THROWS_WITH(codegen::compile(*dk.impl(), aligned(dk), "sm_90a"), Catch::Contains("dot"));
+}
