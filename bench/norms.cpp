@@ -208,13 +208,15 @@ PERSISTENT_SIZES(softmax_persistent, tl::bf16)
 PERSISTENT_SIZES(softmax_persistent, float)
 PERSISTENT_SIZES(layernorm_persistent, tl::bf16)
 PERSISTENT_SIZES(layernorm_persistent, float)
-// The longest layernorm rows split over clusters of 2 CTAs (sm_90): half a
-// row, and half the weights, per CTA. Slower so far than one CTA a row: a
-// cluster barrier per reduction (docs/perf.md, run 31).
-BENCHMARK(layernorm_persistent<tl::bf16, 32768, 2, 2>)->ArgsProduct({{1, 2}, {8, 16}})
-    ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
-BENCHMARK(layernorm_persistent<float, 32768, 2, 2>)->ArgsProduct({{1, 2}, {8, 16}})
-    ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+// The longest rows split over clusters of 2 CTAs (sm_90): half a row, and
+// half the weights, per CTA (docs/perf.md, run 32).
+#define CLUSTER(fn, T)                                                                 \
+  BENCHMARK(fn<T, 32768, 2, 2>)->ArgsProduct({{1, 2}, {8, 16}})->UseManualTime()->Iterations(3) \
+      ->Unit(benchmark::kMicrosecond);
+CLUSTER(softmax_persistent, tl::bf16)
+CLUSTER(softmax_persistent, float)
+CLUSTER(layernorm_persistent, tl::bf16)
+CLUSTER(layernorm_persistent, float)
 BENCHMARK(softmax_cold_compile)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -144,10 +144,38 @@ class NvptxTarget final : public Target {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {});
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {});
   }
-  llvm::Value* load_cluster_shared(llvm::IRBuilder<>& b, llvm::Type* ty, llvm::Value* local,
-                                   llvm::Value* rank) const override {
-    llvm::Value* remote = b.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {local, rank});
-    return b.CreateLoad(ty, remote);
+  static void asm_call(llvm::IRBuilder<>& b, const std::string& text, const std::string& cons,
+                       const std::vector<llvm::Value*>& args) {
+    std::vector<llvm::Type*> types;
+    for (auto* a : args) types.push_back(a->getType());
+    auto* fty = llvm::FunctionType::get(b.getVoidTy(), types, false);
+    b.CreateCall(llvm::InlineAsm::get(fty, text, cons + (cons.empty() ? "" : ",") + "~{memory}", true), args);
+  }
+  void init_tx_barrier(llvm::IRBuilder<>& b, llvm::Value* bar) const override {
+    asm_call(b, "mbarrier.init.shared::cta.b64 [$0], 1;", "r", {bar});
+  }
+  void fence_barrier_init(llvm::IRBuilder<>& b) const override {
+    asm_call(b, "fence.mbarrier_init.release.cluster;", "", {});
+  }
+  void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const override {
+    asm_call(b, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, bytes});
+  }
+  void send_to_cta(llvm::IRBuilder<>& b, llvm::Value* at, llvm::Value* value, llvm::Value* bar,
+                   llvm::Value* rank) const override {
+    bool wide = value->getType()->isIntegerTy(64);
+    std::string text = std::string("{\n.reg .b32 tl_at, tl_bar;\nmapa.shared::cluster.u32 tl_at, $0, $3;\n") +
+                       "mapa.shared::cluster.u32 tl_bar, $2, $3;\n" +
+                       "st.async.shared::cluster.mbarrier::complete_tx::bytes" + (wide ? ".b64" : ".b32") +
+                       " [tl_at], $1, [tl_bar];\n}";
+    asm_call(b, text, std::string("r,") + (wide ? "l" : "r") + ",r,r", {at, value, bar, rank});
+  }
+  llvm::Value* barrier_done(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) const override {
+    auto* fty = llvm::FunctionType::get(b.getInt32Ty(), {b.getInt32Ty(), b.getInt32Ty()}, false);
+    const char* text =
+        "{\n.reg .pred tl_done;\nmbarrier.try_wait.parity.shared::cta.b64 tl_done, [$1], $2;\n"
+        "selp.u32 $0, 1, 0, tl_done;\n}";
+    llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, "=r,r,r,~{memory}", true), {bar, parity});
+    return b.CreateICmpNE(r, b.getInt32(0));
   }
 
   void barrier(llvm::IRBuilder<>& b) const override {

@@ -312,20 +312,13 @@ void Lowerer::lower_for(const Op& op) {
 
   // The body assumes both exchange slots clean on entry (lower_reduce.cpp),
   // and both cluster slots.
-  if (!cluster_clean_[0] || !cluster_clean_[1]) {
-    cluster_barrier();
-  } else {
-    rely_on_cluster_clean(0);
-    rely_on_cluster_clean(1);
-  }
-  if (!slot_clean_[0] || !slot_clean_[1]) {
+  if (!slot_clean_[0] || !slot_clean_[1] || !cluster_clean_[0] || !cluster_clean_[1]) {
     barrier();
   } else {
-    rely_on_clean(0);
-    rely_on_clean(1);
+    for (int k = 0; k < 2; ++k) rely_on_clean(k), rely_on_cluster_clean(k);
   }
-  std::vector<bool> outer_seen, outer_cluster_seen;
-  for (const auto& sc : scopes_) outer_seen.push_back(sc.barrier_seen), outer_cluster_seen.push_back(sc.cluster_barrier_seen);
+  std::vector<bool> outer_seen;
+  for (const auto& sc : scopes_) outer_seen.push_back(sc.barrier_seen);
   scopes_.push_back({});
 
   llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -374,12 +367,12 @@ void Lowerer::lower_for(const Op& op) {
   for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
   // Back to the top: restore what the body assumed of the slots.
   const ScratchScope body_scope = scopes_.back();
-  if ((body_scope.cluster_assumed[0] && !cluster_clean_[0]) || (body_scope.cluster_assumed[1] && !cluster_clean_[1]))
-    cluster_barrier();
-  if ((body_scope.assumed[0] && !slot_clean_[0]) || (body_scope.assumed[1] && !slot_clean_[1])) barrier();
+  bool dirty = false;
+  for (int k = 0; k < 2; ++k)
+    dirty = dirty || (body_scope.assumed[k] && !slot_clean_[k]) || (body_scope.cluster_assumed[k] && !cluster_clean_[k]);
+  if (dirty) barrier();
   scopes_.pop_back();
-  for (size_t k = 0; k < outer_seen.size(); ++k)  // the body may not run
-    scopes_[k].barrier_seen = outer_seen[k], scopes_[k].cluster_barrier_seen = outer_cluster_seen[k];
+  for (size_t k = 0; k < outer_seen.size(); ++k) scopes_[k].barrier_seen = outer_seen[k];  // the body may not run
   llvm::Value* iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateBr(header);
@@ -408,16 +401,14 @@ void Lowerer::lower_if(const Op& op) {
   // join a slot is clean, or a barrier seen, only if so on both paths.
   const bool entry_clean[2] = {slot_clean_[0], slot_clean_[1]};
   const bool entry_cclean[2] = {cluster_clean_[0], cluster_clean_[1]};
-  std::vector<bool> entry_seen, join_seen, entry_cseen, join_cseen;
-  for (const auto& sc : scopes_) entry_seen.push_back(sc.barrier_seen), entry_cseen.push_back(sc.cluster_barrier_seen);
+  std::vector<bool> entry_seen, join_seen;
+  for (const auto& sc : scopes_) entry_seen.push_back(sc.barrier_seen);
   bool join_clean[2] = {true, true}, join_cclean[2] = {true, true};
   join_seen.assign(scopes_.size(), true);
-  join_cseen.assign(scopes_.size(), true);
   for (int side = 0; side < 2; ++side) {
     slot_clean_[0] = entry_clean[0], slot_clean_[1] = entry_clean[1];
     cluster_clean_[0] = entry_cclean[0], cluster_clean_[1] = entry_cclean[1];
-    for (size_t k = 0; k < scopes_.size(); ++k)
-      scopes_[k].barrier_seen = entry_seen[k], scopes_[k].cluster_barrier_seen = entry_cseen[k];
+    for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = entry_seen[k];
     b_.SetInsertPoint(side == 0 ? then_bb : else_bb);
     std::vector<Regs> vals;
     if (side < int(op.regions.size())) {
@@ -430,15 +421,11 @@ void Lowerer::lower_if(const Op& op) {
     b_.CreateBr(join);
     for (int k = 0; k < 2; ++k) join_clean[k] = join_clean[k] && slot_clean_[k];
     for (int k = 0; k < 2; ++k) join_cclean[k] = join_cclean[k] && cluster_clean_[k];
-    for (size_t k = 0; k < scopes_.size(); ++k) {
-      join_seen[k] = join_seen[k] && scopes_[k].barrier_seen;
-      join_cseen[k] = join_cseen[k] && scopes_[k].cluster_barrier_seen;
-    }
+    for (size_t k = 0; k < scopes_.size(); ++k) join_seen[k] = join_seen[k] && scopes_[k].barrier_seen;
   }
   slot_clean_[0] = join_clean[0], slot_clean_[1] = join_clean[1];
   cluster_clean_[0] = join_cclean[0], cluster_clean_[1] = join_cclean[1];
-  for (size_t k = 0; k < scopes_.size(); ++k)
-    scopes_[k].barrier_seen = join_seen[k], scopes_[k].cluster_barrier_seen = join_cseen[k];
+  for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = join_seen[k];
   b_.SetInsertPoint(join);
   for (size_t k = 0; k < op.results.size(); ++k) {
     Regs merged;

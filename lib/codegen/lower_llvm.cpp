@@ -45,11 +45,10 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   warp_ = b_.CreateLShr(tid, ilog2(plan_.warp_size), "warp");
   block_ = plan_.num_ctas > 1 ? t_.cluster_rank(b_) : b_.getInt32(0);
   tid_ = tid;
+  if (plan_.num_ctas > 1) init_cluster_exchange();
   for (size_t i = 0; i < fn.body.args.size(); ++i) vals_[fn.body.args[i].get()] = {fn_->getArg(unsigned(i))};
 
   lower_region(fn.body);
-  // No CTA leaves while a peer may still read its shared memory.
-  if (cluster_exchanged_) t_.cluster_barrier(b_);
   b_.CreateRetVoid();
 
   std::string err;
@@ -96,8 +95,32 @@ void Lowerer::start_cluster(const ir::Function& fn) {
   };
   check(fn.body);
   t_.set_cluster_size(*fn_, n);
-  scratch_base_ = 2 * kClusterSlotBytes;
+  scratch_base_ = kClusterBytes;
   need_smem(0);
+}
+
+// The cluster exchange's two transaction barriers, initialized by thread 0
+// and visible to the whole cluster before anyone sends (a cluster barrier),
+// and the phases each waits for first (0).
+void Lowerer::init_cluster_exchange() {
+  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  for (int k = 0; k < 2; ++k) {
+    cluster_phase_[k] = entry.CreateAlloca(b_.getInt32Ty(), nullptr, "cluster.phase");
+    b_.CreateStore(b_.getInt32(0), cluster_phase_[k]);
+  }
+  guarded(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&]() -> llvm::Value* {
+    for (int k = 0; k < 2; ++k) t_.init_tx_barrier(b_, cluster_bar(k));
+    t_.fence_barrier_init(b_);
+    return nullptr;
+  }, nullptr);
+  t_.cluster_barrier(b_);
+}
+
+// Shared addresses (i32) in the cluster area: barrier k, and byte `off`
+// of slot k.
+llvm::Value* Lowerer::cluster_bar(int k) {
+  return b_.CreatePtrToInt(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(2 * kClusterSlotBytes + 8 * k)),
+                           b_.getInt32Ty());
 }
 
 // Runtime coordinates contributed by one hardware input (lane or warp).

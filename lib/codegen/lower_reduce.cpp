@@ -18,6 +18,7 @@ constexpr int64_t kSlotBytes = 4096;  // larger exchanges use the old path
 void Lowerer::barrier() {
   t_.barrier(b_);
   slot_clean_[0] = slot_clean_[1] = true;
+  cluster_clean_[0] = cluster_clean_[1] = true;
   for (auto& s : scopes_) s.barrier_seen = true;
 }
 
@@ -33,75 +34,128 @@ void Lowerer::rely_on_clean(int slot) {
   for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->barrier_seen; ++it) it->assumed[slot] = true;
 }
 
-void Lowerer::cluster_barrier() {
-  t_.cluster_barrier(b_);
-  cluster_clean_[0] = cluster_clean_[1] = true;
-  slot_clean_[0] = slot_clean_[1] = true;  // every thread of this CTA took part too
-  for (auto& s : scopes_) s.barrier_seen = s.cluster_barrier_seen = true;
-}
-
 void Lowerer::rely_on_cluster_clean(int slot) {
-  for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->cluster_barrier_seen; ++it)
-    it->cluster_assumed[slot] = true;
+  for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->barrier_seen; ++it) it->cluster_assumed[slot] = true;
 }
 
-// Step 4 of a reduction whose axis is split over the CTAs of a cluster:
-// each CTA writes its partials (every thread holds those of its result
-// elements) into a cluster slot of its shared memory, a cluster barrier,
-// then each reads its group's partials from every CTA of the group
-// (distributed shared memory) and combines them in rank order, so that
-// every CTA computes the same bits. The slots alternate as the CTA's do.
+// Step 4 of a reduction whose axis is split over the CTAs of a cluster.
+// Every thread holds its CTA's partials of its result elements; the owner
+// of each element sends it to every other CTA of its group (distributed
+// shared memory, counted on the receiver's transaction barrier), at the
+// sender's place in the receiver's slot. Each CTA then waits for its
+// barrier's phase and combines the group's partials in rank order (its
+// own from registers), so every CTA computes the same bits. No cluster-wide
+// barrier: a CTA cannot get two exchanges ahead of another (each needs the
+// other's partials), so two alternating slots suffice, provided this CTA's
+// threads are past their reads of one slot before it sends on the other
+// (after which a peer may refill the first).
 void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std::vector<int>& block_bits,
                                  std::vector<std::vector<llvm::Value*>>& acc, const std::vector<int64_t>& rshape) {
   size_t n = op.operands.size();
   bool scalar = rshape.empty();
-  int64_t slots = 1;
-  for (auto x : rshape) slots *= x;
-  std::vector<int64_t> base(n);
+  int64_t elems = 1;
+  for (auto x : rshape) elems *= x;
+  int groups = 1 << block_bits.size();
+  // Values travel as 4- or 8-byte words.
+  std::vector<int64_t> word(n), base(n);
   int64_t total = 0;
   for (size_t i = 0; i < n; ++i) {
+    word[i] = alloc_size(acc[0][i]->getType()) > 4 ? 8 : 4;
     base[i] = total;
-    total += slots * alloc_size(acc[0][i]->getType());
-    total = (total + 15) / 16 * 16;
+    total += groups * elems * word[i];
   }
   if (total > kClusterSlotBytes)
     unsupported(op, "over a dimension split across the CTAs of a cluster needs " + std::to_string(total) +
                         " bytes of partials; at most " + std::to_string(kClusterSlotBytes) + " are supported");
   int cs = next_cluster_slot_;
   next_cluster_slot_ ^= 1;
-  if (!cluster_clean_[cs]) cluster_barrier();
-  else rely_on_cluster_clean(cs);
-  auto hw = scalar ? std::vector<llvm::Value*>{} : hw_coords(s);
-  auto elem_ptr = [&](size_t i, int j) {
-    llvm::Value* idx = scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
-    llvm::Value* off = b_.CreateAdd(b_.CreateMul(b_.CreateZExt(idx, b_.getInt64Ty()),
-                                                 b_.getInt64(alloc_size(acc[0][i]->getType()))),
-                                    b_.getInt64(cs * kClusterSlotBytes + base[i]));
-    return b_.CreateGEP(b_.getInt8Ty(), smem_, off);
-  };
-  auto memory_ty = [&](llvm::Type* t) -> llvm::Type* { return t->isIntegerTy(1) ? b_.getInt8Ty() : t; };
-  for (size_t j = 0; j < acc.size(); ++j)
-    for (size_t i = 0; i < n; ++i) {
-      llvm::Value* v = acc[j][i];
-      b_.CreateStore(v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v, elem_ptr(i, int(j)));
-    }
-  cluster_barrier();
-  cluster_exchanged_ = true;
+  if (!cluster_clean_[cs ^ 1]) barrier();
+  else rely_on_cluster_clean(cs ^ 1);
+  // This CTA's place in its group, and the group's ranks.
+  llvm::Value* me = b_.getInt32(0);
+  for (size_t k = 0; k < block_bits.size(); ++k)
+    me = b_.CreateOr(me, b_.CreateShl(b_.CreateAnd(b_.CreateLShr(block_, block_bits[k]), 1), uint64_t(k)));
   uint32_t group_mask = 0;
   for (int bit : block_bits) group_mask |= 1u << bit;
   llvm::Value* others = b_.CreateAnd(block_, b_.getInt32(int32_t(~group_mask)));
+  auto rank_of = [&](int g) {
+    uint32_t bits = 0;
+    for (size_t k = 0; k < block_bits.size(); ++k)
+      if (g >> k & 1) bits |= 1u << block_bits[k];
+    return b_.CreateOr(others, b_.getInt32(int32_t(bits)));
+  };
+  auto hw = scalar ? std::vector<llvm::Value*>{} : hw_coords(s);
+  // Byte address (shared, i32) of operand i's partial of element `idx`
+  // from group member g.
+  auto at = [&](size_t i, llvm::Value* g, llvm::Value* idx) {
+    llvm::Value* word_index = b_.CreateAdd(b_.CreateMul(g, b_.getInt32(int32_t(elems))), idx);
+    llvm::Value* off = b_.CreateAdd(b_.CreateMul(word_index, b_.getInt32(int32_t(word[i]))),
+                                    b_.getInt32(int32_t(cs * kClusterSlotBytes + base[i])));
+    return b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()), off);
+  };
+  auto index = [&](int j) -> llvm::Value* {
+    return scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
+  };
+  auto to_word = [&](llvm::Value* v, int64_t w) {
+    llvm::Type* ty = v->getType();
+    unsigned bits = unsigned(m_->getDataLayout().getTypeSizeInBits(ty));
+    if (ty->isPointerTy()) return b_.CreatePtrToInt(v, b_.getInt64Ty());
+    llvm::Value* x = b_.CreateBitCast(v, b_.getIntNTy(bits));
+    return bits == unsigned(w * 8) ? x : b_.CreateZExt(x, b_.getIntNTy(unsigned(w * 8)));
+  };
+  auto from_word = [&](llvm::Value* x, llvm::Type* ty) -> llvm::Value* {
+    if (ty->isPointerTy()) return b_.CreateIntToPtr(x, ty);
+    unsigned bits = unsigned(m_->getDataLayout().getTypeSizeInBits(ty));
+    if (x->getType()->getIntegerBitWidth() != bits) x = b_.CreateTrunc(x, b_.getIntNTy(bits));
+    return b_.CreateBitCast(x, ty);
+  };
+  llvm::Value* bar = cluster_bar(cs);
+  // This phase receives every other member's partials.
+  guarded(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&]() -> llvm::Value* {
+    int64_t bytes = 0;
+    for (size_t i = 0; i < n; ++i) bytes += (groups - 1) * elems * word[i];
+    t_.expect_bytes(b_, bar, b_.getInt32(int32_t(bytes)));
+    return nullptr;
+  }, nullptr);
+  // Owners within this CTA send (lanes and warps that hold copies do not).
+  llvm::Value* owner = b_.getTrue();
+  if (uint32_t lm = s.broadcast_mask(kLane)) owner = b_.CreateICmpEQ(b_.CreateAnd(lane_, lm), b_.getInt32(0));
+  if (uint32_t wm = s.broadcast_mask(kWarp))
+    owner = b_.CreateAnd(owner, b_.CreateICmpEQ(b_.CreateAnd(warp_, wm), b_.getInt32(0)));
+  if ((1 << s.in_bits(kWarp)) < plan_.num_warps)
+    owner = b_.CreateAnd(owner, b_.CreateICmpULT(warp_, b_.getInt32(1 << s.in_bits(kWarp))));
+  auto dup = scalar ? std::vector<bool>(acc.size(), false) : duplicate_regs(s);
   for (size_t j = 0; j < acc.size(); ++j) {
+    if (dup[j]) continue;
+    llvm::Value* idx = index(int(j));
+    for (int g = 0; g < groups; ++g) {
+      llvm::Value* send = b_.CreateAnd(owner, b_.CreateICmpNE(me, b_.getInt32(g)));
+      guarded(send, [&]() -> llvm::Value* {
+        for (size_t i = 0; i < n; ++i) t_.send_to_cta(b_, at(i, me, idx), to_word(acc[j][i], word[i]), bar, rank_of(g));
+        return nullptr;
+      }, nullptr);
+    }
+  }
+  // Wait for this phase, then flip the parity waited for next time.
+  llvm::Value* parity = b_.CreateLoad(b_.getInt32Ty(), cluster_phase_[cs]);
+  auto* wait_bb = llvm::BasicBlock::Create(ctx_, "cluster.wait", fn_);
+  auto* done_bb = llvm::BasicBlock::Create(ctx_, "cluster.done", fn_);
+  b_.CreateBr(wait_bb);
+  b_.SetInsertPoint(wait_bb);
+  b_.CreateCondBr(t_.barrier_done(b_, bar, parity), done_bb, wait_bb);
+  b_.SetInsertPoint(done_bb);
+  b_.CreateStore(b_.CreateXor(parity, b_.getInt32(1)), cluster_phase_[cs]);
+  for (size_t j = 0; j < acc.size(); ++j) {
+    llvm::Value* idx = index(int(j));
     std::vector<std::vector<llvm::Value*>> items;
-    for (int g = 0; g < (1 << block_bits.size()); ++g) {
-      uint32_t bits = 0;
-      for (size_t k = 0; k < block_bits.size(); ++k)
-        if (g >> k & 1) bits |= 1u << block_bits[k];
-      llvm::Value* rank = b_.CreateOr(others, b_.getInt32(int32_t(bits)));
+    for (int g = 0; g < groups; ++g) {
       std::vector<llvm::Value*> t;
+      llvm::Value* mine = b_.CreateICmpEQ(me, b_.getInt32(g));
       for (size_t i = 0; i < n; ++i) {
         llvm::Type* ty = acc[j][i]->getType();
-        llvm::Value* v = t_.load_cluster_shared(b_, memory_ty(ty), elem_ptr(i, int(j)), rank);
-        t.push_back(ty->isIntegerTy(1) ? b_.CreateICmpNE(v, b_.getInt8(0)) : v);
+        llvm::Value* p = b_.CreateIntToPtr(at(i, b_.getInt32(g), idx), b_.getPtrTy(t_.shared_address_space()));
+        llvm::Value* got = from_word(b_.CreateLoad(b_.getIntNTy(unsigned(word[i] * 8)), p), ty);
+        t.push_back(b_.CreateSelect(mine, acc[j][i], got));
       }
       items.push_back(t);
     }

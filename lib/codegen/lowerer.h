@@ -97,6 +97,8 @@ class Lowerer {
   static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
   std::vector<int> run_leaders(const ir::Value* v);
   void start_cluster(const ir::Function& fn);
+  void init_cluster_exchange();
+  llvm::Value* cluster_bar(int k);
   llvm::Value* coord(const LinearLayout& l, int d, llvm::Value* hw, int32_t reg);
   int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
   llvm::Value* flat_index(const std::vector<llvm::Value*>& hw, const LinearLayout::Coords& reg,
@@ -110,10 +112,9 @@ class Lowerer {
   void barrier();
   void scratch_read(int slot);
   void rely_on_clean(int slot);
-  // The same for the two slots through which the CTAs of a cluster
-  // exchange reduction partials (num_ctas > 1): a cluster barrier (also a
-  // barrier of this CTA) frees them.
-  void cluster_barrier();
+  // The same for the two slots into which the other CTAs of a cluster send
+  // reduction partials (num_ctas > 1): clean once every thread of this CTA
+  // is past its reads of them (a barrier).
   static std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int axis);
   void rely_on_cluster_clean(int slot);
   void reduce_across_ctas(const Op& op, const LinearLayout& s, const std::vector<int>& block_bits,
@@ -271,15 +272,17 @@ class Lowerer {
   struct ScratchScope {
     bool barrier_seen = false;      // a barrier on every path since the body began
     bool assumed[2] = {false, false};
-    bool cluster_barrier_seen = false;
     bool cluster_assumed[2] = {false, false};
   };
   bool slot_clean_[2] = {true, true};
   int next_slot_ = 0;
-  static constexpr int64_t kClusterSlotBytes = 2048;  // at the start of shared memory
+  // At the start of shared memory: two cluster slots, then their two
+  // mbarriers (the phase each waits for next lives in cluster_phase_).
+  static constexpr int64_t kClusterSlotBytes = 4096;
+  static constexpr int64_t kClusterBytes = 2 * kClusterSlotBytes + 128;
   bool cluster_clean_[2] = {true, true};
   int next_cluster_slot_ = 0;
-  bool cluster_exchanged_ = false;  // a peer may read this CTA's shared memory: barrier before exit
+  llvm::Value* cluster_phase_[2] = {nullptr, nullptr};  // allocas: mem2reg makes them SSA
   std::vector<ScratchScope> scopes_;
 };
 

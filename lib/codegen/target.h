@@ -106,18 +106,30 @@ class Target {
 
   // Thread-block clusters: the most CTAs one may hold (1: none), the
   // kernel's cluster size, this CTA's rank in its cluster, a barrier of
-  // every thread of the cluster (releasing and acquiring shared memory),
-  // and a load from the shared memory of CTA `rank` at the address
-  // `local` has in this one.
+  // every thread of the cluster. Sends between CTAs: a transaction barrier
+  // in shared memory (`bar`, a shared address as i32) is initialized (one
+  // arrival a phase; then fence_barrier_init before any other CTA may use
+  // it), told how many bytes the current phase receives (one thread), and
+  // completes when they have landed; send writes a 4- or 8-byte value at
+  // address `at` in the shared memory of CTA `rank` and counts it on that
+  // CTA's barrier `bar` (addresses as in this CTA); barrier_done tests
+  // whether the phase of parity `parity` has completed.
+  [[noreturn]] void no_clusters() const { throw Error("internal: target " + name() + " has no clusters"); }
   virtual int max_cluster_ctas() const { return 1; }
   virtual void set_cluster_size(llvm::Function& fn, int ctas) const {
     throw Error("target " + name() + " has no thread-block clusters (num_ctas > 1 needs sm_90 or later)");
   }
   virtual llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const { return b.getInt32(0); }
   virtual void cluster_barrier(llvm::IRBuilder<>& b) const {}
-  virtual llvm::Value* load_cluster_shared(llvm::IRBuilder<>& b, llvm::Type* ty, llvm::Value* local,
-                                           llvm::Value* rank) const {
-    throw Error("internal: target " + name() + " has no distributed shared memory");
+  virtual void init_tx_barrier(llvm::IRBuilder<>& b, llvm::Value* bar) const { no_clusters(); }
+  virtual void fence_barrier_init(llvm::IRBuilder<>& b) const { no_clusters(); }
+  virtual void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const { no_clusters(); }
+  virtual void send_to_cta(llvm::IRBuilder<>& b, llvm::Value* at, llvm::Value* value, llvm::Value* bar,
+                           llvm::Value* rank) const {
+    no_clusters();
+  }
+  virtual llvm::Value* barrier_done(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) const {
+    no_clusters();
   }
 
   // Device-side printf (format, args) and assertion failure (message,

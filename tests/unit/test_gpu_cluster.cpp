@@ -1,11 +1,12 @@
 // Programs on thread-block clusters (CompileOptions::num_ctas): tiles split
 // over the CTAs of a cluster, reductions across them through distributed
-// shared memory. [gpu]: the same kernels on the GPU (2 and 4 CTAs a
+// shared memory (each CTA sends its partials to the others). [gpu]: the
+// same kernels on the GPU (2 and 4 CTAs a
 // program) and on the interpreter (which ignores num_ctas: the program's
 // meaning is the same), with masks, persistent pipelined loops with
 // invariant weights, 2-D reductions along and across the split, scalar
-// stores. [codegen]: the PTX declares the cluster, exchanges through
-// mapa / ld.shared::cluster, and the clear errors for what is missing.
+// stores. [codegen]: the PTX declares the cluster, sends with st.async on
+// transaction barriers, and the clear errors for what is missing.
 #include <catch2/catch.hpp>
 
 #include "codegen_checks.h"
@@ -87,16 +88,24 @@ TEST_CASE("a cluster program declares its cluster and reduces through distribute
   Kernel k = compile(norm_rows<float, 32768>, {.name = "norm_rows", .num_warps = 16, .num_ctas = 2});
   auto ck = codegen::compile(*k.impl(), aligned(k), "sm_90a");
   CHECK(count(ck.assembly, R"(\.reqnctapercluster 2, 1, 1)") == 1);
-  // Per row: two reductions, one cluster barrier each; one more before exit.
-  CHECK(count(ck.assembly, R"(barrier\.cluster\.arrive)") == 3);
-  CHECK(count(ck.assembly, R"(barrier\.cluster\.wait)") == 3);
-  CHECK(count(ck.assembly, R"(ld\.shared::cluster)") == 4);  // both CTAs' partials, twice
+  // One cluster barrier, after the transaction barriers' initialization;
+  // per row, two reductions: each sends its partial to the other CTA (one
+  // send instruction a possible peer) and waits for the other's.
+  CHECK(count(ck.assembly, R"(barrier\.cluster\.arrive)") == 1);
+  CHECK(count(ck.assembly, R"(mbarrier\.init)") == 2);
+  CHECK(count(ck.assembly, R"(st\.async\.shared::cluster\.mbarrier::complete_tx::bytes)") == 4);
+  CHECK(count(ck.assembly, R"(mbarrier\.try_wait\.parity)") == 2);
   // Each CTA keeps its half of the row (f32, 64 KB) and of the weights
   // (64 KB) in shared memory: the whole weights would not fit beside a row.
   CHECK(ck.shared_bytes >= 128 * 1024);
   CHECK(ck.shared_bytes <= 227 * 1024);
   CHECK(count(ck.assembly, R"(cp\.async)") > 0);
   check_assembles(ck.assembly, "sm_90a");
+  // 2-D reductions along and across the split, on 2 and 4 CTAs.
+  for (int ctas : {2, 4}) {
+    Kernel t = compile(tile_reductions, {.name = "tile_reductions", .num_warps = 4, .num_ctas = ctas});
+    check_assembles(codegen::compile(*t.impl(), aligned(t), "sm_90a").assembly, "sm_90a");
+  }
 }
 
 TEST_CASE("num_ctas needs clusters, supported ops and a power of two", "[codegen]") {
