@@ -134,7 +134,7 @@ class NvptxTarget final : public Target {
 
   int max_cluster_ctas() const override { return sm_ >= 90 ? 8 : 1; }
   void set_cluster_size(llvm::Function& fn, int ctas) const override {
-    if (sm_ < 90) Target::set_cluster_size(fn, ctas);
+    if (sm_ < 90) throw Error("num_ctas > 1 needs thread-block clusters: sm_90 or later, not " + arch_);
     fn.addFnAttr("nvvm.cluster_dim", std::to_string(ctas) + ",1,1");  // .explicitcluster .reqnctapercluster
   }
   llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const override {

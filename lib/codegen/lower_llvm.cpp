@@ -84,9 +84,7 @@ void Lowerer::start_cluster(const ir::Function& fn) {
   int n = plan_.num_ctas;
   if (n != 2 && n != 4 && n != 8)
     throw Error("num_ctas must be 1, 2, 4 or 8, found " + std::to_string(n));
-  if (n > t_.max_cluster_ctas())
-    throw Error("num_ctas = " + std::to_string(n) + " needs thread-block clusters, which " + t_.name() +
-                " does not have (sm_90 or later)");
+  if (n > t_.max_cluster_ctas()) t_.set_cluster_size(*fn_, n);  // the target says what it lacks
   std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
     for (const auto& o : r.ops) {
       if (o->kind == OpKind::Dot) unsupported(*o, "with num_ctas > 1 (dots are not split over a cluster yet)");

@@ -277,7 +277,7 @@ class Lowerer {
   bool slot_clean_[2] = {true, true};
   int next_slot_ = 0;
   // At the start of shared memory: two cluster slots, then their two
-  // mbarriers (the phase each waits for next lives in cluster_phase_).
+  // transaction barriers (the phase each waits for next: cluster_phase_).
   static constexpr int64_t kClusterSlotBytes = 4096;
   static constexpr int64_t kClusterBytes = 2 * kClusterSlotBytes + 128;
   bool cluster_clean_[2] = {true, true};

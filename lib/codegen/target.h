@@ -117,7 +117,7 @@ class Target {
   [[noreturn]] void no_clusters() const { throw Error("internal: target " + name() + " has no clusters"); }
   virtual int max_cluster_ctas() const { return 1; }
   virtual void set_cluster_size(llvm::Function& fn, int ctas) const {
-    throw Error("target " + name() + " has no thread-block clusters (num_ctas > 1 needs sm_90 or later)");
+    throw Error("target " + name() + " has no thread-block clusters (num_ctas > 1)");
   }
   virtual llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const { return b.getInt32(0); }
   virtual void cluster_barrier(llvm::IRBuilder<>& b) const {}

@@ -1,4 +1,5 @@
-// The end of tl::compile (include/tiledsl/compile.h): verify the traced
+// The end of tl::compile (include/tiledsl/compile.h): check the options the
+// IR does not (num_ctas), verify the traced
 // function, run the target-independent simplification, verify again (a pass
 // that breaks the IR is caught here, not as a wrong result), and wrap it in
 // a Kernel.
@@ -13,6 +14,8 @@ namespace tl::detail {
 
 Kernel finish_compile(ir::Function* traced, const CompileOptions& opts) {
   std::unique_ptr<ir::Function> fn(traced);
+  if (opts.num_ctas != 1 && opts.num_ctas != 2 && opts.num_ctas != 4 && opts.num_ctas != 8)
+    throw Error("kernel '" + fn->name + "': num_ctas must be 1, 2, 4 or 8, found " + std::to_string(opts.num_ctas));
   ir::verify(*fn);
   transforms::simplify(*fn);
   ir::verify(*fn);
