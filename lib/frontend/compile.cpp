@@ -1,8 +1,7 @@
 // The end of tl::compile (include/tiledsl/compile.h): check the options the
-// IR does not (num_ctas), verify the traced
-// function, run the target-independent simplification, verify again (a pass
-// that breaks the IR is caught here, not as a wrong result), and wrap it in
-// a Kernel.
+// IR does not (num_ctas), verify the traced function, run the
+// target-independent simplification, verify again (a pass that breaks the
+// IR is caught here, not as a wrong result), and wrap it in a Kernel.
 #include <memory>
 
 #include "ir/verifier.h"
