@@ -77,13 +77,12 @@ llvm::Type* Lowerer::elem_type(DType d, bool is_ptr) {
   return nullptr;
 }
 
-// A program on a cluster of num_ctas CTAs (CompileOptions::num_ctas): the
-// target must have clusters, the kernel no dots (their layouts are not
-// split yet); the cluster exchange slots take the start of shared memory.
+// A program on a cluster of num_ctas CTAs (CompileOptions::num_ctas, 2, 4
+// or 8 as tl::compile checked): the target must have clusters, the kernel
+// no dots (their layouts are not split yet); the cluster exchange area
+// takes the start of shared memory.
 void Lowerer::start_cluster(const ir::Function& fn) {
   int n = plan_.num_ctas;
-  if (n != 2 && n != 4 && n != 8)
-    throw Error("num_ctas must be 1, 2, 4 or 8, found " + std::to_string(n));
   if (n > t_.max_cluster_ctas()) t_.set_cluster_size(*fn_, n);  // the target says what it lacks
   std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
     for (const auto& o : r.ops) {
@@ -114,14 +113,14 @@ void Lowerer::init_cluster_exchange() {
   t_.cluster_barrier(b_);
 }
 
-// Shared addresses (i32) in the cluster area: barrier k, and byte `off`
-// of slot k.
+// The shared address (i32) of the cluster exchange's barrier k.
 llvm::Value* Lowerer::cluster_bar(int k) {
   return b_.CreatePtrToInt(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(2 * kClusterSlotBytes + 8 * k)),
                            b_.getInt32Ty());
 }
 
-// Runtime coordinates contributed by one hardware input (lane or warp).
+// Runtime coordinates contributed by one hardware input (lane, warp, or
+// the CTA's rank in its cluster).
 std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std::string& in) {
   std::vector<llvm::Value*> c(l.out_dims().size(), b_.getInt32(0));
   llvm::Value* idx = in == kLane ? lane_ : in == kWarp ? warp_ : block_;
@@ -138,13 +137,18 @@ std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std
 
 // Whether two layouts put the same elements in the same lanes and warps
 // (a conversion between them only permutes registers).
+namespace {
+std::vector<LinearLayout::Coords> bases_of(const LinearLayout& l, const std::string& in) {
+  for (const auto& d : l.in_dims())
+    if (d.name == in) return d.bases;
+  return {};
+}
+}  // namespace
+
 bool Lowerer::same_threads(const LinearLayout& a, const LinearLayout& b) {
-  auto bases = [](const LinearLayout& l, const std::string& in) {
-    for (const auto& d : l.in_dims())
-      if (d.name == in) return d.bases;
-    return std::vector<LinearLayout::Coords>{};
-  };
-  return bases(a, kLane) == bases(b, kLane) && bases(a, kWarp) == bases(b, kWarp) && bases(a, kBlock) == bases(b, kBlock);
+  for (const auto& in : {kLane, kWarp, kBlock})
+    if (bases_of(a, in) != bases_of(b, in)) return false;
+  return true;
 }
 
 // Runtime coordinates contributed by this thread's lane and warp (and its
@@ -249,17 +253,8 @@ int64_t Lowerer::alloc_size(llvm::Type* ty) {
 Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLayout& to, const std::vector<int64_t>& shape,
              llvm::Type* ty) {
   if (from == to) return regs;
-  // Same lanes and warps: only registers move.
-  bool same_threads = from.out_dims().size() == to.out_dims().size();
-  for (const auto& in : {kLane, kWarp, kBlock}) {
-    if (!same_threads) break;
-    auto a = from.in_dims(), bdims = to.in_dims();
-    auto fa = std::find_if(a.begin(), a.end(), [&](const auto& d) { return d.name == in; });
-    auto fb = std::find_if(bdims.begin(), bdims.end(), [&](const auto& d) { return d.name == in; });
-    bool ea = fa == a.end() || fa->bases.empty(), eb = fb == bdims.end() || fb->bases.empty();
-    if (ea != eb || (!ea && fa->bases != fb->bases)) same_threads = false;
-  }
-  if (same_threads) {
+  // Same lanes, warps and CTAs: only registers move.
+  if (from.out_dims().size() == to.out_dims().size() && same_threads(from, to)) {
     std::map<LinearLayout::Coords, int> where;
     for (int r = 0; r < num_regs(from); ++r) where.emplace(reg_coords(from, r), r);
     Regs out;
@@ -275,16 +270,11 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
   // what it needs. The leading barrier protects the previous user. Within
   // a CTA only: each must hold what it needs (its part, or all of it).
   if (from.in_bits(kBlock) > 0 || to.in_bits(kBlock) > 0) {
-    auto blocks = [](const LinearLayout& l) {
-      for (const auto& d : l.in_dims())
-        if (d.name == kBlock) return d.bases;
-      return std::vector<LinearLayout::Coords>{};
-    };
-    auto fb = blocks(from);
+    auto fb = bases_of(from, kBlock);
     bool replicated = std::all_of(fb.begin(), fb.end(), [](const auto& c) {
       return std::all_of(c.begin(), c.end(), [](int32_t x) { return x == 0; });
     });
-    if (!replicated && fb != blocks(to))
+    if (!replicated && fb != bases_of(to, kBlock))
       throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
                   "conversion across CTAs), which is not supported yet; use num_ctas = 1");
   }
