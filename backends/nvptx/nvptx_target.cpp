@@ -87,7 +87,9 @@ class NvptxTarget final : public Target {
       LLVMInitializeNVPTXAsmPrinter();
       // 32-bit shared-memory pointers (as Triton's data layout has them):
       // shared addresses fit in 32 bits, and a 64-bit one costs a register
-      // pair in kernels that run at the register limit.
+      // pair in kernels that run at the register limit. The option is
+      // process-wide, but this LLVM is linked into libtiledsl privately
+      // (--exclude-libs), so no other user of LLVM sees it.
       auto& opts = llvm::cl::getRegisteredOptions();
       if (auto it = opts.find("nvptx-short-ptr"); it != opts.end())
         if (auto* short_ptr = static_cast<llvm::cl::opt<bool>*>(it->second)) short_ptr->setValue(true);
