@@ -28,18 +28,17 @@ SmemTile Lowerer::buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value
 }
 
 // Where register r of a tile in layout `l` lives in its buffer `t`.
-// In a cluster the buffer holds this CTA's part: the CTA bits (the top
-// ones) are masked off.
+// In a cluster the buffer holds this CTA's part (buffer_tile): the CTA's
+// coordinate bits, the top ones, are masked off.
 llvm::Value* Lowerer::buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r) {
   auto c = reg_coords(l, r);
-  std::vector<int64_t> shape;
-  for (const auto& o : l.out_dims()) shape.push_back(o.size);
-  auto local = cta_shape(l, shape);
+  bool row = c.size() == 1;  // stored as one row
   auto at = [&](int d) {
     llvm::Value* x = coord(l, d, hw[d], c[d]);
-    return local[d] == shape[d] ? x : b_.CreateAnd(x, b_.getInt32(int32_t(local[d] - 1)));
+    int64_t stored = t.shape[row ? 1 : d];
+    return l.out_size(dim_name(d)) > stored ? b_.CreateAnd(x, b_.getInt32(int32_t(stored - 1))) : x;
   };
-  if (c.size() == 1) return tile_ptr(t, b_.getInt32(0), at(0));
+  if (row) return tile_ptr(t, b_.getInt32(0), at(0));
   return tile_ptr(t, at(0), at(1));
 }
 
@@ -94,8 +93,9 @@ std::vector<Regs> Lowerer::issue_stage(const Op& loop, const PipelinePlan& p, co
   for (const Op* o : p.lead_ops) lower_op(*o);
   llvm::Value* live = in_range(loop, iv_lead);
   for (size_t li = 0; li < p.loads.size(); ++li) {
-    if (p.invariant[li] && !first) continue;
-    if (p.invariant[li] && p.invariant_group) continue;  // below, after this stage's commit
+    // Invariant loads: with the first stage only, and after its commit
+    // when they form their own group.
+    if (p.invariant[li] && (!first || p.invariant_group)) continue;
     issue_copy(*p.loads[li], p, li, bases, slot, live, prefetched);
   }
   if (!p.prefetch_registers) t_.async_commit(b_);

@@ -93,9 +93,10 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
                                     b_.getInt32(int32_t(cs * kClusterSlotBytes + base[i])));
     return b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()), off);
   };
-  auto index = [&](int j) -> llvm::Value* {
-    return scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
-  };
+  // Each result register's element index (the same in every CTA).
+  std::vector<llvm::Value*> index;
+  for (size_t j = 0; j < acc.size(); ++j)
+    index.push_back(scalar ? b_.getInt32(0) : flat_index(hw, reg_coords(s, int(j)), rshape));
   auto to_word = [&](llvm::Value* v, int64_t w) {
     llvm::Type* ty = v->getType();
     unsigned bits = unsigned(m_->getDataLayout().getTypeSizeInBits(ty));
@@ -127,7 +128,7 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
   auto dup = scalar ? std::vector<bool>(acc.size(), false) : duplicate_regs(s);
   for (size_t j = 0; j < acc.size(); ++j) {
     if (dup[j]) continue;
-    llvm::Value* idx = index(int(j));
+    llvm::Value* idx = index[j];
     for (int g = 0; g < groups; ++g) {
       llvm::Value* send = b_.CreateAnd(owner, b_.CreateICmpNE(me, b_.getInt32(g)));
       guarded(send, [&]() -> llvm::Value* {
@@ -146,7 +147,7 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
   b_.SetInsertPoint(done_bb);
   b_.CreateStore(b_.CreateXor(parity, b_.getInt32(1)), cluster_phase_[cs]);
   for (size_t j = 0; j < acc.size(); ++j) {
-    llvm::Value* idx = index(int(j));
+    llvm::Value* idx = index[j];
     std::vector<std::vector<llvm::Value*>> items;
     for (int g = 0; g < groups; ++g) {
       std::vector<llvm::Value*> t;

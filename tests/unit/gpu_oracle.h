@@ -48,6 +48,21 @@ void same_on_both(const std::function<std::vector<std::vector<T>>(Device&)>& bod
   }
 }
 
+// Kernel `k` (out, in, count) on `grid` programs, on both devices: `in`
+// holds `in_elems` random values of T in [lo, hi) from `seed`, `out`
+// `out_elems` f32, which are compared.
+template <class T>
+void same_out(const Kernel& k, Grid grid, size_t in_elems, float lo, float hi, unsigned seed, size_t out_elems,
+              int count, double rtol, double atol) {
+  same_on_both<float>([&](Device& d) {
+    auto x = d.upload(random<T>(in_elems, lo, hi, seed));
+    auto out = d.alloc<float>(out_elems);
+    d(k, grid, out, x, count);
+    d.synchronize();
+    return std::vector<std::vector<float>>{out.download<float>()};
+  }, rtol, atol);
+}
+
 }  // namespace gpu_oracle
 
 #define REQUIRE_GPU()                                                            \

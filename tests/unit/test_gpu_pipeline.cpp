@@ -188,46 +188,19 @@ TEST_CASE("loads pipelined into registers match at trip counts 0, 1, 2, S-1, S a
     check_tiles<64, 32, true>(64, 29, steps);
   }
   check_tiles<16, 128, false>(16, 128, 5);
-  for (int steps : {0, 1, 2, 3, 8}) {
-    same_on_both<float>([&](Device& d) {
-      auto k = compile(pointer_walk, {.name = "pointer_walk", .num_warps = 4});
-      auto x = d.upload(random<float>(size_t(std::max(steps, 1)) * 512, -1, 1, 18));
-      auto out = d.alloc<float>(512);
-      d(k, Grid{1}, out, x, steps);
-      d.synchronize();
-      return std::vector<std::vector<float>>{out.download<float>()};
-    }, 1e-6, 1e-6);
-  }
-  for (int rows : {0, 1, 2, 5}) {
-    same_on_both<float>([&](Device& d) {
-      auto k = compile(reductions_walk, {.name = "reductions_walk", .num_warps = 8});
-      auto x = d.upload(random<float>(size_t(std::max(rows, 1)) * 2048, -1, 1, 14));
-      auto out = d.alloc<float>(2048);
-      d(k, Grid{1}, out, x, rows);
-      d.synchronize();
-      return std::vector<std::vector<float>>{out.download<float>()};
-    }, 1e-4, 1e-3);
-  }
+  Kernel pw = compile(pointer_walk, {.name = "pointer_walk", .num_warps = 4});
+  for (int steps : {0, 1, 2, 3, 8})
+    same_out<float>(pw, Grid{1}, size_t(std::max(steps, 1)) * 512, -1, 1, 18, 512, steps, 1e-6, 1e-6);
+  Kernel rw = compile(reductions_walk, {.name = "reductions_walk", .num_warps = 8});
+  for (int rows : {0, 1, 2, 5})
+    same_out<float>(rw, Grid{1}, size_t(std::max(rows, 1)) * 2048, -1, 1, 14, 2048, rows, 1e-4, 1e-3);
   for (int rows : {0, 1, 2, 9}) check_weighted<2>(rows, 3, 16);
   for (int rows : {0, 1, 2, 3, 9}) check_weighted<3>(rows, 2, 19);
-  same_on_both<float>([&](Device& d) {
-    auto k = compile(softmax_rows<4096>, {.name = "softmax_rows", .num_warps = 8});
-    auto x = d.upload(random<bf16>(4096 * 37, -8, 8, 15));
-    auto out = d.alloc<float>(4096 * 37);
-    d(k, Grid{5}, out, x, 37);
-    d.synchronize();
-    return std::vector<std::vector<float>>{out.download<float>()};
-  }, 1e-5, 1e-7);
-  for (int steps : {0, 1, 2, 7}) {
-    same_on_both<float>([&](Device& d) {
-      auto k = compile(small_sum, {.name = "small_sum", .num_warps = 4});
-      auto x = d.upload(random<float>(size_t(std::max(steps, 1)) * 32, -1, 1, 13));
-      auto out = d.alloc<float>(32);
-      d(k, Grid{1}, out, x, steps);
-      d.synchronize();
-      return std::vector<std::vector<float>>{out.download<float>()};
-    }, 1e-5, 1e-5);
-  }
+  same_out<bf16>(compile(softmax_rows<4096>, {.name = "softmax_rows", .num_warps = 8}), Grid{5}, 4096 * 37, -8, 8, 15,
+                 4096 * 37, 37, 1e-5, 1e-7);
+  Kernel ss = compile(small_sum, {.name = "small_sum", .num_warps = 4});
+  for (int steps : {0, 1, 2, 7})
+    same_out<float>(ss, Grid{1}, size_t(std::max(steps, 1)) * 32, -1, 1, 13, 32, steps, 1e-5, 1e-5);
 }
 
 // Without a GPU: the loops above prefetch into registers or copy
