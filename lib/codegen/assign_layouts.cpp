@@ -276,6 +276,8 @@ class Assigner {
 
   void run(const ir::Function& fn) {
     note_users(fn.body);
+    join_elementwise(fn.body);
+    group_widths(fn.body);
     anchor(fn.body);
     for (int pass = 0; pass < 3; ++pass) backward(fn.body);
     forward(fn.body);
@@ -305,10 +307,73 @@ class Assigner {
                  op->kind == OpKind::AtomicCas;
       if (!mem || !is_tile(op->operands[0])) continue;
       int fast = axis_.fast_dim(*op);
-      LinearLayout l = default_layout(op->operands[0]->type.shape, axis_.vector_width(*op, fast), plan_.num_warps,
-                                      plan_.warp_size, fast, plan_.num_ctas);
+      auto g = group_vec_.find(find(op->operands[0]));
+      int vec = g != group_vec_.end() && g->second > 0 ? g->second : axis_.vector_width(*op, fast);
+      LinearLayout l =
+          default_layout(op->operands[0]->type.shape, vec, plan_.num_warps, plan_.warp_size, fast, plan_.num_ctas);
       set(op->operands[0], l);
       for (const auto& res : op->results) set(res.get(), l);
+    }
+  }
+
+  // Tile values of one shape that meet through elementwise ops (pointer
+  // arithmetic on shared offsets, casts, arithmetic on loaded values) and
+  // loop-carried or if-yielded values are joined into one group.
+  const Value* find(const Value* v) {
+    auto it = parent_.find(v);
+    if (it == parent_.end() || it->second == v) return v;
+    const Value* root = find(it->second);
+    parent_[v] = root;
+    return root;
+  }
+  void join(const Value* a, const Value* b) {
+    if (!is_tile(a) || !is_tile(b) || a->type.shape != b->type.shape) return;
+    const Value *ra = find(a), *rb = find(b);
+    if (ra != rb) parent_[ra] = rb;
+  }
+  void join_elementwise(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const auto& sub : op->regions) join_elementwise(*sub);
+      bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store;
+      if (mem || ir::op_is_elementwise(op->kind))
+        for (const Value* v : op->operands) join(op->operands[0], v);
+      for (const auto& res : op->results)
+        if (mem || ir::op_is_elementwise(op->kind)) join(op->operands[0], res.get());
+      if (op->kind == OpKind::For) {
+        const ir::Region& body = *op->regions[0];
+        const Op* yield = body.terminator();
+        for (size_t k = 0; k < op->results.size(); ++k) {
+          join(op->operands[3 + k], body.args[k + 1].get());
+          join(op->operands[3 + k], op->results[k].get());
+          if (yield) join(op->operands[3 + k], yield->operands[k]);
+        }
+      }
+      if (op->kind == OpKind::If)
+        for (size_t k = 0; k < op->results.size(); ++k)
+          for (const auto& sub : op->regions)
+            if (const Op* y = sub->terminator()) join(op->results[k].get(), y->operands[k]);
+    }
+  }
+
+  // One per-thread vector for the memory ops of a group, so that their
+  // anchors agree and the values between them need no conversion (bf16
+  // rows scaled by f32 weights, say, would otherwise anchor 8 and 4
+  // elements a thread and meet through shared memory). The widest proven
+  // width wins: a narrower op then issues several accesses per thread,
+  // which costs less than a conversion. A group whose ops disagree on the
+  // fast dimension keeps each op's own layout (-1).
+  void group_widths(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const auto& sub : op->regions) group_widths(*sub);
+      bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::AtomicRmw ||
+                 op->kind == OpKind::AtomicCas;
+      if (!mem || !is_tile(op->operands[0])) continue;
+      const Value* g = find(op->operands[0]);
+      int fast = axis_.fast_dim(*op), vec = axis_.vector_width(*op, fast);
+      auto [it, fresh] = group_fast_.emplace(g, fast);
+      if (!fresh && it->second != fast) group_vec_[g] = -1;
+      int& v = group_vec_[g];
+      if (v >= 0) v = std::max(v, vec);
     }
   }
 
@@ -489,6 +554,9 @@ class Assigner {
   const transforms::AxisAnalysis& axis_;
   const MatrixInstrPicker& pick_;
   std::unordered_map<const Value*, std::vector<const Op*>> users_;
+  std::unordered_map<const Value*, const Value*> parent_;  // groups (join_elementwise)
+  std::unordered_map<const Value*, int> group_fast_;       // a group's fast dimension
+  std::unordered_map<const Value*, int> group_vec_;        // its per-thread vector; -1: none shared
 };
 
 }  // namespace

@@ -3,7 +3,10 @@
 // into GPU IR.
 //
 // Anchors are the memory ops: a load or store gets the coalesced blocked
-// layout whose per-thread vector is the width axis analysis proved safe.
+// layout whose per-thread vector is the width axis analysis proved safe,
+// widened to the widest of the memory ops its values meet through
+// elementwise ops (so a bf16 row and the f32 weights it is scaled by share
+// one layout).
 // Layouts then flow backward from anchors to the values that feed them
 // (through elementwise, broadcast, expand_dims, trans and reshape, whose
 // operand layouts follow from the result's), and forward to everything

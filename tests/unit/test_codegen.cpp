@@ -95,6 +95,14 @@ void mul_add(ptr<float> out, ptr<float> a, ptr<float> b) {
   store(out + 128 + offs, fma(x, y, y));
 }
 
+// A bf16 row scaled by f32 weights: 16-byte accesses would put 8 bf16 but
+// 4 f32 in a thread.
+void scale_row(ptr<bf16> out, ptr<bf16> in, ptr<float> w) {
+  auto cols = arange(0, 1024);                                          // [1024] i32
+  auto x = cast<float>(load(in + program_id(0) * 1024 + cols));         // [1024] f32
+  store(out + program_id(0) * 1024 + cols, cast<bf16>(x * load(w + cols)));
+}
+
 }  // namespace
 
 TEST_CASE("vector_add compiles to 16-byte vector accesses", "[codegen]") {
@@ -162,6 +170,18 @@ TEST_CASE("loop-carried values keep the layout of the loads that feed them", "[c
   CHECK(ck.shared_bytes == 0);
   CHECK(count(ck.assembly, R"(bar\.sync)") == 0);
   CHECK(count(ck.assembly, R"(ld\.global\.v4\.b32)") == 1);  // 8 bf16 per thread, in the loop
+  check_assembles(ck.assembly, "sm_90a");
+}
+
+TEST_CASE("memory ops whose values meet share one per-thread vector", "[codegen]") {
+  // One layout for all three accesses: 8 elements a thread, the weights as
+  // two 16-byte loads; no conversion through shared memory between them.
+  Kernel k = compile(scale_row, {.name = "scale_row"});
+  auto ck = codegen::compile(*k.impl(), aligned(k), "sm_90a");
+  CHECK(ck.shared_bytes == 0);
+  CHECK(count(ck.assembly, R"(bar\.sync)") == 0);
+  CHECK(count(ck.assembly, R"(ld\.global\.v4\.b32)") == 3);  // x once, w twice
+  CHECK(count(ck.assembly, R"(st\.global\.v4\.b32)") == 1);
   check_assembles(ck.assembly, "sm_90a");
 }
 

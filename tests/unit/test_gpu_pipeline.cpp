@@ -69,8 +69,8 @@ void softmax_rows(ptr<float> out, ptr<bf16> in, scalar<int32_t> rows) {
 // A row times a weight vector the same for every row (an invariant load:
 // copied once before the loop, in a copy group of its own), plus the
 // row's sum.
-template <int BLOCK, int S = 2>
-void weighted_rows(ptr<float> out, ptr<bf16> in, ptr<bf16> weight, scalar<int32_t> rows, scalar<int32_t> n) {
+template <int BLOCK, int S = 2, class W = bf16>
+void weighted_rows(ptr<float> out, ptr<bf16> in, ptr<W> weight, scalar<int32_t> rows, scalar<int32_t> n) {
   auto cols = arange(0, BLOCK);                                                     // [BLOCK] i32
   auto mask = cols < n;                                                             // [BLOCK] i1
   for (auto r : range(program_id(0), rows, num_programs(0), {.num_stages = S})) {
@@ -159,13 +159,14 @@ void check_tiles(int m, int n, int steps) {
 }
 
 // weighted_rows at depth S over `rows` rows of 4000, on `programs`
-// programs.
-template <int S>
+// programs. f32 weights share the rows' layout (16 elements a thread:
+// four 16-byte vectors, where the rows have two).
+template <int S, class W = bf16>
 void check_weighted(int rows, int programs, int seed) {
-  auto k = compile(weighted_rows<4096, S>, {.name = "weighted_rows" + std::to_string(S), .num_warps = 8});
+  auto k = compile(weighted_rows<4096, S, W>, {.name = "weighted_rows" + std::to_string(S), .num_warps = 8});
   same_on_both<float>([&](Device& d) {
     auto x = d.upload(random<bf16>(size_t(std::max(rows, 1)) * 4000, -2, 2, seed));
-    auto w = d.upload(random<bf16>(4000, -2, 2, seed + 1));
+    auto w = d.upload(random<W>(4000, -2, 2, seed + 1));
     auto out = d.upload(std::vector<float>(size_t(std::max(rows, 1)) * 4096, 7.0f));
     d(k, Grid{uint32_t(programs)}, out, x, w, rows, 4000);
     d.synchronize();
@@ -196,6 +197,8 @@ TEST_CASE("loads pipelined into registers match at trip counts 0, 1, 2, S-1, S a
     same_out<float>(rw, Grid{1}, size_t(std::max(rows, 1)) * 2048, -1, 1, 14, 2048, rows, 1e-4, 1e-3);
   for (int rows : {0, 1, 2, 9}) check_weighted<2>(rows, 3, 16);
   for (int rows : {0, 1, 2, 3, 9}) check_weighted<3>(rows, 2, 19);
+  for (int rows : {0, 1, 5}) check_weighted<2, float>(rows, 2, 21);
+  check_weighted<3, float>(9, 3, 22);
   same_out<bf16>(compile(softmax_rows<4096>, {.name = "softmax_rows", .num_warps = 8}), Grid{5}, 4096 * 37, -8, 8, 15,
                  4096 * 37, 37, 1e-5, 1e-7);
   Kernel ss = compile(small_sum, {.name = "small_sum", .num_warps = 4});
@@ -250,6 +253,13 @@ TEST_CASE("pipelined loads lower to register prefetch or cp.async and assemble",
   CHECK(count(wptx, R"(cp\.async\.wait_group 0;)") == 2);  // later iterations' rows; the drain
   CHECK(count(wptx, R"(ld\.shared\.v4\.b32|ld\.shared\.v4\.u32)") > 0);
   check_assembles(wptx, "sm_90a");
+  // f32 weights in the rows' layout (16 a thread): four 16-byte copies and
+  // reads a thread, no conversion between them and the rows.
+  Kernel wf = compile(weighted_rows<4096, 2, float>, {.name = "weighted_rows", .num_warps = 8});
+  std::string wfptx = ptx_of(wf);
+  CHECK(count(wfptx, R"(cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16)") == 8);
+  CHECK(count(wfptx, R"(ld\.shared\.v4\.b32)") == 6);  // rows: 2, weights: 4
+  check_assembles(wfptx, "sm_90a");
   // Three stages: iteration 0 may leave two groups in flight (the weights
   // and row 1), later ones one; the weights' read leaves two (rows i + 1
   // and i + 2), which later iterations find so already.
