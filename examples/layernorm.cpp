@@ -5,8 +5,8 @@
 // backward pass needs). Two forms:
 //  - layernorm_rows: the whole row is one tile (N <= BLOCK), x is read
 //    once. Persistent: two programs per multiprocessor walk the rows, each
-//    loading the next row while it works on this one (tl::range with
-//    num_stages = 2; w and b, the same for every row, are copied once into
+//    loading the next two rows while it works on this one (tl::range with
+//    num_stages = 3; w and b, the same for every row, are copied once into
 //    shared memory), so it runs near the copy bandwidth;
 //  - layernorm_blocks: one program per row; a row longer than the largest
 //    tile is walked in BLOCK-column steps with tl::range (loop-carried
@@ -25,7 +25,7 @@ void layernorm_rows(tl::ptr<tl::bf16> X, tl::ptr<tl::bf16> Y, tl::ptr<float> W, 
   auto n = tl::cast<float>(N);                               // scalar f32
   // The loop stores, so the depth is asked for: no row is written before
   // another reads it.
-  for (auto row : tl::range(tl::program_id(0), M, tl::num_programs(0), {.num_stages = 2})) {
+  for (auto row : tl::range(tl::program_id(0), M, tl::num_programs(0), {.num_stages = 3})) {
     auto x = tl::cast<float>(tl::load(X + row * row_stride + cols, mask, 0.0f, {.cache = ".cg"}));  // [BLOCK] f32
     auto mean = tl::sum(x, 0) / n;                           // scalar f32
     auto centered = tl::where(mask, x - mean, 0.0f);         // [BLOCK] f32
@@ -123,8 +123,9 @@ int main(int argc, char** argv) {
     int rc = 0;
     for (bool row_form : forms) {
       const int BLOCK = row_form ? examples::next_pow2(N) : std::min(examples::next_pow2(N), MAX_BLOCK);
-      // A whole row: 32 elements a thread up to 16 warps.
-      const int warps = row_form ? std::clamp(BLOCK / 1024, 4, 16) : 4;
+      // A whole row: 64 elements a thread up to 16 warps (on the H200, 4
+      // warps at N = 8192 beat 8 by 3%: docs/perf.md run 35).
+      const int warps = row_form ? std::clamp(BLOCK / 2048, 4, 16) : 4;
       const uint32_t programs = row_form ? uint32_t(std::min(M, 2 * s.dev.processor_count())) : uint32_t(M);
       tl::Kernel k;
       double compile_ms = examples::wall_ms([&] {
