@@ -1,4 +1,4 @@
-// mma.sync for dot on sm_80 and later (see matrix_unit.h).
+// mma.sync for dot on sm_80 and later, wgmma on sm_90a (see matrix_unit.h).
 //
 // Fragment layouts, (register, lane) -> coordinates, with g = lane / 4 and
 // t = lane % 4 (PTX ISA, "Matrix Fragments for mma.m16n8k*"):
@@ -139,6 +139,90 @@ std::vector<llvm::Value*> mma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& 
   llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, cons, false), args);
   std::vector<llvm::Value*> out;
   for (unsigned i = 0; i < 4; ++i) out.push_back(b.CreateExtractValue(r, i));
+  return out;
+}
+
+// wgmma.mma_async.m64nNk16: a warpgroup (4 warps) multiplies a 64 x 16
+// tile of A by a 16 x N tile of B. Warp w of the group holds rows
+// 16w .. 16w + 15 of the accumulator, each warp like mma.sync's C
+// fragment repeated along N: registers 4j .. 4j + 3 are columns 8j ...
+std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K, int num_warps,
+                                       const std::string& arch) {
+  if (arch != "sm_90a" || (in != DType::bf16 && in != DType::f16)) return std::nullopt;
+  if (num_warps % 4 != 0 || M % (64 * (num_warps / 4)) != 0 || K % 16 != 0) return std::nullopt;
+  // N: a power of two from 16 (32-byte rows: the smallest swizzled
+  // layout), one instruction up to 256 columns.
+  if (N < 16 || (N & (N - 1)) != 0) return std::nullopt;
+  int n = int(std::min<int64_t>(N, 256));
+  MatrixInstr mi;
+  mi.in = in;
+  mi.acc = DType::f32;
+  mi.m = 64;
+  mi.n = n;
+  mi.k = 16;
+  mi.warps = 4;
+  mi.operands_in_smem = true;
+  mi.c = c_frag() * L::identity(kReg, n / 8, dim_name(1)) * L::identity(kWarp, 4, dim_name(0));
+  mi.name = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + ptx_type(in) + "." + ptx_type(in);
+  return mi;
+}
+
+std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, llvm::Value* a_desc,
+                                         llvm::Value* b_desc, bool trans_a, bool trans_b,
+                                         const std::vector<llvm::Value*>& c) {
+  // Operands: $0 .. $(n-1) the accumulators (results, tied to the inputs
+  // after the descriptors and scale-d, which is 1: D = A x B + D).
+  size_t n = c.size();
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 2) + ", 0;\n" + instr.name + " {";
+  std::string cons;
+  for (size_t i = 0; i < n; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i);
+    cons += i ? ",=f" : "=f";
+  }
+  text += "}, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", p, 1, 1, " + (trans_a ? "1" : "0") + ", " +
+          (trans_b ? "1" : "0") + ";\n}";
+  cons += ",l,l,r";
+  for (size_t i = 0; i < n; ++i) cons += "," + std::to_string(i);
+  std::vector<llvm::Value*> args = {a_desc, b_desc, b.getInt32(1)};
+  args.insert(args.end(), c.begin(), c.end());
+  std::vector<llvm::Type*> arg_types;
+  for (auto* v : args) arg_types.push_back(v->getType());
+  auto* ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type*>(n, b.getFloatTy()));
+  auto* fty = llvm::FunctionType::get(ret, arg_types, false);
+  llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, cons + ",~{memory}", true), args);
+  std::vector<llvm::Value*> out;
+  for (unsigned i = 0; i < n; ++i) out.push_back(b.CreateExtractValue(r, i));
+  return out;
+}
+
+namespace {
+void asm_statement(llvm::IRBuilder<>& b, const std::string& text) {
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
+  b.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", true), {});
+}
+}  // namespace
+
+void wgmma_fence(llvm::IRBuilder<>& b) { asm_statement(b, "wgmma.fence.sync.aligned;"); }
+void wgmma_commit(llvm::IRBuilder<>& b) { asm_statement(b, "wgmma.commit_group.sync.aligned;"); }
+void fence_proxy_async(llvm::IRBuilder<>& b) { asm_statement(b, "fence.proxy.async.shared::cta;"); }
+
+std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc) {
+  if (acc.empty()) {
+    asm_statement(b, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";");
+    return acc;
+  }
+  std::string cons;
+  for (size_t i = 0; i < acc.size(); ++i) cons += i ? ",=f" : "=f";
+  for (size_t i = 0; i < acc.size(); ++i) cons += "," + std::to_string(i);
+  std::vector<llvm::Type*> types(acc.size(), b.getFloatTy());
+  auto* ret = llvm::StructType::get(b.getContext(), types);
+  auto* fty = llvm::FunctionType::get(ret, types, false);
+  llvm::Value* r = b.CreateCall(
+      llvm::InlineAsm::get(fty, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", cons + ",~{memory}",
+                           true),
+      acc);
+  std::vector<llvm::Value*> out;
+  for (unsigned i = 0; i < acc.size(); ++i) out.push_back(b.CreateExtractValue(r, i));
   return out;
 }
 

@@ -1,8 +1,10 @@
 // NVIDIA matrix instructions for dot: mma.sync fragment layouts (from the
-// PTX ISA's fragment tables) and their emission as inline PTX.
+// PTX ISA's fragment tables), wgmma (sm_90a), and their emission as
+// inline PTX.
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <llvm/IR/IRBuilder.h>
@@ -18,6 +20,21 @@ std::optional<MatrixInstr> mma_instr(DType in, bool allow_tf32, int sm);
 std::vector<llvm::Value*> mma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
                                        const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
                                        const std::vector<llvm::Value*>& c);
+
+// The wgmma shape (m64nNk16, bf16/f16 in, f32 accumulators) for an
+// M x N x K dot on `num_warps` warps on `arch` (sm_90a only), or nullopt.
+std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K, int num_warps,
+                                       const std::string& arch);
+// wgmma.mma_async with both operands in shared memory (target.h).
+std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, llvm::Value* a_desc,
+                                         llvm::Value* b_desc, bool trans_a, bool trans_b,
+                                         const std::vector<llvm::Value*>& c);
+// wgmma.fence, commit_group, and wait_group with the accumulators passed
+// through; fence.proxy.async for shared memory.
+void wgmma_fence(llvm::IRBuilder<>& b);
+void wgmma_commit(llvm::IRBuilder<>& b);
+std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc);
+void fence_proxy_async(llvm::IRBuilder<>& b);
 
 // ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16.
 std::vector<llvm::Value*> ldmatrix(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count, bool trans);

@@ -276,6 +276,22 @@ class NvptxTarget final : public Target {
                                             const std::vector<llvm::Value*>& c) const override {
     return nvptx::mma_multiply(b, instr, a, bv, c);
   }
+  std::optional<MatrixInstr> warpgroup_instr(DType in, int64_t M, int64_t N, int64_t K,
+                                             int num_warps) const override {
+    return nvptx::wgmma_instr(in, M, N, K, num_warps, arch_);
+  }
+  std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, llvm::Value* a_desc,
+                                               llvm::Value* b_desc, bool trans_a, bool trans_b,
+                                               const std::vector<llvm::Value*>& c) const override {
+    return nvptx::wgmma_multiply(b, instr, a_desc, b_desc, trans_a, trans_b, c);
+  }
+  void warpgroup_fence(llvm::IRBuilder<>& b) const override { nvptx::wgmma_fence(b); }
+  void warpgroup_commit(llvm::IRBuilder<>& b) const override { nvptx::wgmma_commit(b); }
+  std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilder<>& b, int pending,
+                                           const std::vector<llvm::Value*>& acc) const override {
+    return nvptx::wgmma_wait(b, pending, acc);
+  }
+  void async_proxy_fence(llvm::IRBuilder<>& b) const override { nvptx::fence_proxy_async(b); }
   bool has_matrix_load_8x8() const override { return true; }
   std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
                                             bool trans) const override {

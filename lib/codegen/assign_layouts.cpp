@@ -250,6 +250,7 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
       return i == 0 ? std::nullopt : std::optional(plan.of(op.operands[0]));
     case OpKind::Dot: {
       const DotLayouts& d = plan.dots.at(&op);
+      if (i < 2 && d.instr && d.instr->operands_in_smem) return std::nullopt;
       return i == 0 ? d.a : i == 1 ? d.b : d.c;
     }
     case OpKind::Load:

@@ -106,6 +106,30 @@ bool parse_stage(const std::string& name, Stage& out) {
 // ---------------------------------------------------------------- pipeline
 namespace {
 
+// Whether a dot's operands are tiles (possibly transposed) loaded next to
+// it, in its own region: those a warpgroup instruction reads from shared
+// memory as they land. Others keep the register-operand instruction: a
+// dot's result feeding the next, or an operand loaded before the dot's
+// loop (attention's Q), which would be stored again every iteration.
+bool operands_loaded(const ir::Op& dot) {
+  for (int i = 0; i < 2; ++i) {
+    const ir::Op* def = dot.operands[i]->def;
+    if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
+    if (!def || def->kind != ir::OpKind::Load || def->parent != dot.parent) return false;
+  }
+  return true;
+}
+
+// The instruction for a dot: a warpgroup one where it fits, else the
+// target's register-operand one.
+std::optional<MatrixInstr> pick_instr(const Target& t, const ir::Op& dot, int num_warps) {
+  DType in = dot.operands[0]->type.dtype;
+  const auto &as = dot.operands[0]->type.shape, &bs = dot.operands[1]->type.shape;
+  if (operands_loaded(dot))
+    if (auto wg = t.warpgroup_instr(in, as[0], bs[1], as[1], num_warps)) return wg;
+  return t.matrix_instr(in, dot.attr_str_or("input_precision", "tf32") == "tf32");
+}
+
 struct Pipeline {
   const detail::KernelImpl& kernel;
   const Target& target;
@@ -114,8 +138,8 @@ struct Pipeline {
 
   Pipeline(const detail::KernelImpl& k, const Specialization& spec, const Target& t)
       : kernel(k), target(t), axis(*k.fn, spec.args),
-        plan(assign_layouts(*k.fn, axis, k.options.num_warps, t.warp_size(), [&t](const ir::Op& dot) {
-          return t.matrix_instr(dot.operands[0]->type.dtype, dot.attr_str_or("input_precision", "tf32") == "tf32");
+        plan(assign_layouts(*k.fn, axis, k.options.num_warps, t.warp_size(), [&t, &k](const ir::Op& dot) {
+          return pick_instr(t, dot, k.options.num_warps);
         }, k.options.num_ctas)) {
     plan.num_stages = k.options.num_stages;
     plan.fp_fusion = k.options.fp_fusion;

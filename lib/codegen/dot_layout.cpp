@@ -26,8 +26,29 @@ bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K) {
   return M % instr.m == 0 && N % instr.n == 0 && K % instr.k == 0;
 }
 
+namespace {
+// A warpgroup instruction: instr.c already covers its warps; the groups go
+// along M, above the instruction's repeats.
+DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps) {
+  using L = LinearLayout;
+  DotLayouts d;
+  d.instr = instr;
+  int groups = num_warps / instr.warps;
+  d.warps_m = num_warps;
+  d.reps_m = int(M / (int64_t(instr.m) * groups));
+  d.reps_n = int(N / instr.n);
+  d.reps_k = int(K / instr.k);
+  const std::string d0 = dim_name(0), d1 = dim_name(1);
+  d.c = instr.c * L::identity(kReg, d.reps_n, d1) * L::identity(kReg, d.reps_m, d0) * L::identity(kWarp, groups, d0);
+  d.a = default_layout({M, K}, 8, num_warps, 32);
+  d.b = default_layout({K, N}, 8, num_warps, 32);
+  return d;
+}
+}  // namespace
+
 DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
                               bool warps_along_m) {
+  if (instr.warps > 1) return warpgroup_dot_layouts(instr, M, N, K, num_warps);
   // Warps go where a warp's share is larger (square warp tiles reuse each
   // fragment of A and B most), never below one instruction per warp.
   int wm = 1, wn = 1;

@@ -30,6 +30,12 @@ struct MatrixInstr {
   DType in = DType::bf16;   // A and B element type
   DType acc = DType::f32;   // accumulator element type
   LinearLayout a, b, c;     // (register, lane) -> [m, k], [k, n], [m, n]
+  // A warpgroup instruction: `warps` warps run it together, c maps
+  // (register, lane, warp) -> [m, n], and A and B are read from shared
+  // memory through descriptors (a and b are unused: any operand layout
+  // will do, it is stored to shared memory as it is).
+  int warps = 1;
+  bool operands_in_smem = false;
 };
 
 struct DotLayouts {
@@ -48,7 +54,9 @@ struct DotLayouts {
 // Whether `instr` can tile an M x N x K dot with `num_warps` warps.
 bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K);
 
-// The tiled layouts of a dot on `instr`. `warps_along_m` puts every warp on M
+// The tiled layouts of a dot on `instr`. For a warpgroup instruction the
+// groups of `instr.warps` warps all go along M (the target's picker checked
+// that M splits evenly). `warps_along_m` puts every warp on M
 // (each warp owns whole rows of C), so that C converts to the A operand of
 // a following dot without moving data between threads.
 DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,

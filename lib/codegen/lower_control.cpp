@@ -151,7 +151,7 @@ llvm::Value* Lowerer::in_range(const Op& loop, llvm::Value* iv) {
 // layout once, before it.
 void Lowerer::hoist_dot_operands(const ir::Region& body) {
   for (const auto& o : body.ops)
-    if (o->kind == OpKind::Dot)
+    if (o->kind == OpKind::Dot && !(plan_.dots.at(o.get()).instr && plan_.dots.at(o.get()).instr->operands_in_smem))
       for (int i = 0; i < 2; ++i)
         if (!ir::defined_in(o->operands[i], body) && o->operands[i]->type.is_tile() && !hoisted_.count({o.get(), i}))
           hoisted_[{o.get(), i}] = dot_operand(*o, i);
@@ -172,10 +172,16 @@ std::optional<Lowerer::LoopPipeline> Lowerer::plan_loop_pipeline(const Op& loop)
   lp.plan = *plan;
   lp.saved_scratch = scratch_base_;
   if (plan->prefetch_registers) return lp;
+  for (const auto& o : loop.regions[0]->ops)
+    if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).instr && plan_.dots.at(o.get()).instr->operands_in_smem)
+      lp.async_reads = true;
+  // Warpgroup instructions read swizzled tiles at 1024-byte boundaries.
+  int64_t align = lp.async_reads ? 1024 : 128;
   for (size_t li = 0; li < plan->loads.size(); ++li) {
+    scratch_base_ = (scratch_base_ + align - 1) / align * align;
     lp.bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_)));
     int64_t bytes = buffer_tile(plan->loads[li]->result(), nullptr, nullptr).bytes();
-    scratch_base_ += (bytes * (plan->invariant[li] ? 1 : plan->slots()) + 127) / 128 * 128;
+    scratch_base_ += (bytes * (plan->invariant[li] ? 1 : plan->slots()) + align - 1) / align * align;
   }
   need_smem(0);
   // The buffers overlap scratch that earlier users (a hoisted operand's
@@ -225,6 +231,8 @@ void Lowerer::pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, 
     } else {
       t_.async_wait(b_, p.stages - 2);
     }
+    // Warpgroup dots read the buffers through the asynchronous proxy.
+    if (lp.async_reads) t_.async_proxy_fence(b_);
     if (!p.early_refill || p.shared_reads) barrier();
   }
   // Where the refill is issued in the body (early refill: after the last

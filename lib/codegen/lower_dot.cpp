@@ -19,6 +19,10 @@ void Lowerer::lower_dot(const Op& op) {
     vals_[op.result()] = fma_dot(op, d, dot_operand(op, 0), dot_operand(op, 1), c);
     return;
   }
+  if (d.instr->operands_in_smem) {
+    vals_[op.result()] = warpgroup_dot(op, d, c);
+    return;
+  }
   std::optional<SmemTile> tile[2];
   Regs regs[2];
   int64_t staged = 0;
@@ -53,6 +57,101 @@ void Lowerer::lower_dot(const Op& op) {
   }
   for (auto*& v : c) v = cast(v, mi.acc, acc, op);
   vals_[op.result()] = c;
+}
+
+// A x B + C on warpgroup instructions: both operands in shared memory (a
+// pipeline's buffers, else stored now), read through descriptors. Each
+// warpgroup issues the instructions of its rows, commits them as a group
+// and waits for them: the result, and the buffers, are free once the dot
+// is done.
+Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
+  const MatrixInstr& mi = *d.instr;
+  SmemTile tile[2];
+  int64_t staged = 0;  // bytes past scratch_base_
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value* v = op.operands[i];
+    if (auto it = smem_vals_.find(v); it != smem_vals_.end()) {
+      tile[i] = it->second;
+      continue;
+    }
+    if (staged == 0) barrier();  // the previous scratch user is done
+    int64_t at = (scratch_base_ + staged + 1023) / 1024 * 1024 - scratch_base_;  // 1024-byte aligned
+    tile[i] = write_tile(get(v), plan_.of(v), v->type, at);
+    staged = at + tile[i].bytes();
+  }
+  if (staged) {
+    t_.async_proxy_fence(b_);
+    barrier();
+  }
+  DType acc = op.result()->type.dtype;
+  for (auto*& v : c) v = cast(v, acc, mi.acc, op);
+  // This warp's group's first row: the warp bits above the group's own.
+  llvm::Value* group_m = b_.getInt32(0);
+  const LinearLayout& cl = d.c;
+  for (const auto& in : cl.in_dims())
+    if (in.name == kWarp)
+      for (size_t k = std::countr_zero(unsigned(mi.warps)); k < in.bases.size(); ++k) {
+        llvm::Value* bit = b_.CreateAnd(b_.CreateLShr(warp_, b_.getInt32(int32_t(k))), b_.getInt32(1));
+        group_m = b_.CreateAdd(group_m, b_.CreateMul(bit, b_.getInt32(in.bases[k][0])));
+      }
+  t_.warpgroup_fence(b_);
+  int nc = mi.c.in_size(kReg);
+  for (int s = 0; s < d.reps_k; ++s)
+    for (int i = 0; i < d.reps_m; ++i)
+      for (int j = 0; j < d.reps_n; ++j) {
+        auto corner = reg_coords(cl, d.c_reg(i, j, 0));  // (m, n) of the instruction's first row and column
+        llvm::Value* m0 = b_.CreateAdd(group_m, b_.getInt32(corner[0]));
+        llvm::Value* a_desc = operand_descriptor(tile[0], 0, m0, s * mi.k);
+        llvm::Value* b_desc = operand_descriptor(tile[1], 1, b_.getInt32(corner[1]), s * mi.k);
+        Regs cf(nc);
+        for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
+        cf = t_.warpgroup_multiply(b_, mi, a_desc, b_desc, !k_major(tile[0], 0), !k_major(tile[1], 1), cf);
+        for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
+      }
+  t_.warpgroup_commit(b_);
+  c = t_.warpgroup_wait(b_, 0, c);
+  scratch_read(-1);
+  for (auto*& v : c) v = cast(v, mi.acc, acc, op);
+  return c;
+}
+
+// Whether operand `i` (0: A [M, K], 1: B [K, N]) is stored with K
+// contiguous.
+bool Lowerer::k_major(const SmemTile& t, int i) {
+  int view_contig = t.transposed ? 1 - t.contiguous : t.contiguous;
+  return view_contig == (i == 0 ? 1 : 0);
+}
+
+// The shared-memory descriptor of the part of operand `i` a warpgroup
+// instruction reads: rows from `mn0` along M (A) or N (B), K from `k0`.
+// The stored tile is panels of 32, 64 or 128-byte rows (SmemTile), which
+// is the 32B/64B/128B-swizzled canonical layout: 8-row groups of one
+// panel are 8 rows apart (the stride offset), panels a panel apart (the
+// leading offset, used when the operand is stored M/N-major). Bits: start
+// address >> 4 at 0, leading offset >> 4 at 16, stride offset >> 4 at 32,
+// swizzle mode at 62 (1: 128B, 2: 64B, 3: 32B).
+llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int k0) {
+  int64_t panel = t.panel_elems(), row_bytes = panel * t.elem_bytes;
+  int64_t rows = t.shape[1 - t.contiguous];  // stored rows (a panel's height)
+  llvm::Value* offset;
+  if (k_major(t, i)) {
+    // Rows are M (N); K runs along the panel rows: the instruction's K
+    // columns start k0 elements into panel k0 / panel.
+    offset = b_.CreateAdd(b_.CreateMul(mn0, b_.getInt32(int32_t(row_bytes))),
+                          b_.getInt32(int32_t((k0 / panel) * rows * row_bytes + (k0 % panel) * t.elem_bytes)));
+  } else {
+    // Rows are K; M (N) runs along the panel rows, from panel mn0 / panel.
+    llvm::Value* p = b_.CreateUDiv(mn0, b_.getInt32(int32_t(panel)));
+    offset = b_.CreateAdd(b_.CreateMul(p, b_.getInt32(int32_t(rows * row_bytes))),
+                          b_.getInt32(int32_t(k0 * row_bytes)));
+  }
+  llvm::Value* addr = b_.CreateAdd(b_.CreatePtrToInt(t.base, b_.getInt32Ty()), offset);
+  int64_t lead = k_major(t, i) ? 16 : rows * row_bytes, stride = 8 * row_bytes;
+  uint64_t mode = row_bytes == 128 ? 1 : row_bytes == 64 ? 2 : 3;
+  uint64_t fixed = (uint64_t(lead >> 4) << 16) | (uint64_t(stride >> 4) << 32) | (mode << 62);
+  llvm::Value* start = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(addr, b_.getInt32(4)), b_.getInt32(0x3FFF)),
+                                     b_.getInt64Ty());
+  return b_.CreateOr(start, b_.getInt64(fixed));
 }
 
 // Where operand `i` of a matrix-unit dot can be read with matrix loads:
@@ -102,12 +201,16 @@ llvm::Value* Lowerer::tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Valu
   llvm::Value* s1 = t.transposed ? v0 : v1;
   llvm::Value* row = t.contiguous == 1 ? s0 : s1;
   llvm::Value* col = t.contiguous == 1 ? s1 : s0;
-  int64_t cols = t.shape[t.contiguous];
+  int64_t cols = t.panel_elems(), rows = t.shape[1 - t.contiguous];
   llvm::Value* phase = b_.CreateURem(b_.CreateUDiv(row, b_.getInt32(t.per_phase)), b_.getInt32(t.max_phase));
-  llvm::Value* chunk = b_.CreateXor(b_.CreateUDiv(col, b_.getInt32(t.vec)), phase);
+  llvm::Value* in_panel = b_.CreateURem(col, b_.getInt32(int32_t(cols)));
+  llvm::Value* chunk = b_.CreateXor(b_.CreateUDiv(in_panel, b_.getInt32(t.vec)), phase);
   llvm::Value* elem = b_.CreateAdd(b_.CreateMul(row, b_.getInt32(int32_t(cols))),
                                    b_.CreateAdd(b_.CreateMul(chunk, b_.getInt32(t.vec)),
                                                 b_.CreateURem(col, b_.getInt32(t.vec))));
+  if (cols < t.shape[t.contiguous])  // panels of `rows` x `cols`
+    elem = b_.CreateAdd(elem, b_.CreateMul(b_.CreateUDiv(col, b_.getInt32(int32_t(cols))),
+                                           b_.getInt32(int32_t(rows * cols))));
   return b_.CreateMul(elem, b_.getInt32(t.elem_bytes));
 }
 

@@ -38,7 +38,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   smem_ = new llvm::GlobalVariable(*m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
                                    llvm::GlobalValue::ExternalLinkage, nullptr, "tl_shared_memory", nullptr,
                                    llvm::GlobalValue::NotThreadLocal, t_.shared_address_space());
-  smem_->setAlignment(llvm::Align(16));
+  smem_->setAlignment(llvm::Align(1024));  // swizzled tiles of warpgroup instructions
 
   llvm::Value* tid = t_.thread_id(b_);
   lane_ = b_.CreateAnd(tid, plan_.warp_size - 1, "lane");

@@ -43,7 +43,10 @@ inline bool is_f8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
 // A 2-D tile in shared memory, stored with rows of its contiguous
 // dimension in 16-byte chunks whose order within a row is XOR-swizzled by
 // the row index (bank-conflict-free 8-row matrix loads), seen possibly
-// transposed.
+// transposed. Rows longer than 128 bytes are cut into 128-byte panels
+// stored one after the other (all rows of panel 0, then of panel 1): the
+// swizzled layouts warpgroup instructions read (32, 64 or 128 bytes a row
+// with the 32B/64B/128B swizzle, the tile 1024-byte aligned).
 struct SmemTile {
   llvm::Value* base = nullptr;  // first byte (i8 pointer in shared memory)
   int64_t shape[2] = {0, 0};    // stored shape
@@ -65,6 +68,8 @@ struct SmemTile {
     return t;
   }
   int64_t bytes() const { return shape[0] * shape[1] * elem_bytes; }
+  // Elements of a panel row along the contiguous dimension.
+  int64_t panel_elems() const { return std::min<int64_t>(shape[contiguous], 128 / elem_bytes); }
 };
 
 // The kernel needs more shared memory than the target has.
@@ -201,6 +206,9 @@ class Lowerer {
   SmemTile write_tile(const Regs& regs, const LinearLayout& l, const ir::Type& type, int64_t offset);
   Regs load_fragments(const SmemTile& t, const Op& dot, int i, int s);
   Regs fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c);
+  Regs warpgroup_dot(const Op& op, const DotLayouts& d, Regs c);
+  static bool k_major(const SmemTile& t, int i);
+  llvm::Value* operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int k0);
 
   // ------------------------------------------------------------ control flow
   SmemTile buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value* slot);
@@ -226,6 +234,7 @@ class Lowerer {
     llvm::PHINode* slot = nullptr;    // the slot this iteration reads
     llvm::Value* slot_next = nullptr;
     std::vector<Regs> lead_next;      // lead values (and prefetched registers) for the next iteration
+    bool async_reads = false;         // warpgroup dots read the buffers (async proxy)
   };
   std::optional<LoopPipeline> plan_loop_pipeline(const Op& loop);
   std::vector<Regs> pipeline_prologue(const Op& loop, const LoopPipeline& lp, const std::vector<Regs>& init,

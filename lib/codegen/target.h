@@ -78,6 +78,36 @@ class Target {
     throw Error("internal: target " + name() + " has no matrix instructions");
   }
 
+  // A warpgroup instruction (operands in shared memory, asynchronous) for
+  // an M x N x K dot of `in` on `num_warps` warps, or nullopt.
+  virtual std::optional<MatrixInstr> warpgroup_instr(DType in, int64_t M, int64_t N, int64_t K,
+                                                     int num_warps) const {
+    return std::nullopt;
+  }
+  // Issues one: c + A x B with A and B described by shared-memory
+  // descriptors (i64, see lower_dot.cpp); `trans_a` / `trans_b`: the
+  // operand is stored M- / N-major instead of K-major. The result is only
+  // valid after warpgroup_wait, which takes and returns the accumulators.
+  virtual std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
+                                                       llvm::Value* a_desc, llvm::Value* b_desc, bool trans_a,
+                                                       bool trans_b, const std::vector<llvm::Value*>& c) const {
+    throw Error("internal: target " + name() + " has no warpgroup instructions");
+  }
+  // Before the first warpgroup instruction that reads registers written
+  // since; after the instructions: commit them as a group.
+  virtual void warpgroup_fence(llvm::IRBuilder<>& b) const {}
+  virtual void warpgroup_commit(llvm::IRBuilder<>& b) const {}
+  // Waits until at most `pending` groups are in flight; `acc` passes
+  // through, so that nothing reads it earlier.
+  virtual std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilder<>& b, int pending,
+                                                   const std::vector<llvm::Value*>& acc) const {
+    return acc;
+  }
+  // Makes this thread's shared-memory writes (stores, async copies that
+  // have landed) visible to the asynchronous proxy the warpgroup
+  // instructions read through; a barrier then extends that to the block.
+  virtual void async_proxy_fence(llvm::IRBuilder<>& b) const {}
+
   // ---- Shared memory helpers for matrix operands and pipelining.
   // Loads `count` (1, 2 or 4) 8x8 matrices of 16-bit elements from shared
   // memory: lane l passes the address of row l % 8 of matrix l / 8 (each row

@@ -163,25 +163,37 @@ TEST_CASE("a dot's result feeds another dot; trans operands", "[gpu]") {
 }
 
 // Without a GPU: the same kernels compile for sm_80 and sm_90a, use the
-// matrix instructions, and assemble with ptxas without spills.
-TEST_CASE("dot kernels lower to mma.sync and assemble", "[codegen]") {
+// matrix instructions (on sm_90a, wgmma for 16-bit tiles loaded from
+// memory whose M splits into 64 rows a warpgroup), and assemble with ptxas
+// without spills.
+TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   using namespace codegen_checks;
-  auto check = [](const Kernel& k, const std::string& instr) {
+  auto check = [](const Kernel& k, const std::string& instr, std::string sm90a_instr = "") {
     for (const char* arch : {"sm_80", "sm_90a"}) {
       INFO(k.impl()->name << " for " << arch);
       std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), arch, codegen::Stage::Asm);
-      CHECK(count(ptx, instr) > 0);
+      CHECK(count(ptx, std::string(arch) == "sm_90a" && !sm90a_instr.empty() ? sm90a_instr : instr) > 0);
       check_assembles(ptx, arch);
     }
   };
   check(compile(dot_tile<bf16, 64, 64, 32, false>, {.name = "dot_bf16", .num_warps = 4}),
-        R"(mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16)");
+        R"(mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16)",
+        R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16)");
   check(compile(dot_tile<f16, 128, 64, 64, false>, {.name = "dot_f16", .num_warps = 8}),
-        R"(mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16)");
+        R"(mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16)",
+        R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16)");
   check(compile(dot_tile<float, 32, 32, 16, false>, {.name = "dot_tf32"}), R"(m16n8k8\.row\.col\.f32\.tf32)");
   check(compile(dot_tile<int8_t, 64, 64, 64, false>, {.name = "dot_i8"}), R"(m16n8k32\.row\.col\.s32\.s8)");
   check(compile(dot_tile<float, 32, 32, 16, true>, {.name = "dot_ieee"}), R"(fma\.rn\.f32)");
-  check(compile(gemm_loop<bf16, 64, 64, 32, 3>, {.name = "gemm_loop"}), R"(mma\.sync)");
+  check(compile(gemm_loop<bf16, 64, 64, 32, 3>, {.name = "gemm_loop"}), R"(mma\.sync)", R"(wgmma\.mma_async)");
+  // wgmma's loop: the copies are made visible to the asynchronous proxy
+  // before the barrier, and each iteration waits for its multiplies.
+  Kernel wg = compile(gemm_loop<bf16, 128, 128, 64, 3>, {.name = "gemm_loop", .num_warps = 8});
+  std::string wptx = codegen::emit_stage(*wg.impl(), aligned(wg), "sm_90a", codegen::Stage::Asm);
+  CHECK(count(wptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n128k16)") == 4);  // K = 64: 4 steps a warpgroup
+  CHECK(count(wptx, R"(fence\.proxy\.async\.shared::cta)") > 0);
+  CHECK(count(wptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 1);
+  check_assembles(wptx, "sm_90a");
   // The pipelined loop: operands copied asynchronously into shared memory
   // (16 bytes per copy), waited on with one group in flight (3 stages), and
   // read with matrix loads; no shared-memory exchange of the masks.
