@@ -146,6 +146,7 @@ llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* 
                           b_.getInt32(int32_t(k0 * row_bytes)));
   }
   llvm::Value* addr = b_.CreateAdd(b_.CreatePtrToInt(t.base, b_.getInt32Ty()), offset);
+  // K-major swizzled tiles ignore the leading offset (encoded as 1).
   int64_t lead = k_major(t, i) ? 16 : rows * row_bytes, stride = 8 * row_bytes;
   uint64_t mode = row_bytes == 128 ? 1 : row_bytes == 64 ? 2 : 3;
   uint64_t fixed = (uint64_t(lead >> 4) << 16) | (uint64_t(stride >> 4) << 32) | (mode << 62);
