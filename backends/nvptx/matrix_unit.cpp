@@ -82,6 +82,12 @@ std::optional<MatrixInstr> mma_instr(DType in, bool allow_tf32, int sm) {
 }
 
 namespace {
+// One PTX statement with no operands, ordered with memory accesses.
+void asm_statement(llvm::IRBuilder<>& b, const std::string& text) {
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
+  b.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", true), {});
+}
+
 // Packs consecutive elements into 32-bit words (tf32: each f32 rounded to
 // tf32 with cvt.rna, as the interpreter rounds).
 std::vector<llvm::Value*> pack(llvm::IRBuilder<>& b, DType in, const std::vector<llvm::Value*>& elems) {
@@ -195,22 +201,11 @@ std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr
   return out;
 }
 
-namespace {
-void asm_statement(llvm::IRBuilder<>& b, const std::string& text) {
-  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
-  b.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", true), {});
-}
-}  // namespace
-
 void wgmma_fence(llvm::IRBuilder<>& b) { asm_statement(b, "wgmma.fence.sync.aligned;"); }
 void wgmma_commit(llvm::IRBuilder<>& b) { asm_statement(b, "wgmma.commit_group.sync.aligned;"); }
 void fence_proxy_async(llvm::IRBuilder<>& b) { asm_statement(b, "fence.proxy.async.shared::cta;"); }
 
 std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc) {
-  if (acc.empty()) {
-    asm_statement(b, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";");
-    return acc;
-  }
   std::string cons;
   for (size_t i = 0; i < acc.size(); ++i) cons += i ? ",=f" : "=f";
   for (size_t i = 0; i < acc.size(); ++i) cons += "," + std::to_string(i);
@@ -261,15 +256,10 @@ void cp_async(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int byte
   b.CreateCall(llvm::InlineAsm::get(fty, text, "r,l,r,~{memory}", true), {addr, src, size});
 }
 
-void cp_async_commit(llvm::IRBuilder<>& b) {
-  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
-  b.CreateCall(llvm::InlineAsm::get(fty, "cp.async.commit_group;", "~{memory}", true), {});
-}
+void cp_async_commit(llvm::IRBuilder<>& b) { asm_statement(b, "cp.async.commit_group;"); }
 
 void cp_async_wait(llvm::IRBuilder<>& b, int pending) {
-  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
-  b.CreateCall(llvm::InlineAsm::get(fty, "cp.async.wait_group " + std::to_string(pending) + ";", "~{memory}", true),
-               {});
+  asm_statement(b, "cp.async.wait_group " + std::to_string(pending) + ";");
 }
 
 }  // namespace tl::codegen::nvptx

@@ -37,6 +37,12 @@ std::vector<LinearLayout::OutDim> outs_for(const std::vector<int64_t>& shape) {
 }
 
 bool is_tile(const Value* v) { return v->type.is_tile(); }
+
+// Loads, stores and atomics: the ops that anchor layouts.
+bool is_memory_op(const Op& op) {
+  return op.kind == OpKind::Load || op.kind == OpKind::Store || op.kind == OpKind::AtomicRmw ||
+         op.kind == OpKind::AtomicCas;
+}
 }  // namespace
 
 const LinearLayout& LayoutPlan::of(const Value* v) const {
@@ -250,7 +256,7 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
       return i == 0 ? std::nullopt : std::optional(plan.of(op.operands[0]));
     case OpKind::Dot: {
       const DotLayouts& d = plan.dots.at(&op);
-      if (i < 2 && d.instr && d.instr->operands_in_smem) return std::nullopt;
+      if (i < 2 && d.on_warpgroups()) return std::nullopt;
       return i == 0 ? d.a : i == 1 ? d.b : d.c;
     }
     case OpKind::Load:
@@ -304,9 +310,7 @@ class Assigner {
         set(op->operands[2], d.c);
         continue;
       }
-      bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::AtomicRmw ||
-                 op->kind == OpKind::AtomicCas;
-      if (!mem || !is_tile(op->operands[0])) continue;
+      if (!is_memory_op(*op) || !is_tile(op->operands[0])) continue;
       int fast = axis_.fast_dim(*op);
       auto g = group_vec_.find(find(op->operands[0]));
       int vec = g != group_vec_.end() && g->second > 0 ? g->second : axis_.vector_width(*op, fast);
@@ -335,11 +339,10 @@ class Assigner {
   void join_elementwise(const ir::Region& r) {
     for (const auto& op : r.ops) {
       for (const auto& sub : op->regions) join_elementwise(*sub);
-      bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store;
-      if (mem || ir::op_is_elementwise(op->kind))
+      if (op->kind == OpKind::Load || op->kind == OpKind::Store || ir::op_is_elementwise(op->kind)) {
         for (const Value* v : op->operands) join(op->operands[0], v);
-      for (const auto& res : op->results)
-        if (mem || ir::op_is_elementwise(op->kind)) join(op->operands[0], res.get());
+        for (const auto& res : op->results) join(op->operands[0], res.get());
+      }
       if (op->kind == OpKind::For) {
         const ir::Region& body = *op->regions[0];
         const Op* yield = body.terminator();
@@ -366,9 +369,7 @@ class Assigner {
   void group_widths(const ir::Region& r) {
     for (const auto& op : r.ops) {
       for (const auto& sub : op->regions) group_widths(*sub);
-      bool mem = op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::AtomicRmw ||
-                 op->kind == OpKind::AtomicCas;
-      if (!mem || !is_tile(op->operands[0])) continue;
+      if (!is_memory_op(*op) || !is_tile(op->operands[0])) continue;
       const Value* g = find(op->operands[0]);
       int fast = axis_.fast_dim(*op), vec = axis_.vector_width(*op, fast);
       auto [it, fresh] = group_fast_.emplace(g, fast);

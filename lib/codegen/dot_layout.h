@@ -44,6 +44,10 @@ struct DotLayouts {
   int warps_m = 1, warps_n = 1;      // warps along M and N (the rest replicate)
   int reps_m = 1, reps_n = 1, reps_k = 1;  // instructions per warp along M, N, K
 
+  // Whether the dot runs on a warpgroup instruction (operands in shared
+  // memory).
+  bool on_warpgroups() const { return instr && instr->operands_in_smem; }
+
   // Register index, in the tile layouts, of register `r` of the fragment of
   // instruction (i, s) of A, (s, j) of B, (i, j) of C.
   int a_reg(int i, int s, int r) const;

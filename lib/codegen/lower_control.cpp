@@ -151,7 +151,7 @@ llvm::Value* Lowerer::in_range(const Op& loop, llvm::Value* iv) {
 // layout once, before it.
 void Lowerer::hoist_dot_operands(const ir::Region& body) {
   for (const auto& o : body.ops)
-    if (o->kind == OpKind::Dot && !(plan_.dots.at(o.get()).instr && plan_.dots.at(o.get()).instr->operands_in_smem))
+    if (o->kind == OpKind::Dot && !plan_.dots.at(o.get()).on_warpgroups())
       for (int i = 0; i < 2; ++i)
         if (!ir::defined_in(o->operands[i], body) && o->operands[i]->type.is_tile() && !hoisted_.count({o.get(), i}))
           hoisted_[{o.get(), i}] = dot_operand(*o, i);
@@ -173,8 +173,7 @@ std::optional<Lowerer::LoopPipeline> Lowerer::plan_loop_pipeline(const Op& loop)
   lp.saved_scratch = scratch_base_;
   if (plan->prefetch_registers) return lp;
   for (const auto& o : loop.regions[0]->ops)
-    if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).instr && plan_.dots.at(o.get()).instr->operands_in_smem)
-      lp.async_reads = true;
+    if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).on_warpgroups()) lp.async_reads = true;
   // Warpgroup instructions read swizzled tiles at 1024-byte boundaries.
   int64_t align = lp.async_reads ? 1024 : 128;
   for (size_t li = 0; li < plan->loads.size(); ++li) {

@@ -19,7 +19,7 @@ void Lowerer::lower_dot(const Op& op) {
     vals_[op.result()] = fma_dot(op, d, dot_operand(op, 0), dot_operand(op, 1), c);
     return;
   }
-  if (d.instr->operands_in_smem) {
+  if (d.on_warpgroups()) {
     vals_[op.result()] = warpgroup_dot(op, d, c);
     return;
   }
@@ -97,17 +97,18 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   t_.warpgroup_fence(b_);
   int nc = mi.c.in_size(kReg);
   for (int s = 0; s < d.reps_k; ++s)
-    for (int i = 0; i < d.reps_m; ++i)
+    for (int i = 0; i < d.reps_m; ++i) {
+      int32_t m = reg_coords(cl, d.c_reg(i, 0, 0))[0];  // the instructions' first row in the group
+      llvm::Value* a_desc = operand_descriptor(tile[0], 0, b_.CreateAdd(group_m, b_.getInt32(m)), s * mi.k);
       for (int j = 0; j < d.reps_n; ++j) {
-        auto corner = reg_coords(cl, d.c_reg(i, j, 0));  // (m, n) of the instruction's first row and column
-        llvm::Value* m0 = b_.CreateAdd(group_m, b_.getInt32(corner[0]));
-        llvm::Value* a_desc = operand_descriptor(tile[0], 0, m0, s * mi.k);
-        llvm::Value* b_desc = operand_descriptor(tile[1], 1, b_.getInt32(corner[1]), s * mi.k);
+        int32_t n = reg_coords(cl, d.c_reg(i, j, 0))[1];  // and first column
+        llvm::Value* b_desc = operand_descriptor(tile[1], 1, b_.getInt32(n), s * mi.k);
         Regs cf(nc);
         for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
         cf = t_.warpgroup_multiply(b_, mi, a_desc, b_desc, !k_major(tile[0], 0), !k_major(tile[1], 1), cf);
         for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
       }
+    }
   t_.warpgroup_commit(b_);
   c = t_.warpgroup_wait(b_, 0, c);
   scratch_read(-1);
@@ -203,13 +204,14 @@ llvm::Value* Lowerer::tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Valu
   llvm::Value* row = t.contiguous == 1 ? s0 : s1;
   llvm::Value* col = t.contiguous == 1 ? s1 : s0;
   int64_t cols = t.panel_elems(), rows = t.shape[1 - t.contiguous];
+  bool panels = cols < t.shape[t.contiguous];
   llvm::Value* phase = b_.CreateURem(b_.CreateUDiv(row, b_.getInt32(t.per_phase)), b_.getInt32(t.max_phase));
-  llvm::Value* in_panel = b_.CreateURem(col, b_.getInt32(int32_t(cols)));
+  llvm::Value* in_panel = panels ? b_.CreateURem(col, b_.getInt32(int32_t(cols))) : col;
   llvm::Value* chunk = b_.CreateXor(b_.CreateUDiv(in_panel, b_.getInt32(t.vec)), phase);
   llvm::Value* elem = b_.CreateAdd(b_.CreateMul(row, b_.getInt32(int32_t(cols))),
                                    b_.CreateAdd(b_.CreateMul(chunk, b_.getInt32(t.vec)),
                                                 b_.CreateURem(col, b_.getInt32(t.vec))));
-  if (cols < t.shape[t.contiguous])  // panels of `rows` x `cols`
+  if (panels)  // of `rows` x `cols`, one after the other
     elem = b_.CreateAdd(elem, b_.CreateMul(b_.CreateUDiv(col, b_.getInt32(int32_t(cols))),
                                            b_.getInt32(int32_t(rows * cols))));
   return b_.CreateMul(elem, b_.getInt32(t.elem_bytes));
