@@ -224,8 +224,15 @@ class NvptxTarget final : public Target {
     std::vector<llvm::Type*> arg_types = {ptr->getType()};
     if (mask) args.push_back(mask), arg_types.push_back(b.getInt1Ty());
     for (llvm::Value* o : w.split(b, other)) args.push_back(o), arg_types.push_back(w.word);
+    // The asm reads memory: it must stay ordered with the stores and
+    // atomics around it. Without a side effect LLVM's machine passes
+    // treat it as pure (its operands are registers), merge a load after a
+    // store into the load before it (MachineCSE) and hoist it out of loops
+    // that write its addresses (MachineLICM). Stores and atomics are
+    // side-effecting and clobber memory, so marking loads side-effecting
+    // keeps program order between them; ptxas still schedules the loads.
     auto* fty = llvm::FunctionType::get(ret, arg_types, false);
-    llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, cons, /*hasSideEffects=*/hints.is_volatile), args);
+    llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, cons, /*hasSideEffects=*/true), args);
     std::vector<llvm::Value*> parts;
     for (int i = 0; i < w.count; ++i) parts.push_back(w.count == 1 ? r : b.CreateExtractValue(r, unsigned(i)));
     return w.join(b, parts, ty);

@@ -20,9 +20,11 @@ constexpr DType accumulation_dtype(DType d) {
 template <class E>
 using accumulation_elem_t = typename elem_for<accumulation_dtype(elem_info<E>::dtype)>::type;
 
-// The accumulator of dot: f32 for float inputs, i32 for 8-bit integer inputs.
+// The accumulator of dot: f64 for f64 inputs, f32 for other float inputs,
+// i32 for 8-bit integer inputs (Triton's defaults).
 template <class E>
-using dot_acc_t = std::conditional_t<is_float(elem_info<E>::dtype), float, int32_t>;
+using dot_acc_t = std::conditional_t<elem_info<E>::dtype == DType::f64, double,
+                                     std::conditional_t<is_float(elem_info<E>::dtype), float, int32_t>>;
 
 inline std::vector<int64_t> without_axis(std::vector<int64_t> shape, int axis) {
   shape.erase(shape.begin() + axis);

@@ -241,11 +241,17 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
     case OpKind::Join:
       return std::nullopt;  // the result is built from the operands' layout
     case OpKind::Split:
+      // Scalars from a [2] tile: every thread holds both elements, in order.
+      if (!is_tile(op.results[0].get()))
+        return line_layout(v->type.shape, 0, plan.num_warps, plan.warp_size, plan.num_ctas);
       return join_layout(res(0));
     case OpKind::Reduce: {
-      const auto& l = plan.of(v);
+      // The combine reads the operands register by register, so all take
+      // the first one's layout (an argmax's i32 indices beside bf16 values
+      // would otherwise hold a different number of registers).
+      const auto& l = plan.of(op.operands[0]);
       int axis = int(op.attr_int("axis"));
-      if (reducible(l, axis)) return std::nullopt;
+      if (reducible(l, axis)) return i == 0 ? std::nullopt : std::optional(l);
       return default_layout(v->type.shape, 1, plan.num_warps, plan.warp_size, -1, plan.num_ctas);
     }
     case OpKind::Scan:

@@ -383,7 +383,13 @@ void Lowerer::lower_region(const ir::Region& r) {
     if (op->kind == OpKind::Yield) continue;  // read by the parent op
     if (skip_.count(op.get())) continue;      // lives in shared memory (pipelined)
     b_.SetCurrentDebugLocation(llvm::DebugLoc());
-    lower_op(*op);
+    // A broken invariant of the lowering still names the user's op.
+    try {
+      lower_op(*op);
+    } catch (const Error& e) {
+      if (!std::string_view(e.what()).starts_with("internal: ")) throw;
+      unsupported(*op, std::string("hit a compiler bug (") + e.what() + ")");
+    }
     if (op.get() == refill_after_) refill_();
   }
 }
@@ -422,17 +428,27 @@ void Lowerer::lower_op(const Op& op) {
       vals_[op.result()] = operand(op, 0);
       return;
     case OpKind::Join: {
-      Regs a = get(op.operands[0]);
+      // Both operands in the first one's layout, side by side along a new
+      // top register bit; then into the layout the result's users asked
+      // for (a dot operand through a reshape, say).
+      const ir::Value* res = op.result();
+      Regs a = in_layout(op.operands[0], op.operands[0]);
       Regs c = in_layout(op.operands[1], op.operands[0]);
       a.insert(a.end(), c.begin(), c.end());
-      vals_[op.result()] = a;
+      vals_[res] = convert(a, join_layout(plan_.of(op.operands[0])), plan_.of(res), res->type.shape,
+                           value_type(res->type));
       return;
     }
     case OpKind::Split: {
+      // The operand arrives in the join of the first result's layout.
       Regs all = operand(op, 0);
       size_t half = all.size() / 2;
       vals_[op.result(0)] = Regs(all.begin(), all.begin() + half);
-      vals_[op.result(1)] = Regs(all.begin() + half, all.end());
+      Regs hi(all.begin() + half, all.end());
+      const ir::Value* r1 = op.result(1);
+      if (r1->type.is_tile())
+        hi = convert(hi, plan_.of(op.result(0)), plan_.of(r1), r1->type.shape, value_type(r1->type));
+      vals_[r1] = hi;
       return;
     }
     case OpKind::Reduce: return lower_reduce(op);

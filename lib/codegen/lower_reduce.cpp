@@ -191,6 +191,7 @@ std::vector<llvm::Value*> Lowerer::combine(const ir::Region& region, const std::
 
 // Pairwise (balanced tree) combination of a list of tuples.
 std::vector<llvm::Value*> Lowerer::tree(const ir::Region& region, std::vector<std::vector<llvm::Value*>> items) {
+  if (items.empty()) throw Error("internal: a reduction group with no registers");
   while (items.size() > 1) {
     std::vector<std::vector<llvm::Value*>> next;
     for (size_t i = 0; i + 1 < items.size(); i += 2) next.push_back(combine(region, items[i], items[i + 1]));
@@ -225,6 +226,8 @@ void Lowerer::lower_reduce(const Op& op) {
   const ir::Region& region = *op.regions[0];
   std::vector<Regs> in;
   for (size_t i = 0; i < n; ++i) in.push_back(operand(op, int(i)));
+  for (const Regs& r : in)
+    if (r.size() != in[0].size()) throw Error("internal: the operands of a reduction hold different registers");
   auto req = required_operand_layout(op, 0, plan_);
   LinearLayout l = req ? *req : plan_.of(op.operands[0]);
   const auto& shape = op.operands[0]->type.shape;

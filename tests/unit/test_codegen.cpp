@@ -103,7 +103,71 @@ void scale_row(ptr<bf16> out, ptr<bf16> in, ptr<float> w) {
   store(out + program_id(0) * 1024 + cols, cast<bf16>(x * load(w + cols)));
 }
 
+// A helper applied twice in place (Triton's test_call): the second load must
+// read what the first store wrote.
+void twice_in_place(ptr<float> x, scalar<int32_t> n) {
+  auto offs = program_id(0) * 256 + arange(0, 256);  // [256] i32
+  auto mask = offs < n;
+  store(x + offs, load(x + offs, mask) * 3.0f, mask);
+  store(x + offs, load(x + offs, mask) * 3.0f, mask);
+}
+
+// Argmax down the columns of a [16, 32] bf16 tile: an index and a 16-bit
+// value reduced together.
+void column_argmax(ptr<int32_t> out, ptr<bf16> in) {
+  auto r = arange(0, 16), c = arange(0, 32);
+  auto x = load(in + col(r) * 32 + row(c));  // [16, 32] bf16
+  store(out + c, argmax(x, 0));              // [32] i32
+}
+
+// Interleaving two tiles by join and reshape, feeding an f32 dot.
+void joined_dot(ptr<float> out, ptr<float> a_ptr, ptr<float> b_ptr) {
+  auto r = arange(0, 16), c = arange(0, 8), n = arange(0, 16);
+  auto x = load(a_ptr + col(r) * 8 + row(c));                       // [16, 8]
+  auto a = reshape(join(x, x * 2.0f), {16, 16});                     // [16, 16]
+  auto b = load(b_ptr + col(n) * 16 + row(n));                      // [16, 16]
+  store(out + col(r) * 16 + row(n), dot(a, b));
+}
+
+// Splitting a [2] tile into two scalars.
+void split_pair(ptr<int64_t> out, ptr<int64_t> in) {
+  auto [lo, hi] = split(load(in + arange(0, 2)));  // two [] i64
+  store(out, lo + hi * 10);
+}
+
 }  // namespace
+
+TEST_CASE("argmax of bf16, join/reshape into a dot and split to scalars compile for every target", "[codegen]") {
+  Kernel argmax_k = compile(column_argmax, {.name = "column_argmax"});
+  Kernel dot_k = compile(joined_dot, {.name = "joined_dot"});
+  Kernel split_k = compile(split_pair, {.name = "split_pair"});
+  for (std::string arch : {"sm_80", "sm_90a", "gfx90a", "gfx942", "gfx1100"}) {
+    for (const Kernel* k : {&argmax_k, &dot_k, &split_k}) {
+      INFO(arch << " " << k->name());
+      auto ck = codegen::compile(*k->impl(), aligned(*k), arch);
+      if (arch.starts_with("sm_")) check_assembles(ck.assembly, arch);
+    }
+  }
+}
+
+TEST_CASE("a load after a store to the same addresses reads memory again", "[codegen]") {
+  Kernel k = compile(twice_in_place, {.name = "twice_in_place"});
+  for (std::string arch : {"sm_80", "sm_90a"}) {
+    std::string ptx = codegen::compile(*k.impl(), aligned(k), arch).assembly;
+    INFO(arch);
+    // One 16-byte access a thread per load and store, and two multiplies.
+    CHECK(count(ptx, R"(ld\.global\.v4\.b32)") == 2);
+    CHECK(count(ptx, R"(st\.global\.v4\.b32)") == 2);
+    CHECK(count(ptx, R"(mul(\.rn)?\.f32)") == 8);
+    // The order in the PTX is load, store, load, store.
+    std::regex access(R"((ld|st)\.global)");
+    std::string order;
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), access); it != std::sregex_iterator(); ++it)
+      order += (*it)[1].str()[0];
+    CHECK(order == "lsls");
+    check_assembles(ptx, arch);
+  }
+}
 
 TEST_CASE("vector_add compiles to 16-byte vector accesses", "[codegen]") {
   Kernel k = compile(vector_add<1024>, {.name = "vector_add"});

@@ -96,7 +96,95 @@ void atomics(ptr<float> sums, ptr<int32_t> maxes, ptr<float> x_ptr, ptr<int32_t>
   atomic_min(maxes + 16 + k, offs, m);
 }
 
+// Read-modify-reread in place (Triton's test_call): the same addresses are
+// loaded, stored, loaded again; then the same in a loop and after an atomic.
+void in_place(ptr<float> x, ptr<int32_t> flags, scalar<int32_t> n, scalar<int32_t> trips) {
+  auto offs = program_id(0) * BLOCK + arange(0, BLOCK);  // [BLOCK] i32
+  auto m = offs < n;
+  store(x + offs, load(x + offs, m) * 3.0f, m);
+  store(x + offs, load(x + offs, m) * 3.0f, m);
+  for (auto i : range(0, trips)) store(x + offs, load(x + offs, m) + 1.0f, m);
+  atomic_add(flags + offs, full<int32_t>({BLOCK}, 5), m);
+  store(flags + offs, load(flags + offs, m) * 2, m);
+}
+
+// The kernels that crashed the GPU compile: argmax of bf16 down columns,
+// join/reshape feeding a dot, split of a [2] tile into scalars.
+void bf16_argmax(ptr<int32_t> out, ptr<bf16> in) {
+  auto r = arange(0, 16), c = arange(0, 32);
+  auto x = load(in + col(r) * 32 + row(c));  // [16, 32] bf16
+  store(out + c, argmax(x, 0));              // [32]
+  store(out + 32 + r, argmin(x, 1));         // [16]
+}
+
+void joined_dot(ptr<float> out, ptr<float> x_ptr) {
+  auto r = arange(0, 32), c = arange(0, 16);
+  auto x = load(x_ptr + col(r) * 16 + row(c));    // [32, 16]
+  auto a = reshape(join(x, x * 2.0f), {32, 32});  // [32, 32]: columns x0, 2 x0, x1, 2 x1, ...
+  store(out + col(r) * 32 + row(r), dot(a, a));
+}
+
+void split_scalars(ptr<int64_t> out, ptr<int64_t> in) {
+  auto [lo, hi] = split(load(in + arange(0, 2)));  // two [] i64
+  store(out, lo * 1000 + hi);
+}
+
 }  // namespace
+
+TEST_CASE("bf16 argmax, join/reshape into a dot and split to scalars match the interpreter", "[gpu]") {
+  REQUIRE_GPU();
+  auto am = compile(bf16_argmax, {.name = "bf16_argmax"});
+  std::vector<std::vector<int32_t>> idx;
+  for (const char* name : {"interp", "cuda"}) {
+    Device d = Device::get(name);
+    // Distinct values, so the winner is unique.
+    std::vector<float> vals(512);
+    for (int i = 0; i < 512; ++i) vals[i] = float((i * 37) % 512) - 256.0f;
+    std::vector<bf16> hx(vals.begin(), vals.end());
+    auto x = d.upload(hx);
+    auto out = d.alloc<int32_t>(48);
+    d(am, Grid{1}, out, x);
+    d.synchronize();
+    idx.push_back(out.download<int32_t>());
+  }
+  CHECK(idx[0] == idx[1]);
+
+  auto jd = compile(joined_dot, {.name = "joined_dot"});
+  same_on_both<float>([&](Device& d) {
+    auto x = d.upload(random<float>(512, -1, 1, 12));
+    auto out = d.alloc<float>(1024);
+    d(jd, Grid{1}, out, x);
+    d.synchronize();
+    return std::vector<std::vector<float>>{out.download<float>()};
+  }, 1e-4, 1e-4);  // tf32 inputs on both; the f32 sums differ in order only
+
+  auto sp = compile(split_scalars, {.name = "split_scalars"});
+  std::vector<int64_t> got;
+  for (const char* name : {"interp", "cuda"}) {
+    Device d = Device::get(name);
+    auto in = d.upload(std::vector<int64_t>{7, 42});
+    auto out = d.alloc<int64_t>(1);
+    d(sp, Grid{1}, out, in);
+    d.synchronize();
+    got.push_back(out.download<int64_t>()[0]);
+  }
+  CHECK(got == std::vector<int64_t>{7042, 7042});
+}
+
+TEST_CASE("loads after stores and atomics to the same addresses see them", "[gpu]") {
+  REQUIRE_GPU();
+  auto k = compile(in_place, {.name = "in_place"});
+  std::vector<int32_t> flags_want, flags_got;
+  same_on_both<float>([&](Device& d) {
+    auto x = d.upload(random<float>(N, -4, 4, 11));
+    auto flags = d.upload(std::vector<int32_t>(N, 1));
+    d(k, Grid{uint32_t(cdiv(N, BLOCK))}, x, flags, N, 4);
+    d.synchronize();
+    (d.name() == "interp" ? flags_want : flags_got) = flags.download<int32_t>();
+    return std::vector<std::vector<float>>{x.download<float>()};
+  }, 0, 0);
+  CHECK(flags_want == flags_got);
+}
 
 TEST_CASE("float elementwise ops match the interpreter", "[gpu]") {
   REQUIRE_GPU();
