@@ -10,6 +10,8 @@
 #   bench     softmax/layernorm GB/s with torch and Triton
 #   gemm      bench_gemm (tiledsl and cuBLAS) with torch and Triton
 #   attn      bench_attention with torch SDPA (cuDNN, FlashAttention) and Triton
+#   sanitize  compute-sanitizer memcheck, racecheck and synccheck over every
+#             example at its GPU size and over the [gpu] tests
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/tl
@@ -47,6 +49,21 @@ for w in $what; do
         timeout 300 "$bin/$e" --device=cuda --sweep > "$OUT/sweep-$e.log" 2>&1
         echo "sweep $e rc=$?: $(grep -c PASS "$OUT/sweep-$e.log") PASS, $(grep -c FAIL "$OUT/sweep-$e.log") FAIL; $(tail -1 "$OUT/sweep-$e.log")"
         grep FAIL "$OUT/sweep-$e.log" | head -5
+      done ;;
+    sanitize)
+      # One summary line per tool and program ("ERROR SUMMARY: n errors",
+      # or "RACECHECK SUMMARY" ...); the whole reports go to $OUT.
+      cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      for tool in memcheck racecheck synccheck; do
+        for e in vector_add softmax layernorm gemm attention tiledsl_tests; do
+          args=(--device=cuda)
+          [ "$e" = tiledsl_tests ] && args=("[gpu]")
+          TILEDSL_CACHE_DIR=/tmp/tl/cache-$tool timeout 600 "$cs" --tool "$tool" --print-limit 20 \
+            "$bin/$e" "${args[@]}" > "/tmp/cs-$tool-$e.log" 2>&1
+          rc=$?
+          echo "$tool $e rc=$rc: $(grep -E 'SUMMARY' "/tmp/cs-$tool-$e.log" | tail -1) $(grep -E 'PASS|FAIL|test cases' "/tmp/cs-$tool-$e.log" | tail -1)"
+          { echo "== $tool $e rc=$rc"; grep -v '^\s*$' "/tmp/cs-$tool-$e.log" | head -200; } >> "$OUT/sanitize.log"
+        done
       done ;;
     bench) bench_and_compare norms ;;
     gemm) bench_and_compare gemm ;;
