@@ -300,36 +300,47 @@ class HipDevice final : public detail::DeviceImpl {
  private:
   std::shared_ptr<const LoadedKernel> load(const detail::KernelImpl& k, const codegen::Specialization& spec,
                                            const runtime::CacheKey& key) {
-    bool compiled = false;
-    auto payload = runtime::KernelCache::global().get_or_compile(key, [&] {
-      compiled = true;
+    auto& cache = runtime::KernelCache::global();
+    for (int attempt = 0;; ++attempt) {
+      bool compiled = false;
+      runtime::CachedBinary e = runtime::get_or_compile_binary(
+          cache, "hip", key,
+          [&] {
+            auto t0 = Clock::now();
+            // The lld link into a code object happens inside compile.
+            codegen::CompiledKernel ck = codegen::compile(k, spec, target_);
+            double codegen_ms = ms_since(t0);
+            std::lock_guard lock(stats_mutex_);
+            ++stats_.compiles;
+            stats_.codegen_ms += codegen_ms;
+            return runtime::CachedBinary{ck.entry, ck.threads, ck.shared_bytes, ck.binary};
+          },
+          &compiled);
+      if (e.shared_bytes > kMaxSharedBytes)
+        throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) + " bytes of LDS; " +
+                    gpu_name_ + " allows at most " + std::to_string(kMaxSharedBytes));
       auto t0 = Clock::now();
-      // The lld link into a code object happens inside compile.
-      codegen::CompiledKernel ck = codegen::compile(k, spec, target_);
-      double codegen_ms = ms_since(t0);
+      auto out = std::make_shared<LoadedKernel>();
+      out->threads = e.threads;
+      out->shared_bytes = e.shared_bytes;
+      hipError_t r = hip_.hipModuleLoadData(&out->module, e.binary.data());
+      // A cached code object that passed the cache's checks but that this
+      // runtime refuses: recompile once rather than fail in every process.
+      if (r != hipSuccess && !compiled && attempt == 0) {
+        cache.evict(key);
+        continue;
+      }
+      hip_.check(r, "hipModuleLoadData",
+                 "kernel '" + k.name + "' for " + target_ + " on " + gpu_name_ + " (" + arch_ + ")");
+      hip_.check(hip_.hipModuleGetFunction(&out->function, out->module, e.entry.c_str()), "hipModuleGetFunction",
+                 "entry '" + e.entry + "'");
+      double load_ms = ms_since(t0);
       std::lock_guard lock(stats_mutex_);
-      ++stats_.compiles;
-      stats_.codegen_ms += codegen_ms;
-      return runtime::encode_cached_binary("hip", {ck.entry, ck.threads, ck.shared_bytes, ck.binary});
-    });
-    runtime::CachedBinary e = runtime::decode_cached_binary("hip", *payload);
-    if (e.shared_bytes > kMaxSharedBytes)
-      throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) + " bytes of LDS; " +
-                  gpu_name_ + " allows at most " + std::to_string(kMaxSharedBytes));
-    auto t0 = Clock::now();
-    auto out = std::make_shared<LoadedKernel>();
-    out->threads = e.threads;
-    out->shared_bytes = e.shared_bytes;
-    hip_.check(hip_.hipModuleLoadData(&out->module, e.binary.data()), "hipModuleLoadData",
-               "kernel '" + k.name + "' for " + target_ + " on " + gpu_name_ + " (" + arch_ + ")");
-    hip_.check(hip_.hipModuleGetFunction(&out->function, out->module, e.entry.c_str()), "hipModuleGetFunction",
-               "entry '" + e.entry + "'");
-    double load_ms = ms_since(t0);
-    std::lock_guard lock(stats_mutex_);
-    if (!compiled) ++stats_.cache_hits;
-    ++stats_.modules_loaded;
-    stats_.load_ms += load_ms;
-    return out;
+      if (!compiled) ++stats_.cache_hits;
+      ++stats_.modules_loaded;
+      stats_.load_ms += load_ms;
+      return out;
+    }
   }
 
   // One launch argument into `slot`, at the width of its parameter type.

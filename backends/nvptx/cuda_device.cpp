@@ -201,62 +201,75 @@ class CudaDevice final : public detail::DeviceImpl {
 
   std::shared_ptr<const LoadedKernel> load(const detail::KernelImpl& k, const codegen::Specialization& spec,
                                            const runtime::CacheKey& key) {
-    bool compiled = false;
-    auto payload = runtime::KernelCache::global().get_or_compile(key, [&] {
-      compiled = true;
-      auto t0 = Clock::now();
-      codegen::CompiledKernel ck = codegen::compile(k, spec, target_);
-      double codegen_ms = ms_since(t0);
-      auto t1 = Clock::now();
-      runtime::CachedBinary e;
-      e.entry = ck.entry;
-      e.threads = ck.threads;
-      e.shared_bytes = ck.shared_bytes;
-      try {
-        e.binary = link_ptx_to_cubin(driver_, ck.assembly, k.name);
-      } catch (const Error& err) {
-        if (!cuda_target_is_fallback(cc_major_, cc_minor_)) throw;
-        throw Error(std::string(err.what()) + "\n(" + gpu_name_ + " has compute capability " +
-                    std::to_string(cc_major_) + "." + std::to_string(cc_minor_) +
-                    ", newer than any target this build knows; the kernel was compiled for " + target_ + ")");
-      }
-      double link_ms = ms_since(t1);
-      std::lock_guard lock(stats_mutex_);
-      ++stats_.compiles;
-      stats_.codegen_ms += codegen_ms;
-      stats_.link_ms += link_ms;
-      return runtime::encode_cached_binary("cuda", e);
-    });
-    runtime::CachedBinary e = runtime::decode_cached_binary("cuda", *payload);
-    if (e.shared_bytes > max_shared_optin_)
-      throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) +
-                  " bytes of shared memory per block; " + gpu_name_ + " allows at most " +
-                  std::to_string(max_shared_optin_));
+    auto& cache = runtime::KernelCache::global();
+    for (int attempt = 0;; ++attempt) {
+      bool compiled = false;
+      runtime::CachedBinary e = runtime::get_or_compile_binary(
+          cache, "cuda", key, [&] { return compile(k, spec); }, &compiled);
+      if (e.shared_bytes > max_shared_optin_)
+        throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) +
+                    " bytes of shared memory per block; " + gpu_name_ + " allows at most " +
+                    std::to_string(max_shared_optin_));
 
+      auto t0 = Clock::now();
+      auto out = std::make_shared<LoadedKernel>();
+      out->entry = e.entry;
+      out->threads = e.threads;
+      out->shared_bytes = e.shared_bytes;
+      auto log = std::make_unique<JitLog>();
+      CUresult r =
+          driver_.cuModuleLoadDataEx(&out->module, e.binary.data(), JitLog::count, log->options, log->values);
+      // A cached cubin that passed the cache's checks but that this driver
+      // refuses (written by another driver, or damaged inside): recompile
+      // once rather than fail in every process.
+      if (r != CUDA_SUCCESS && !compiled && attempt == 0) {
+        cache.evict(key);
+        continue;
+      }
+      driver_.check(r, "cuModuleLoadDataEx",
+                    "kernel '" + k.name + "' for " + target_ +
+                        (log->text().empty() ? std::string() : ":\n" + log->text()));
+      driver_.check(driver_.cuModuleGetFunction(&out->function, out->module, e.entry.c_str()),
+                    "cuModuleGetFunction", "entry '" + e.entry + "'");
+      // Above 48 KiB, dynamic shared memory must be opted into per function.
+      if (e.shared_bytes > 48 * 1024)
+        driver_.check(driver_.cuFuncSetAttribute(out->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                 e.shared_bytes),
+                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                      std::to_string(e.shared_bytes) + " bytes for kernel '" + k.name + "'");
+      double load_ms = ms_since(t0);
+      std::lock_guard lock(stats_mutex_);
+      if (!compiled) ++stats_.cache_hits;
+      ++stats_.modules_loaded;
+      stats_.load_ms += load_ms;
+      return out;
+    }
+  }
+
+  // Tile IR -> PTX -> cubin, with what a launch needs besides the binary.
+  runtime::CachedBinary compile(const detail::KernelImpl& k, const codegen::Specialization& spec) {
     auto t0 = Clock::now();
-    auto out = std::make_shared<LoadedKernel>();
-    out->entry = e.entry;
-    out->threads = e.threads;
-    out->shared_bytes = e.shared_bytes;
-    auto log = std::make_unique<JitLog>();
-    CUresult r = driver_.cuModuleLoadDataEx(&out->module, e.binary.data(), JitLog::count, log->options, log->values);
-    driver_.check(r, "cuModuleLoadDataEx",
-                  "kernel '" + k.name + "' for " + target_ +
-                      (log->text().empty() ? std::string() : ":\n" + log->text()));
-    driver_.check(driver_.cuModuleGetFunction(&out->function, out->module, e.entry.c_str()), "cuModuleGetFunction",
-                  "entry '" + e.entry + "'");
-    // Above 48 KiB, dynamic shared memory must be opted into per function.
-    if (e.shared_bytes > 48 * 1024)
-      driver_.check(driver_.cuFuncSetAttribute(out->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                               e.shared_bytes),
-                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                    std::to_string(e.shared_bytes) + " bytes for kernel '" + k.name + "'");
-    double load_ms = ms_since(t0);
+    codegen::CompiledKernel ck = codegen::compile(k, spec, target_);
+    double codegen_ms = ms_since(t0);
+    auto t1 = Clock::now();
+    runtime::CachedBinary e;
+    e.entry = ck.entry;
+    e.threads = ck.threads;
+    e.shared_bytes = ck.shared_bytes;
+    try {
+      e.binary = link_ptx_to_cubin(driver_, ck.assembly, k.name);
+    } catch (const Error& err) {
+      if (!cuda_target_is_fallback(cc_major_, cc_minor_)) throw;
+      throw Error(std::string(err.what()) + "\n(" + gpu_name_ + " has compute capability " +
+                  std::to_string(cc_major_) + "." + std::to_string(cc_minor_) +
+                  ", newer than any target this build knows; the kernel was compiled for " + target_ + ")");
+    }
+    double link_ms = ms_since(t1);
     std::lock_guard lock(stats_mutex_);
-    if (!compiled) ++stats_.cache_hits;
-    ++stats_.modules_loaded;
-    stats_.load_ms += load_ms;
-    return out;
+    ++stats_.compiles;
+    stats_.codegen_ms += codegen_ms;
+    stats_.link_ms += link_ms;
+    return e;
   }
 
   // One launch argument into `slot`, at the width of its parameter type.

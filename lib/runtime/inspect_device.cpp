@@ -1,7 +1,9 @@
 // The inspector: a device that runs nothing. Each launch prints one stage
 // of the kernel (Tile IR, GPU IR with layouts, LLVM IR, or assembly) as
 // compiled for a named target and specialized for that launch's arguments,
-// once per kernel and specialization. Buffers are host memory, so programs
+// once per kernel and specialization: per kernel cache key, as a GPU device
+// compiles, so two kernels that share a name but differ in IR or options
+// are both printed. Buffers are host memory, so programs
 // run unchanged; their results are meaningless. This is how the examples'
 // --target/--emit work on a machine with no GPU.
 #include <cstdlib>
@@ -12,6 +14,7 @@
 
 #include "codegen/compile.h"
 #include "runtime/device.h"
+#include "runtime/kernel_cache.h"
 
 namespace tl {
 
@@ -42,7 +45,7 @@ class InspectDevice final : public detail::DeviceImpl {
       spec.args.push_back(a.type.is_ptr ? codegen::pointer_arg_facts(a.address) : codegen::int_arg_facts(a.i));
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!printed_.insert(k.name + "|" + spec.key()).second) return;
+      if (!printed_.insert(runtime::kernel_cache_key(k, spec.key(), target_)).second) return;
     }
     std::cout << "// kernel '" << k.name << "' for " << target_ << ", arguments specialized as [" << spec.key()
               << "]\n"
@@ -54,7 +57,7 @@ class InspectDevice final : public detail::DeviceImpl {
   std::string target_;
   codegen::Stage stage_;
   std::mutex mu_;
-  std::set<std::string> printed_;
+  std::set<runtime::CacheKey> printed_;
 };
 
 }  // namespace

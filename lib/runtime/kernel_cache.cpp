@@ -1,19 +1,21 @@
-// The kernel cache (see kernel_cache.h for the key, the file format and the
-// concurrency rules) and the SHA-256 it keys by.
-#include <algorithm>
+// The kernel cache (see kernel_cache.h for the key, the file format, what
+// the disk reader trusts and the concurrency rules) and the SHA-256 it keys
+// by. Needs no IR: the key of a traced kernel is in kernel_cache_key.cpp,
+// so this file alone is the fuzzer's target (fuzz/fuzz_cache_entry.cpp).
 #include "runtime/kernel_cache.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <system_error>
 
-#include "ir/printer.h"
-#include "runtime/kernel.h"
 #include "tiledsl/detail/ir_types.h"
 
 #ifndef TILEDSL_BUILD_ID
@@ -126,30 +128,6 @@ CacheKey CacheKey::make(std::string_view ir_text, std::string_view options, std:
   return CacheKey{s.finish()};
 }
 
-CacheKey kernel_cache_key(const detail::KernelImpl& kernel, std::string_view specialization, std::string_view target) {
-  // The IR does not change after tracing, so its digest is computed once.
-  static std::mutex memo_mutex;
-  std::string ir_digest;
-  {
-    std::lock_guard lock(memo_mutex);
-    ir_digest = kernel.ir_digest;
-  }
-  if (ir_digest.empty()) {
-    if (!kernel.fn) throw Error("kernel '" + kernel.name + "' has no function to compile");
-    std::string text = ir::print(*kernel.fn);
-    ir_digest = Sha256::hex(Sha256::of(text.data(), text.size()));
-    std::lock_guard lock(memo_mutex);
-    kernel.ir_digest = ir_digest;
-  }
-  // Every CompileOptions field that can change the generated code. (A new
-  // option must be added here, or kernels differing in it would share code.)
-  const CompileOptions& o = kernel.options;
-  std::string options = "name=" + o.name + ";entry=" + kernel.name + ";num_warps=" + std::to_string(o.num_warps) +
-                        ";num_stages=" + std::to_string(o.num_stages) + ";fp_fusion=" + std::to_string(o.fp_fusion) +
-                        ";num_ctas=" + std::to_string(o.num_ctas);
-  return CacheKey::make(ir_digest, options, specialization, target);
-}
-
 // ---------------------------------------------------------------------------
 // Entry format
 
@@ -157,7 +135,7 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'L', 'K', 'C', 'A', 'C', 'H', 'E'};
 constexpr uint32_t kFormatVersion = 1;
-constexpr size_t kHeaderBytes = 88;
+constexpr size_t kHeaderBytes = kEntryHeaderBytes;
 
 void put_le(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = uint8_t(v >> (8 * i));
@@ -166,6 +144,12 @@ uint64_t get_le(const uint8_t* p, int bytes) {
   uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= uint64_t(p[i]) << (8 * i);
   return v;
+}
+
+template <class T>
+std::nullopt_t reject(std::string* why, T&& reason) {
+  if (why) *why = std::forward<T>(reason);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -184,17 +168,33 @@ Bytes KernelCache::encode_entry(const CacheKey& key, std::span<const uint8_t> pa
   return out;
 }
 
-std::optional<Bytes> KernelCache::decode_entry(const CacheKey& key, std::span<const uint8_t> file) {
-  if (file.size() < kHeaderBytes) return std::nullopt;
-  const uint8_t* p = file.data();
-  if (std::memcmp(p, kMagic, 8) != 0) return std::nullopt;
-  if (get_le(p + 8, 4) != kFormatVersion || get_le(p + 12, 4) != 0) return std::nullopt;
-  if (std::memcmp(p + 56, key.digest.data(), 32) != 0) return std::nullopt;
+std::optional<uint64_t> KernelCache::check_header(const CacheKey& key, std::span<const uint8_t> header,
+                                                  std::string* why) {
+  if (header.size() < kHeaderBytes)
+    return reject(why, "shorter than an entry's header (" + std::to_string(header.size()) + " bytes)");
+  const uint8_t* p = header.data();
+  if (std::memcmp(p, kMagic, 8) != 0) return reject(why, "not a tiledsl cache entry (no TLKCACHE magic)");
+  if (uint64_t v = get_le(p + 8, 4); v != kFormatVersion)
+    return reject(why, "format version " + std::to_string(v) + ", expected " + std::to_string(kFormatVersion));
+  if (get_le(p + 12, 4) != 0) return reject(why, "reserved header field is not 0");
+  if (std::memcmp(p + 56, key.digest.data(), 32) != 0) return reject(why, "an entry of another key");
   uint64_t length = get_le(p + 16, 8);
-  if (length != file.size() - kHeaderBytes) return std::nullopt;
-  auto sum = Sha256::of(p + kHeaderBytes, length);
-  if (std::memcmp(p + 24, sum.data(), 32) != 0) return std::nullopt;
-  return Bytes(p + kHeaderBytes, p + kHeaderBytes + length);
+  if (length > kMaxPayloadBytes)
+    return reject(why, "declares a payload of " + std::to_string(length) + " bytes, over the maximum of " +
+                           std::to_string(kMaxPayloadBytes));
+  return length;
+}
+
+std::optional<Bytes> KernelCache::decode_entry(const CacheKey& key, std::span<const uint8_t> file, std::string* why) {
+  auto length = check_header(key, file, why);
+  if (!length) return std::nullopt;
+  if (*length != file.size() - kHeaderBytes)
+    return reject(why, "declares a payload of " + std::to_string(*length) + " bytes but holds " +
+                           std::to_string(file.size() - kHeaderBytes));
+  const uint8_t* p = file.data();
+  auto sum = Sha256::of(p + kHeaderBytes, *length);
+  if (std::memcmp(p + 24, sum.data(), 32) != 0) return reject(why, "payload checksum mismatch");
+  return Bytes(p + kHeaderBytes, p + kHeaderBytes + *length);
 }
 
 // ---------------------------------------------------------------------------
@@ -219,43 +219,90 @@ std::filesystem::path KernelCache::entry_path(const CacheKey& key) const {
   return dir_ / (key.hex() + ".tlk");
 }
 
-std::optional<Bytes> KernelCache::read_disk(const CacheKey& key) {
+namespace {
+
+// Reads exactly `bytes` into `out` unless the file ends first (or errs):
+// returns the count read.
+size_t read_fully(int fd, uint8_t* out, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t n = ::read(fd, out + done, bytes - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += size_t(n);
+  }
+  return done;
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+void KernelCache::reject_disk_entry(const std::filesystem::path& path) {
+  // Truncated, overwritten, foreign, or not a file at all: never trusted.
+  // Removing it (a link itself, never its target; a directory only if empty)
+  // lets the recompiled entry take its place. (If another process has just
+  // renamed a good entry here, we remove that one; it is only recompiled
+  // later.)
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  std::lock_guard lock(stats_mutex_);
+  ++stats_.corrupt_entries;
+}
+
+std::optional<Bytes> KernelCache::read_disk(const CacheKey& key, const PayloadCheck& check) {
   if (dir_.empty()) return std::nullopt;
   auto path = entry_path(key);
-  Bytes file;
-  {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;  // no entry (or unreadable): a miss
-    // Read to end of file in large chunks; the size check is decode_entry's.
-    size_t done = 0;
-    for (;;) {
-      file.resize(done + (1 << 20));
-      ssize_t n = ::read(fd, file.data() + done, file.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += size_t(n);
-    }
-    ::close(fd);
-    file.resize(done);
+  Fd f;
+  // O_NOFOLLOW: a symbolic link is not an entry we wrote (and may point at
+  // /dev/zero); O_NONBLOCK: opening a FIFO must not wait for a writer.
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (f.fd < 0) {
+    // No entry, or one we may not read (the write replaces it): a miss.
+    if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EPERM) return std::nullopt;
+    reject_disk_entry(path);  // ELOOP (a link), ENXIO (a socket), ...
+    return std::nullopt;
   }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) < kHeaderBytes) {
+    reject_disk_entry(path);
+    return std::nullopt;
+  }
+  // The header first: a file that is not an entry of this key, or declares
+  // a length its size does not match, is rejected before its payload is read.
+  Bytes file(kHeaderBytes);
+  if (read_fully(f.fd, file.data(), kHeaderBytes) != kHeaderBytes) {
+    reject_disk_entry(path);
+    return std::nullopt;
+  }
+  auto length = check_header(key, file);
+  if (!length || uint64_t(st.st_size) != kHeaderBytes + *length) {
+    reject_disk_entry(path);
+    return std::nullopt;
+  }
+  // Bounded by the header's length (itself at most kMaxPayloadBytes); one
+  // byte more shows a file that grew after the fstat.
+  file.resize(kHeaderBytes + size_t(*length) + 1);
+  size_t got = read_fully(f.fd, file.data() + kHeaderBytes, size_t(*length) + 1);
+  file.resize(kHeaderBytes + got);
   auto payload = decode_entry(key, file);
-  if (!payload) {
-    // Truncated, overwritten or foreign: never trusted. Removing it lets the
-    // recompiled entry take its place. (If another process has just renamed a
-    // good entry here, we remove that one; it is only recompiled later.)
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-    std::lock_guard lock(stats_mutex_);
-    ++stats_.corrupt_entries;
+  if (!payload || (check && !check(*payload))) {
+    reject_disk_entry(path);
+    return std::nullopt;
   }
   return payload;
 }
 
-bool KernelCache::write_disk(const CacheKey& key, std::span<const uint8_t> bytes) {
-  if (dir_.empty()) return false;
+std::string KernelCache::write_disk(const CacheKey& key, std::span<const uint8_t> bytes) {
   std::error_code ec;
+  if (std::filesystem::exists(dir_, ec) && !std::filesystem::is_directory(dir_, ec)) return "it is not a directory";
   std::filesystem::create_directories(dir_, ec);
-  if (ec) return false;
+  if (ec) return "cannot create it: " + ec.message();
   auto path = entry_path(key);
   // Unique per process and per call, so concurrent writers never share a
   // temporary file; same directory, so rename() is atomic.
@@ -264,24 +311,41 @@ bool KernelCache::write_disk(const CacheKey& key, std::span<const uint8_t> bytes
   tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
   Bytes file = encode_entry(key, bytes);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
+  if (fd < 0) return "cannot create a file in it: " + std::string(std::strerror(errno));
+  std::string error;
   size_t done = 0;
-  bool ok = true;
   while (done < file.size()) {
-    ssize_t n = ::write(fd, file.data() + done, file.size() - done);
+    long n = write_ ? write_(fd, file.data() + done, file.size() - done)
+                    : long(::write(fd, file.data() + done, file.size() - done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      ok = false;
+      error = "writing an entry failed: " + std::string(n < 0 ? std::strerror(errno) : "no progress");
       break;
     }
     done += size_t(n);
   }
   // No fsync: a crash may leave a short file under the final name on some
   // file systems, and the checksum catches exactly that.
-  if (::close(fd) != 0) ok = false;
-  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
-  if (!ok) std::filesystem::remove(tmp, ec);
-  return ok;
+  if (::close(fd) != 0 && error.empty()) error = "writing an entry failed: " + std::string(std::strerror(errno));
+  if (error.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    error = "cannot rename an entry into place: " + std::string(std::strerror(errno));
+  if (!error.empty()) std::filesystem::remove(tmp, ec);  // no partial file left behind
+  return error;
+}
+
+void KernelCache::save(const CacheKey& key, std::span<const uint8_t> bytes) {
+  if (dir_.empty()) return;
+  std::string error = write_disk(key, bytes);
+  if (error.empty()) return;
+  std::lock_guard lock(stats_mutex_);
+  ++stats_.disk_write_failures;
+  if (!write_warning_.empty()) return;
+  // Once per cache: the kernel still runs (from memory), but every process
+  // will recompile it, which a user would otherwise never learn.
+  write_warning_ = "tiledsl: warning: kernel cache folder " + dir_.string() + ": " + error +
+                   "; compiled kernels are kept in memory only and recompiled by every process "
+                   "(set TILEDSL_CACHE_DIR to a writable folder)";
+  std::fprintf(stderr, "%s\n", write_warning_.c_str());
 }
 
 std::optional<Bytes> KernelCache::get(const CacheKey& key) {
@@ -290,7 +354,7 @@ std::optional<Bytes> KernelCache::get(const CacheKey& key) {
     ++stats_.memory_hits;
     return *hit;
   }
-  auto disk = read_disk(key);
+  auto disk = read_disk(key, {});
   std::lock_guard lock(stats_mutex_);
   if (!disk) {
     ++stats_.misses;
@@ -303,18 +367,16 @@ std::optional<Bytes> KernelCache::get(const CacheKey& key) {
 
 void KernelCache::put(const CacheKey& key, std::span<const uint8_t> bytes) {
   memory_.put(key, std::make_shared<const Bytes>(bytes.begin(), bytes.end()));
-  if (!dir_.empty() && !write_disk(key, bytes)) {
-    std::lock_guard lock(stats_mutex_);
-    ++stats_.disk_write_failures;
-  }
+  save(key, bytes);
 }
 
-std::shared_ptr<const Bytes> KernelCache::get_or_compile(const CacheKey& key, const std::function<Bytes()>& compile) {
+std::shared_ptr<const Bytes> KernelCache::get_or_compile(const CacheKey& key, const std::function<Bytes()>& compile,
+                                                         const PayloadCheck& check) {
   bool memory_hit = false;
   auto value = memory_.get_or_create(
       key,
       [&]() -> std::shared_ptr<const Bytes> {
-        if (auto disk = read_disk(key)) {
+        if (auto disk = read_disk(key, check)) {
           std::lock_guard lock(stats_mutex_);
           ++stats_.disk_hits;
           return std::make_shared<const Bytes>(std::move(*disk));
@@ -325,10 +387,7 @@ std::shared_ptr<const Bytes> KernelCache::get_or_compile(const CacheKey& key, co
           ++stats_.compiles;
         }
         auto bytes = std::make_shared<const Bytes>(compile());
-        if (!dir_.empty() && !write_disk(key, *bytes)) {
-          std::lock_guard lock(stats_mutex_);
-          ++stats_.disk_write_failures;
-        }
+        save(key, *bytes);
         return bytes;
       },
       &memory_hit);
@@ -337,6 +396,13 @@ std::shared_ptr<const Bytes> KernelCache::get_or_compile(const CacheKey& key, co
     ++stats_.memory_hits;
   }
   return value;
+}
+
+void KernelCache::evict(const CacheKey& key) {
+  memory_.erase(key);
+  if (dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove(entry_path(key), ec);
 }
 
 void KernelCache::clear_memory() { memory_.clear(); }
@@ -351,6 +417,16 @@ void KernelCache::reset_stats() {
   stats_ = Stats{};
 }
 
+std::string KernelCache::write_warning() const {
+  std::lock_guard lock(stats_mutex_);
+  return write_warning_;
+}
+
+void KernelCache::set_write_function(WriteFunction write) { write_ = write; }
+
+// ---------------------------------------------------------------------------
+// A device's payload
+
 Bytes encode_cached_binary(std::string_view device, const CachedBinary& e) {
   std::string head = "tiledsl-" + std::string(device) + "-kernel 1\nentry " + e.entry + "\nthreads " +
                      std::to_string(e.threads) + "\nshared " + std::to_string(e.shared_bytes) + "\n\n";
@@ -359,43 +435,87 @@ Bytes encode_cached_binary(std::string_view device, const CachedBinary& e) {
   return out;
 }
 
-CachedBinary decode_cached_binary(std::string_view device, std::span<const uint8_t> bytes) {
-  auto bad = [&] {
-    return Error("kernel cache entry for the " + std::string(device) + " device is malformed (delete " +
-                 KernelCache::global().dir().string() + " to rebuild the cache)");
-  };
-  const char* sep = "\n\n";
-  auto it = std::search(bytes.begin(), bytes.end(), sep, sep + 2);
-  if (it == bytes.end()) throw bad();
-  std::string head(bytes.begin(), it + 1);
-  CachedBinary e;
-  size_t pos = 0;
-  for (int line_no = 0; pos < head.size(); ++line_no) {
-    size_t nl = head.find('\n', pos);
-    std::string line = head.substr(pos, nl - pos);
-    pos = nl + 1;
-    auto sp = line.find(' ');
-    if (sp == std::string::npos) throw bad();
-    std::string field = line.substr(0, sp), value = line.substr(sp + 1);
-    try {
-      if (line_no == 0) {
-        if (line != "tiledsl-" + std::string(device) + "-kernel 1") throw bad();
-      } else if (field == "entry") {
-        e.entry = value;
-      } else if (field == "threads") {
-        e.threads = std::stoi(value);
-      } else if (field == "shared") {
-        e.shared_bytes = std::stoi(value);
-      } else {
-        throw bad();
-      }
-    } catch (const std::logic_error&) {  // stoi on a damaged number
-      throw bad();
-    }
+namespace {
+
+// A decimal count as the encoder writes it: digits only, no leading zero,
+// at most 9 of them (so it fits an int).
+std::optional<int> parse_count(std::string_view s) {
+  if (s.empty() || s.size() > 9 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
   }
-  if (e.entry.empty() || e.threads <= 0) throw bad();
-  e.binary.assign(it + 2, bytes.end());
+  return v;
+}
+
+// The value of the header line "<field> <value>\n" at `pos`, advancing
+// `pos` past it; nullopt when the line is not that field.
+std::optional<std::string_view> header_line(std::string_view text, size_t& pos, std::string_view field) {
+  if (text.substr(pos, field.size()) != field || text.substr(pos + field.size(), 1) != " ") return std::nullopt;
+  size_t start = pos + field.size() + 1, nl = text.find('\n', start);
+  if (nl == std::string_view::npos) return std::nullopt;
+  pos = nl + 1;
+  return text.substr(start, nl - start);
+}
+
+}  // namespace
+
+std::optional<CachedBinary> decode_cached_binary(std::string_view device, std::span<const uint8_t> bytes,
+                                                 std::string* why) {
+  // Exactly what encode_cached_binary writes, in its order: anything else
+  // was not written by this format.
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const std::string magic = "tiledsl-" + std::string(device) + "-kernel 1\n";
+  if (!text.starts_with(magic)) return reject(why, "not a " + std::string(device) + " kernel entry");
+  size_t pos = magic.size();
+  CachedBinary e;
+  auto entry = header_line(text, pos, "entry");
+  // The symbol the driver looks up: printable, no space or NUL to cut it.
+  if (!entry || entry->empty() || entry->size() > 1024 ||
+      !std::all_of(entry->begin(), entry->end(), [](char c) { return c > ' ' && c < 127; }))
+    return reject(why, "a missing or damaged entry symbol");
+  e.entry = *entry;
+  auto threads = header_line(text, pos, "threads");
+  auto count = threads ? parse_count(*threads) : std::nullopt;
+  if (!count || *count < 1 || *count > 1024) return reject(why, "a missing or damaged thread count");
+  e.threads = *count;
+  auto shared = header_line(text, pos, "shared");
+  count = shared ? parse_count(*shared) : std::nullopt;
+  if (!count) return reject(why, "a missing or damaged shared-memory size");
+  e.shared_bytes = *count;
+  if (text.substr(pos, 1) != "\n") return reject(why, "no empty line after the header lines");
+  e.binary.assign(bytes.begin() + std::ptrdiff_t(pos + 1), bytes.end());
+  if (e.binary.empty()) return reject(why, "an empty binary");
   return e;
+}
+
+CachedBinary get_or_compile_binary(KernelCache& cache, std::string_view device, const CacheKey& key,
+                                   const std::function<CachedBinary()>& compile, bool* compiled) {
+  bool ran = false;
+  auto payload = cache.get_or_compile(
+      key,
+      [&] {
+        ran = true;
+        return encode_cached_binary(device, compile());
+      },
+      [&](std::span<const uint8_t> bytes) { return decode_cached_binary(device, bytes).has_value(); });
+  if (compiled) *compiled = ran;
+  std::string why;
+  auto e = decode_cached_binary(device, *payload, &why);
+  // Only a compile of this process can get here unchecked (disk payloads
+  // were checked): its own output is a bug, not damage.
+  if (!e) throw Error("internal: the " + std::string(device) + " kernel compiled for cache key " + key.hex() +
+                      " is not a valid cache entry: " + why);
+  return std::move(*e);
+}
+
+std::optional<CachedBinary> read_entry_bytes(std::string_view device, std::span<const uint8_t> file) {
+  CacheKey key;
+  if (file.size() >= kHeaderBytes) std::memcpy(key.digest.data(), file.data() + 56, 32);
+  auto payload = KernelCache::decode_entry(key, file);
+  if (!payload) return std::nullopt;
+  return decode_cached_binary(device, *payload);
 }
 
 }  // namespace tl::runtime

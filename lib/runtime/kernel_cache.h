@@ -5,7 +5,8 @@
 // Key: SHA-256 over the kernel's Tile IR text, its compile options, the
 // argument specialization, the target and the compiler version — everything
 // the bytes depend on. (A weaker hash would let two kernels collide and
-// silently run the wrong code.)
+// silently run the wrong code.) Never the kernel's name alone: two kernels
+// may share a name and differ in IR or options.
 //
 // Disk: one file per key, <dir>/<64 hex digits>.tlk, in TILEDSL_CACHE_DIR or
 // $HOME/.cache/tiledsl (created on first use). Layout, little-endian:
@@ -19,8 +20,22 @@
 // A file is written whole to a unique temporary name in the same directory
 // and renamed over the final name, which is atomic, so readers see either
 // nothing or a complete entry even when several processes write the same key.
-// An entry that fails any check (short, wrong magic/version/key, length or
-// checksum mismatch) is deleted and treated as a miss: never trusted.
+//
+// Reading trusts nothing in the directory. The entry is opened without
+// following a symbolic link and without blocking (a FIFO would wait for a
+// writer forever, a link to /dev/zero would read without end), must be a
+// regular file, and its header is checked before the payload is read: the
+// file's size must be the header's plus the length it declares, at most
+// kMaxPayloadBytes, so a huge garbage file costs one 88-byte read. An entry
+// that fails any check (not a regular file, short, wrong
+// magic/version/key, length or checksum mismatch, or a payload its consumer
+// rejects) is deleted and treated as a miss: recompiled, never trusted.
+//
+// Writing never fails a compile: a directory that cannot be created or
+// written (read-only, a path that is a file, a full disk) leaves the kernel
+// in memory only. The first failure is said once on stderr, naming the
+// directory and the reason, since otherwise every process would silently
+// recompile every kernel.
 //
 // Threads: get_or_compile runs the compile function at most once per key at
 // a time within a process; other threads asking for the same key wait for
@@ -149,6 +164,11 @@ class OnceMap {
     s->value = std::move(value);
     cv_.notify_all();
   }
+  // Forgets `key`'s value; a creation under way finishes for its callers.
+  void erase(const K& key) {
+    std::lock_guard lock(mutex_);
+    slots_.erase(key);
+  }
   void clear() {
     std::lock_guard lock(mutex_);
     // A slot being created keeps its own shared_ptr and finishes unharmed.
@@ -168,6 +188,12 @@ class OnceMap {
 // ---------------------------------------------------------------------------
 using Bytes = std::vector<uint8_t>;
 
+// The largest payload a disk entry may declare (GPU binaries are a few MB).
+// A larger declared length is a damaged or hostile file, rejected before
+// anything but its header is read.
+inline constexpr uint64_t kMaxPayloadBytes = uint64_t(256) << 20;
+inline constexpr size_t kEntryHeaderBytes = 88;
+
 class KernelCache {
  public:
   // Counters since construction (or reset_stats), for tests and benchmarks.
@@ -179,6 +205,13 @@ class KernelCache {
     int64_t corrupt_entries = 0;    // disk entries rejected and removed
     int64_t disk_write_failures = 0;// entries that could not be saved (the compile still succeeds)
   };
+
+  // Says whether a payload read from disk is one its consumer can use (a
+  // device's CachedBinary, say); a payload it refuses is a corrupt entry.
+  using PayloadCheck = std::function<bool(std::span<const uint8_t>)>;
+  // What the cache calls to write its files: ::write unless a test replaces
+  // it (to fail as a full disk would). Same contract as ::write.
+  using WriteFunction = long (*)(int fd, const void* data, size_t bytes);
 
   // `dir` empty: memory only.
   explicit KernelCache(std::filesystem::path dir);
@@ -195,11 +228,17 @@ class KernelCache {
 
   // Memory, then disk (a valid disk entry is kept in memory too).
   std::optional<Bytes> get(const CacheKey& key);
-  // Memory and disk; a failed disk write only counts in stats.
+  // Memory and disk; a failed disk write is reported (once) and counted.
   void put(const CacheKey& key, std::span<const uint8_t> bytes);
   // get(), else `compile` (once per key at a time in this process), put, and
-  // return its bytes. Exceptions from `compile` propagate; nothing is stored.
-  std::shared_ptr<const Bytes> get_or_compile(const CacheKey& key, const std::function<Bytes()>& compile);
+  // return its bytes. A disk payload that `check` refuses is removed and
+  // recompiled. Exceptions from `compile` propagate; nothing is stored.
+  std::shared_ptr<const Bytes> get_or_compile(const CacheKey& key, const std::function<Bytes()>& compile,
+                                              const PayloadCheck& check = {});
+  // Forgets `key` in memory and on disk: for a payload that passed every
+  // check but that its consumer still could not use (a driver refusing a
+  // binary), so that the next get_or_compile recompiles it.
+  void evict(const CacheKey& key);
 
   // Forgets the in-memory entries (the disk is untouched): tests use it to
   // see the disk layer, as a new process would.
@@ -207,20 +246,38 @@ class KernelCache {
 
   Stats stats() const;
   void reset_stats();
+  // The warning printed for the first failed disk write, empty if none.
+  std::string write_warning() const;
+  // Test seam: `write` replaces ::write for this cache's files (nullptr
+  // restores it).
+  void set_write_function(WriteFunction write);
 
-  // The file format, for tools and tests.
+  // The file format, for tools, tests and the fuzzer.
   static Bytes encode_entry(const CacheKey& key, std::span<const uint8_t> payload);
-  // The payload when `file` is a valid entry for `key`, else nullopt.
-  static std::optional<Bytes> decode_entry(const CacheKey& key, std::span<const uint8_t> file);
+  // The payload when `file` is a valid entry for `key`, else nullopt with
+  // the reason in `*why` (when given). Checks the header before touching
+  // the payload; the reader on disk and this function share every check.
+  static std::optional<Bytes> decode_entry(const CacheKey& key, std::span<const uint8_t> file,
+                                           std::string* why = nullptr);
+  // The payload length that a header (the first kEntryHeaderBytes of an
+  // entry) declares for `key`, or nullopt with the reason: what the disk
+  // reader checks before it reads any further.
+  static std::optional<uint64_t> check_header(const CacheKey& key, std::span<const uint8_t> header,
+                                              std::string* why = nullptr);
 
  private:
-  std::optional<Bytes> read_disk(const CacheKey& key);
-  bool write_disk(const CacheKey& key, std::span<const uint8_t> bytes);
+  std::optional<Bytes> read_disk(const CacheKey& key, const PayloadCheck& check);
+  void reject_disk_entry(const std::filesystem::path& path);
+  // Empty on success, else why the entry could not be saved.
+  std::string write_disk(const CacheKey& key, std::span<const uint8_t> bytes);
+  void save(const CacheKey& key, std::span<const uint8_t> bytes);
 
   std::filesystem::path dir_;
   OnceMap<CacheKey, Bytes> memory_;
   mutable std::mutex stats_mutex_;
   Stats stats_;
+  std::string write_warning_;  // under stats_mutex_
+  WriteFunction write_ = nullptr;
 };
 
 // What a GPU device caches for one kernel: the binary and what a launch
@@ -234,8 +291,24 @@ struct CachedBinary {
   Bytes binary;
 };
 Bytes encode_cached_binary(std::string_view device, const CachedBinary& e);
-// Throws tl::Error naming the device and the cache folder when `bytes` is
-// not an entry that `device` wrote.
-CachedBinary decode_cached_binary(std::string_view device, std::span<const uint8_t> bytes);
+// The entry when `bytes` is one that `device` wrote and that a launch can
+// use (an entry symbol of printable characters, 1 to 1024 threads, shared
+// bytes >= 0, a non-empty binary), else nullopt with the reason in `*why`.
+std::optional<CachedBinary> decode_cached_binary(std::string_view device, std::span<const uint8_t> bytes,
+                                                 std::string* why = nullptr);
+
+// A device's kernel for `key`: from `cache` (memory, then disk) or made by
+// `compile` and cached. A cached payload that is not a valid `device` entry
+// (another build's format, damage the checksum cannot see) is removed and
+// recompiled like a damaged file, never an error of every later process.
+// `*compiled` (when given) says whether `compile` ran.
+CachedBinary get_or_compile_binary(KernelCache& cache, std::string_view device, const CacheKey& key,
+                                   const std::function<CachedBinary()>& compile, bool* compiled = nullptr);
+
+// What the fuzzer drives: the reader of one disk entry, from its bytes to a
+// device's kernel, under the key the entry names (bytes 56..88) so that the
+// checks past the key are reached. The CachedBinary when every check
+// passes, else nullopt; never a crash, a hang or an unbounded allocation.
+std::optional<CachedBinary> read_entry_bytes(std::string_view device, std::span<const uint8_t> file);
 
 }  // namespace tl::runtime

@@ -1,0 +1,38 @@
+// The kernel cache key of a traced kernel (see kernel_cache.h): the Tile IR
+// text's digest and every compile option, with the specialization and the
+// target. Apart from kernel_cache.cpp because it needs the IR printer, while
+// the cache itself (and the fuzzer that drives its entry reader) does not.
+#include <mutex>
+
+#include "ir/printer.h"
+#include "runtime/kernel.h"
+#include "runtime/kernel_cache.h"
+
+namespace tl::runtime {
+
+CacheKey kernel_cache_key(const detail::KernelImpl& kernel, std::string_view specialization, std::string_view target) {
+  // The IR does not change after tracing, so its digest is computed once.
+  static std::mutex memo_mutex;
+  std::string ir_digest;
+  {
+    std::lock_guard lock(memo_mutex);
+    ir_digest = kernel.ir_digest;
+  }
+  if (ir_digest.empty()) {
+    if (!kernel.fn) throw Error("kernel '" + kernel.name + "' has no function to compile");
+    std::string text = ir::print(*kernel.fn);
+    ir_digest = Sha256::hex(Sha256::of(text.data(), text.size()));
+    std::lock_guard lock(memo_mutex);
+    kernel.ir_digest = ir_digest;
+  }
+  // Every CompileOptions field that can change the generated code. (A new
+  // option must be added here, or kernels differing in it would share code.)
+  const CompileOptions& o = kernel.options;
+  std::string options = "name=" + o.name + ";entry=" + kernel.name + ";num_warps=" + std::to_string(o.num_warps) +
+                        ";num_stages=" + std::to_string(o.num_stages) + ";fp_fusion=" + std::to_string(o.fp_fusion) +
+                        ";num_ctas=" + std::to_string(o.num_ctas);
+  return CacheKey::make(ir_digest, options, specialization, target);
+}
+
+
+}  // namespace tl::runtime
