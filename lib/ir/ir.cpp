@@ -135,6 +135,34 @@ void replace_uses(Region& r, Value* from, Value* to) {
   });
 }
 
+Value* Replacements::resolve(Value* v) {
+  Value* root = v;
+  for (auto it = map_.find(root); it != map_.end(); it = map_.find(root)) root = it->second;
+  // Path compression: every value on the chain now points at its end.
+  while (v != root) {
+    auto it = map_.find(v);
+    v = it->second;
+    it->second = root;
+  }
+  return root;
+}
+
+void Replacements::apply(Op& op) {
+  if (map_.empty()) return;
+  for (auto& v : op.operands)
+    if (v) v = resolve(v);
+}
+
+void Replacements::apply_all(Region& r) {
+  if (map_.empty()) return;
+  walk(r, [&](Op* op) { apply(*op); });
+}
+
+Region::iterator Replacements::erase(Region& r, Region::iterator it) {
+  removed_.push_back(std::move(*it));
+  return r.ops.erase(it);
+}
+
 int count_uses(Region& r, Value* v) {
   int n = 0;
   walk(r, [&](Op* op) { n += int(std::count(op->operands.begin(), op->operands.end(), v)); });

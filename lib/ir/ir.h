@@ -2,8 +2,10 @@
 //
 // Ownership: a Function owns its body Region; a Region owns its block
 // arguments and its ops; an Op owns its results and its regions. Values are
-// referred to by raw pointer; there are no use lists (kernels are small, and
-// replace_uses walks the region instead).
+// referred to by raw pointer; there are no use lists. A pass that replaces
+// values while walking ops in program order records the replacements in a
+// Replacements table and applies it to each op it visits next, so it stays
+// linear in the number of ops (replace_uses walks a whole region per value).
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tiledsl/detail/ir_types.h"
@@ -20,6 +23,14 @@ namespace tl::ir {
 
 class Op;
 class Region;
+
+// How deeply regions may nest: a function body is depth 0, the body of a
+// `for` in it depth 1, and so on. The parser, the tracer (tl::range, tl::if_,
+// combine functions) and the verifier reject deeper IR with an error naming
+// the line, the limit and the depth found. Passes, the printer and the back
+// ends recurse once per level, so this bound is what keeps them within the
+// stack; real kernels nest a handful of levels.
+inline constexpr int kMaxRegionDepth = 128;
 
 // Op kind metadata, from ops.def.
 std::string_view op_name(OpKind k);
@@ -127,8 +138,37 @@ class Builder {
 
 // Walks every op in pre-order (an op before the ops of its regions).
 void walk(Region& r, const std::function<void(Op*)>& fn);
-// Replaces every use of `from` by `to` in ops nested in `r`.
+// Replaces every use of `from` by `to` in ops nested in `r`. Walks all of
+// `r`: a pass replacing many values uses Replacements instead.
 void replace_uses(Region& r, Value* from, Value* to);
+
+// Values to read as other values, for a pass that removes or replaces ops
+// while it walks the IR in program order: it records `add(result, by)` and
+// calls `apply(op)` on every op it reaches afterwards. In SSA every use comes
+// after its definition (later in the region, or nested there), so each use
+// is rewritten once, when its op is reached. Removed ops are kept alive by
+// the table (`erase`): a freed value's address could otherwise be reused by a
+// new op's result and be mistaken for a replaced one.
+class Replacements {
+ public:
+  // From now on `from` reads as `to` (which may itself be replaced later).
+  void add(const Value* from, Value* to) {
+    if (from != to) map_[from] = to;
+  }
+  // Rewrites the operands of `op` (not those of ops nested in it).
+  void apply(Op& op);
+  // Rewrites the operands of every op nested in `r`, in one walk.
+  void apply_all(Region& r);
+  // Unlinks the op at `it` from `r`, keeps it until the table dies, and
+  // returns the iterator after it.
+  Region::iterator erase(Region& r, Region::iterator it);
+  bool empty() const { return map_.empty(); }
+
+ private:
+  Value* resolve(Value* v);
+  std::unordered_map<const Value*, Value*> map_;
+  std::vector<std::unique_ptr<Op>> removed_;
+};
 // Counts uses of `v` in ops nested in `r`.
 int count_uses(Region& r, Value* v);
 // True if `v` is defined inside `r` (as an op result or argument, at any depth).

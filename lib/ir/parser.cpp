@@ -83,7 +83,8 @@ class Parser {
     return std::string(src_.substr(p, e - p));
   }
 
-  [[noreturn]] void fail_at(size_t p, const std::string& what) const {
+  // "<file>:<line>:<col>" of position `p`.
+  std::string where(size_t p) const {
     int line = 1, col = 1;
     for (size_t i = 0; i < p && i < src_.size(); ++i) {
       if (src_[i] == '\n') {
@@ -93,8 +94,10 @@ class Parser {
         ++col;
       }
     }
-    throw Error(file_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": expected " + what + ", found '" +
-                token_at(p) + "'");
+    return file_ + ":" + std::to_string(line) + ":" + std::to_string(col);
+  }
+  [[noreturn]] void fail_at(size_t p, const std::string& what) const {
+    throw Error(where(p) + ": expected " + what + ", found '" + token_at(p) + "'");
   }
   [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
 
@@ -402,8 +405,14 @@ class Parser {
     }
   }
 
-  // "{" [^(args):] ops "}" (the '{' already consumed).
+  // "{" [^(args):] ops "}" (the '{' already consumed). Regions nest at most
+  // kMaxRegionDepth deep, which also bounds this recursion (op -> region ->
+  // op) on inputs such as thousands of nested loops.
   void region(Region& r) {
+    if (depth_ + 1 > kMaxRegionDepth)
+      throw Error(where(pos_ - 1) + ": expected regions nested at most " + std::to_string(kMaxRegionDepth) +
+                  " deep, found a region at depth " + std::to_string(depth_ + 1));
+    ++depth_;
     size_t mark = scope_mark();
     skip_ws();
     if (cur() == '^') {
@@ -424,6 +433,7 @@ class Parser {
     ops(r);
     expect('}');
     pop_scope(mark);
+    --depth_;
   }
 
   void op(Region& r) {
@@ -497,6 +507,7 @@ class Parser {
   std::string_view src_;
   std::string file_;
   size_t pos_ = 0;
+  int depth_ = 0;  // regions open around the current position
   std::unordered_map<std::string, Value*> scope_;
   std::vector<std::string> scope_names_;  // definition order, for popping scopes
 };

@@ -6,8 +6,12 @@
 // pre-pass, so even a use that precedes its definition (invalid IR being
 // debugged) prints the definition's number. Floats print in the shortest form
 // that reads back to the same double, so print -> parse -> print is exact.
+// Indentation grows with nesting only up to a cap (see indent()). The
+// printer recurses once per region level; the verifier, parser and tracer
+// bound that by kMaxRegionDepth (ir.h).
 #include "ir/printer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
@@ -15,6 +19,8 @@
 namespace tl::ir {
 
 namespace {
+
+constexpr int kMaxIndentLevels = 32;
 
 std::string quote(std::string_view s) {
   std::string out = "\"";
@@ -94,7 +100,10 @@ class FunctionPrinter {
 
   static std::string format_loc(const Loc& loc) { return "loc(" + quote(loc.file) + ":" + std::to_string(loc.line) + ")"; }
 
-  void indent(int depth) { out_.append(size_t(depth) * 2, ' '); }
+  // Two spaces a level, up to kMaxIndentLevels: past that, lines stop moving
+  // right, so the output stays linear in the IR's size however deep it
+  // nests (the parser does not read indentation).
+  void indent(int depth) { out_.append(size_t(std::min(depth, kMaxIndentLevels)) * 2, ' '); }
 
   void print_ops(const Region& r, int depth) {
     for (const auto& op : r.ops) print_op(*op, depth);

@@ -6,7 +6,9 @@
 // 3, floats always with '.', 'e', inf or nan (1.0, -inf), strings quoted,
 // integer arrays as [1, 0]. Functions:
 //   func @name(%a: ptr<f32>, %n: i32) { ... }
-// The parser (parser.h) reads exactly this form back.
+// Nested ops are indented two spaces a level, up to 32 levels (deeper ones
+// line up with the 32nd, so output stays linear in the IR's size). The
+// parser (parser.h) reads exactly this form back.
 #pragma once
 
 #include <string>

@@ -73,20 +73,48 @@ AxisAnalysis::AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& 
   run(fn.body);
 }
 
+namespace {
+// Weakens `a` to what also holds of `b` (per dimension, the gcd of each
+// fact); true if `a` changed.
+bool meet(AxisInfo& a, const AxisInfo& b) {
+  bool changed = false;
+  auto meet_one = [&](std::vector<int64_t>& x, const std::vector<int64_t>& y) {
+    for (size_t d = 0; d < x.size() && d < y.size(); ++d) {
+      int64_t m = gcd(x[d], y[d]);
+      if (m != x[d]) x[d] = m, changed = true;
+    }
+  };
+  meet_one(a.contiguity, b.contiguity);
+  meet_one(a.divisibility, b.divisibility);
+  meet_one(a.constancy, b.constancy);
+  return changed;
+}
+}  // namespace
+
 // A loop's carried values start as their initial values' facts; the body
 // runs, and each fact is met with what the yield produces (the weaker of
 // the two) until nothing changes. `p += BLOCK` keeps a pointer tile's
 // contiguity and alignment this way. The induction variable keeps the
 // divisibility of its start and step.
+//
+// An inner loop runs again on each round of the loop around it. It starts
+// from the facts it settled on last time (met with the new initial values),
+// not from the initial values alone: facts only weaken from round to round,
+// so each later run settles at once unless something did weaken. Starting
+// afresh each time made nested loops cost a product of their rounds,
+// exponential in the depth. Any start below the initial values is sound,
+// because a loop settles only on facts its own yield preserves.
 void AxisAnalysis::run_loop(const ir::Op& loop, const std::function<void(const ir::Region&)>& run) {
   const ir::Region& body = *loop.regions[0];
   auto& iv = info_[body.args[0].get()];
   iv = AxisInfo::unknown(1);
   iv.divisibility[0] = std::min(get(loop.operands[0]).divisibility[0], get(loop.operands[2]).divisibility[0]);
+  std::vector<AxisInfo>& settled = settled_[&loop];
   std::vector<AxisInfo> carried;
   for (size_t k = 0; k + 1 < body.args.size(); ++k) {
     AxisInfo init = get(loop.operands[3 + k]);
     init.value.reset();  // a constant start does not stay constant
+    if (k < settled.size()) meet(init, settled[k]);
     carried.push_back(init);
   }
   const ir::Op* yield = body.terminator();
@@ -94,23 +122,18 @@ void AxisAnalysis::run_loop(const ir::Op& loop, const std::function<void(const i
     for (size_t k = 0; k < carried.size(); ++k) info_[body.args[k + 1].get()] = carried[k];
     run(body);
     bool changed = false;
-    for (size_t k = 0; k < carried.size() && yield; ++k) {
-      const AxisInfo& next = get(yield->operands[k]);
-      for (int d = 0; d < carried[k].rank(); ++d) {
-        auto meet = [&](std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-          int64_t m = gcd(a[d], b[d]);
-          if (m != a[d]) a[d] = m, changed = true;
-        };
-        meet(carried[k].contiguity, next.contiguity);
-        meet(carried[k].divisibility, next.divisibility);
-        meet(carried[k].constancy, next.constancy);
-      }
+    for (size_t k = 0; k < carried.size() && yield; ++k) changed |= meet(carried[k], get(yield->operands[k]));
+    if (!changed) {
+      settled = std::move(carried);
+      return;
     }
-    if (!changed) return;
   }
   // Not settled after a few rounds: fall back to knowing nothing.
-  for (size_t k = 0; k < carried.size(); ++k)
-    info_[body.args[k + 1].get()] = AxisInfo::unknown(carried[k].rank());
+  for (size_t k = 0; k < carried.size(); ++k) {
+    carried[k] = AxisInfo::unknown(carried[k].rank());
+    info_[body.args[k + 1].get()] = carried[k];
+  }
+  settled = std::move(carried);
   run(body);
 }
 

@@ -56,6 +56,8 @@ class AxisAnalysis {
   void visit(const ir::Op& op);
   void run_loop(const ir::Op& loop, const std::function<void(const ir::Region&)>& run);
   std::unordered_map<const ir::Value*, AxisInfo> info_;
+  // Per loop, the carried facts its last analysis settled on (run_loop).
+  std::unordered_map<const ir::Op*, std::vector<AxisInfo>> settled_;
 };
 
 // The largest power of two dividing v (a cap for 0).

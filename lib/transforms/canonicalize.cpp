@@ -23,7 +23,11 @@
 // replaced by its initial values.
 //
 // Ops are rewritten in place of their single result; the rewritten op is
-// erased (it is pure). Sweeps repeat until nothing changes.
+// erased (it is pure). Each sweep visits the ops in program order and is
+// linear in their number: replaced values are recorded and each later use is
+// rewritten when its op is reached, never by a walk per replacement. A
+// sweep folds whole chains (each op sees its operands already folded), so
+// the sweeps repeat only until nothing changes, typically twice.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -256,7 +260,8 @@ std::optional<Scalar> fold_cast(DType from, DType to, const Scalar& a) {
 
 class Rewriter {
  public:
-  explicit Rewriter(Op* op) : op_(op) {}
+  // `at` is the op's position in `region`: new ops go right before it.
+  Rewriter(ir::Region& region, ir::Region::iterator at) : op_(at->get()), region_(region), at_(at) {}
 
   Value* run() {
     if (op_->results.size() != 1 || !op_->regions.empty() || !op_is_pure(op_->kind)) return nullptr;
@@ -266,13 +271,14 @@ class Rewriter {
 
  private:
   Op* op_;
+  ir::Region& region_;
+  ir::Region::iterator at_;
 
   const Type& result_type() const { return op_->result()->type; }
   Value* operand(int i) const { return op_->operands.at(i); }
 
   Value* make_constant(const Scalar& s) {
-    ir::Builder b;
-    b.set_insertion_before(op_);
+    ir::Builder b(&region_, at_);
     b.loc = op_->loc;
     if (s.is_float) return b.constant_float(result_type(), s.f);
     return b.constant_int(result_type(), s.i);
@@ -283,8 +289,7 @@ class Rewriter {
     return make_constant(s);
   }
   Value* make_op(OpKind k, std::vector<Value*> operands, ir::Attrs attrs) {
-    ir::Builder b;
-    b.set_insertion_before(op_);
+    ir::Builder b(&region_, at_);
     b.loc = op_->loc;
     return b.create1(k, std::move(operands), result_type(), std::move(attrs));
   }
@@ -483,12 +488,16 @@ class Rewriter {
 };
 
 // ---------------------------------------------------------------------------
-// Control flow with constant conditions. Each returns true when it replaced
-// the op's results and the op (at `it` in `region`) is to be erased.
+// Control flow with constant conditions. Each records the replacements of the
+// op's results and returns true when the op (at `it` in `region`) is to be
+// erased.
 
 // if with a constant condition: the chosen region's ops move in front of the
-// `if`, and its yielded values replace the results.
-bool inline_constant_if(ir::Region& region, ir::Region::iterator it) {
+// `if`, and its yielded values replace the results. `moved` is set to the
+// first op moved (region.ops.end() when the branch held only its yield), so
+// the caller visits the moved ops next.
+bool inline_constant_if(ir::Region& region, ir::Region::iterator it, ir::Replacements& repl,
+                        ir::Region::iterator& moved) {
   Op* op = it->get();
   if (op->kind != OpKind::If || op->operands.size() != 1 || op->regions.size() != 2) return false;
   auto cond = constant_of(op->operands[0]);
@@ -496,19 +505,17 @@ bool inline_constant_if(ir::Region& region, ir::Region::iterator it) {
   ir::Region& chosen = *op->regions[cond->i != 0 ? 0 : 1];
   Op* yield = chosen.terminator();
   if (!yield || yield->kind != OpKind::Yield || yield->operands.size() != op->results.size()) return false;
-  while (chosen.ops.size() > 1) {
-    auto first = chosen.ops.begin();
-    (*first)->parent = &region;
-    region.ops.splice(it, chosen.ops, first);
-  }
-  for (size_t k = 0; k < op->results.size(); ++k)
-    ir::replace_uses(region, op->result(int(k)), yield->operands[k]);
+  moved = chosen.ops.size() > 1 ? chosen.ops.begin() : region.ops.end();
+  for (auto o = chosen.ops.begin(); std::next(o) != chosen.ops.end(); ++o) (*o)->parent = &region;
+  // Iterators stay valid across a splice: `moved` now points into `region`.
+  region.ops.splice(it, chosen.ops, chosen.ops.begin(), std::prev(chosen.ops.end()));
+  for (size_t k = 0; k < op->results.size(); ++k) repl.add(op->result(int(k)), yield->operands[k]);
   return true;
 }
 
 // for whose constant bounds give no iteration (hi <= lo, ops.def): the
 // results are the initial values and the body never runs.
-bool remove_zero_trip_for(ir::Region& region, ir::Region::iterator it) {
+bool remove_zero_trip_for(ir::Region::iterator it, ir::Replacements& repl) {
   constexpr size_t kBounds = 3;  // lo, hi, step before the initial values
   Op* op = it->get();
   if (op->kind != OpKind::For || op->operands.size() != kBounds + op->results.size()) return false;
@@ -517,29 +524,38 @@ bool remove_zero_trip_for(ir::Region& region, ir::Region::iterator it) {
   if (!lo || !hi || lo->is_float || hi->is_float) return false;
   const bool no_trips = is_signed(op->operands[0]->type.dtype) ? hi->i <= lo->i : uint64_t(hi->i) <= uint64_t(lo->i);
   if (!no_trips) return false;
-  for (size_t k = 0; k < op->results.size(); ++k)
-    ir::replace_uses(region, op->result(int(k)), op->operands[kBounds + k]);
+  for (size_t k = 0; k < op->results.size(); ++k) repl.add(op->result(int(k)), op->operands[kBounds + k]);
   return true;
 }
 
-bool canonicalize_region(ir::Region& region) {
+// One sweep over `region` in program order. Replaced results go into `repl`,
+// which rewrites each later op's operands when the sweep reaches it (uses
+// follow their definition), so a sweep is linear in the number of ops.
+bool canonicalize_region(ir::Region& region, ir::Replacements& repl) {
   bool changed = false;
   for (auto it = region.ops.begin(); it != region.ops.end();) {
     Op* op = it->get();
-    if (inline_constant_if(region, it) || remove_zero_trip_for(region, it)) {
-      it = region.ops.erase(it);
+    repl.apply(*op);
+    ir::Region::iterator moved;
+    if (inline_constant_if(region, it, repl, moved)) {
+      auto next = repl.erase(region, it);
+      it = moved != region.ops.end() ? moved : next;
       changed = true;
       continue;
     }
-    for (auto& sub : op->regions) changed |= canonicalize_region(*sub);
-    Value* replacement = Rewriter(op).run();
+    if (remove_zero_trip_for(it, repl)) {
+      it = repl.erase(region, it);
+      changed = true;
+      continue;
+    }
+    for (auto& sub : op->regions) changed |= canonicalize_region(*sub, repl);
+    Value* replacement = Rewriter(region, it).run();
     if (!replacement) {
       ++it;
       continue;
     }
-    // Uses of the result lie after the op, in this region or nested ones.
-    ir::replace_uses(region, op->result(), replacement);
-    it = region.ops.erase(it);
+    repl.add(op->result(), replacement);
+    it = repl.erase(region, it);
     changed = true;
   }
   return changed;
@@ -553,7 +569,13 @@ constexpr int kMaxSweeps = 64;
 
 bool canonicalize(ir::Function& fn) {
   bool changed = false;
-  for (int sweep = 0; sweep < kMaxSweeps && canonicalize_region(fn.body); ++sweep) changed = true;
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    // Every op is reached in a sweep, so no op reads a removed value after
+    // it and the removed ops can go with the table.
+    ir::Replacements repl;
+    if (!canonicalize_region(fn.body, repl)) break;
+    changed = true;
+  }
   return changed;
 }
 

@@ -109,17 +109,20 @@ class ScopedTable {
 
 bool closed_region_op(ir::OpKind k) { return k == ir::OpKind::Reduce || k == ir::OpKind::Scan; }
 
-bool cse_region(ir::Region& region, ScopedTable& table) {
+// Walks `region` in program order. A replaced op's results are recorded in
+// `repl`, which rewrites every later op's operands as it is reached (uses
+// follow their definition, in this region or nested in it), so the pass is
+// linear in the number of ops.
+bool cse_region(ir::Region& region, ScopedTable& table, ir::Replacements& repl) {
   bool changed = false;
   table.open();
   for (auto it = region.ops.begin(); it != region.ops.end();) {
     ir::Op* op = it->get();
+    repl.apply(*op);
     if (op->regions.empty() && op_is_pure(op->kind)) {
       if (const ir::Op* earlier = table.lookup(op)) {
-        // Uses of `op` sit after it in this region or in regions nested here.
-        for (size_t i = 0; i < op->results.size(); ++i)
-          ir::replace_uses(region, op->result(int(i)), earlier->result(int(i)));
-        it = region.ops.erase(it);
+        for (size_t i = 0; i < op->results.size(); ++i) repl.add(op->result(int(i)), earlier->result(int(i)));
+        it = repl.erase(region, it);
         changed = true;
         continue;
       }
@@ -128,9 +131,9 @@ bool cse_region(ir::Region& region, ScopedTable& table) {
     for (auto& sub : op->regions) {
       if (closed_region_op(op->kind)) {
         ScopedTable fresh;
-        changed |= cse_region(*sub, fresh);
+        changed |= cse_region(*sub, fresh, repl);
       } else {
-        changed |= cse_region(*sub, table);
+        changed |= cse_region(*sub, table, repl);
       }
     }
     ++it;
@@ -143,7 +146,8 @@ bool cse_region(ir::Region& region, ScopedTable& table) {
 
 bool cse(ir::Function& fn) {
   ScopedTable table;
-  return cse_region(fn.body, table);
+  ir::Replacements repl;
+  return cse_region(fn.body, table, repl);
 }
 
 }  // namespace tl::transforms
