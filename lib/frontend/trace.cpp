@@ -85,6 +85,16 @@ std::vector<uint32_t> live_in_order(const Trace& t) {
   return v;
 }
 
+// Loops, ifs and combine functions nest at most ir::kMaxRegionDepth deep:
+// the error names the line of the one that would go deeper (user code that
+// recurses while tracing, typically), before any stage recurses that far.
+void check_depth(const Trace& t, const ir::Loc& loc, std::string_view op) {
+  if (int(t.frames.size()) + 1 > ir::kMaxRegionDepth)
+    fail(loc, op,
+         "expected loops, ifs and combine functions nested at most " + std::to_string(ir::kMaxRegionDepth) +
+             " deep, found one at depth " + std::to_string(t.frames.size() + 1));
+}
+
 // Restores the slots of a frame being abandoned and moves the insertion point
 // out of its op.
 void unwind_frame(Trace& t, const Frame& f) {
@@ -199,6 +209,7 @@ void slot_free(SlotId s) noexcept {
 
 int64_t loop_begin(Value* lo, Value* hi, Value* step, ir::Attrs attrs, const ir::Loc& loc, Value** iv) {
   Trace& t = require_trace(loc, "range");
+  check_depth(t, loc, "range");
   t.builder.loc = loc;
   ir::Op* op = t.builder.create(ir::OpKind::For, {lo, hi, step}, {}, std::move(attrs));
   ir::Region* body = op->add_region();
@@ -238,17 +249,20 @@ void loop_end(int64_t frame) {
   t.builder.loc = f.loc;
   t.builder.create(ir::OpKind::Yield, exits, {});
 
-  // Unassigned slots: their body argument means the entry value.
+  // Unassigned slots: their body argument means the entry value (one walk
+  // of the body for all of them: a kernel may hold many live variables).
   std::vector<bool> keep(body->args.size(), false);
   keep[0] = true;  // induction variable
+  ir::Replacements unassigned;
   for (const Entry& e : f.entries) {
     if (t.slots[e.slot].value == e.arg) {
-      ir::replace_uses(*body, e.arg, e.entry);
+      unassigned.add(e.arg, e.entry);
       t.slots[e.slot].value = e.entry;
     } else {
       keep[e.arg->index] = true;
     }
   }
+  unassigned.apply_all(*body);
   std::vector<std::unique_ptr<Value>> args;
   for (size_t i = 0; i < body->args.size(); ++i)
     if (keep[i]) {
@@ -290,6 +304,7 @@ void loop_abandon(int64_t frame, bool record_error) noexcept {
 
 void trace_if(Value* cond, const ir::Loc& loc, function_ref<void()> then_fn, const function_ref<void()>* else_fn) {
   Trace& t = require_trace(loc, "if_");
+  check_depth(t, loc, "if_");
   if (!(cond->type == ir::scalar_type(DType::i1)))
     fail(loc, "if_", "expected a scalar bool condition, found " + cond->type.str());
   t.builder.loc = loc;
@@ -355,6 +370,7 @@ std::vector<Value*> emit_combine(ir::OpKind kind, const std::vector<Value*>& ope
                                  function_ref<std::vector<Value*>(const std::vector<Value*>&)> combine) {
   std::string_view name = ir::op_name(kind);
   Trace& t = require_trace(loc, name);
+  check_depth(t, loc, name);
   t.builder.loc = loc;
   ir::Op* op = t.builder.create(kind, operands, results, std::move(attrs));
   ir::Region* region = op->add_region();

@@ -8,7 +8,8 @@
 // Order of checks for one op: operands exist and dominate the op, every type
 // the op defines is well formed (rank 1..3, power-of-two dims), then the
 // op-specific rules, then its regions (recursively, with the op's enclosing
-// values visible).
+// values visible). Regions may nest kMaxRegionDepth deep (ir.h), which
+// bounds this recursion.
 #include "ir/verifier.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ class Verifier {
       check_type_at(fn.loc, "func @" + fn.name, a->type, "argument");
       visible_.insert(a.get());
     }
-    region(fn.body);
+    region(fn.body, 0);
   }
 
  private:
@@ -149,7 +150,8 @@ class Verifier {
   }
 
   // ---- regions and dominance ----------------------------------------------
-  void region(const Region& r) {
+  // `depth`: how deep `r` is nested (a function body is 0).
+  void region(const Region& r, int depth) {
     std::vector<const Value*> defined;  // removed from visible_ on exit
     for (const auto& a : r.args) {
       visible_.insert(a.get());
@@ -180,7 +182,12 @@ class Verifier {
             fail(*inner, "to be the last op of its region", "ops after it");
       }
       check_op(op);
-      for (const auto& sub : op.regions) region(*sub);
+      // IR built through the API (not parsed or traced) meets the limit
+      // here, before the recursion below could exhaust the stack.
+      if (!op.regions.empty() && depth + 1 > kMaxRegionDepth)
+        fail(op, "regions nested at most " + std::to_string(kMaxRegionDepth) + " deep",
+             "a region at depth " + std::to_string(depth + 1));
+      for (const auto& sub : op.regions) region(*sub, depth + 1);
       for (const auto& res : op.results) {
         visible_.insert(res.get());
         defined.push_back(res.get());
