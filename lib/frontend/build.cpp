@@ -450,7 +450,8 @@ Value* dot(Value* a, Value* b, Value* acc, const std::string& input_precision, c
   if (input_precision != "tf32" && input_precision != "ieee")
     fail(loc, "dot", "expected input_precision \"tf32\" or \"ieee\", found \"" + input_precision + "\"");
   Shape out{ta.shape[0], tb.shape[1]};
-  DType acc_dtype = float_in ? DType::f32 : DType::i32;
+  // Triton's defaults: f64 inputs accumulate in f64, other floats in f32.
+  DType acc_dtype = ta.dtype == DType::f64 ? DType::f64 : float_in ? DType::f32 : DType::i32;
   if (acc) {
     Type tc = type_of(acc);
     if (tc.shape != out)

@@ -504,3 +504,28 @@ TEST_CASE("numerics: atomic_add and atomic_max histogram", "[numerics]") {
   CHECK(counts.download<int32_t>() == want_counts);
   CHECK(maxes.download<int32_t>() == want_max);
 }
+
+// --- f64 dot accumulates in f64 ------------------------------------------
+namespace {
+void f64_dot_identity(ptr<double> out, ptr<double> a) {
+  auto r = arange(0, 16);
+  auto x = load(a + col(r) * 16 + row(r));                  // [16, 16] f64
+  auto eye = cast<double>(col(r) == row(r));                // [16, 16] f64
+  tile<double> y = dot(x, eye);                             // [16, 16] f64 accumulator
+  store(out + col(r) * 16 + row(r), y);
+}
+}  // namespace
+
+TEST_CASE("dot of f64 tiles accumulates in f64: a @ I == a exactly", "[numerics]") {
+  Kernel k = compile(f64_dot_identity, {.name = "f64_dot_identity"});
+  Device d = Device::get("interp");
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> ha(256);
+  for (auto& v : ha) v = u(rng);  // 53-bit mantissas: f32 would round them
+  auto a = d.upload(ha);
+  auto out = d.alloc<double>(256);
+  d(k, Grid{1}, out, a);
+  d.synchronize();
+  CHECK(out.download<double>() == ha);
+}
