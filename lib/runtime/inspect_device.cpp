@@ -47,10 +47,12 @@ class InspectDevice final : public detail::DeviceImpl {
       std::lock_guard<std::mutex> lock(mu_);
       if (!printed_.insert(runtime::kernel_cache_key(k, spec.key(), target_)).second) return;
     }
-    std::cout << "// kernel '" << k.name << "' for " << target_ << ", arguments specialized as [" << spec.key()
-              << "]\n"
-              << codegen::emit_stage(k, spec, target_, stage_) << "// end of kernel '" << k.name << "'\n"
-              << std::flush;
+    // Compiled first, then written in one piece under the lock: kernels
+    // compiled by several threads at once must not interleave their text.
+    std::string text = "// kernel '" + k.name + "' for " + target_ + ", arguments specialized as [" + spec.key() +
+                       "]\n" + codegen::emit_stage(k, spec, target_, stage_) + "// end of kernel '" + k.name + "'\n";
+    std::lock_guard<std::mutex> lock(mu_);
+    std::cout << text << std::flush;
   }
 
  private:
