@@ -1,10 +1,34 @@
 # The two commands of the README. Both install what is missing, configure
 # and build; `run` then runs the gemm example on the best device present,
-# `test` runs the whole suite.
+# `test` runs the whole suite: the ctest suite, then the fuzz targets for a
+# bounded time (`make fuzz`) and the unit tests under sanitizers
+# (`make sanitize`), each also a target of its own.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# The fuzz targets need clang (libFuzzer); the sanitizer builds use the same
+# compiler as $(BUILD), so they compile exactly what it compiles. Each has
+# its own build directory next to $(BUILD).
+FUZZ_CXX ?= clang++-22
+FUZZ_SECONDS ?= 60
+# The library at -O1, so the instrumented tests run fast; the tests' own
+# code at -O0 (TILEDSL_TEST_COMPILE_OPTIONS), which compiles in a third of
+# the time under instrumentation. -g1 gives stacks with file:line; no NDEBUG,
+# so asserts run too. vptr is left out: LLVM is built without RTTI, and its
+# classes' type info, which that check reads, does not exist. GCC's
+# maybe-uninitialized warns falsely on std::regex under ASan.
+SAN_FLAGS = -O1 -g1 -fno-omit-frame-pointer -Wno-maybe-uninitialized
+ASAN_FLAGS = $(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=all
+TSAN_FLAGS = $(SAN_FLAGS) -fsanitize=thread
+SAN_CONFIG = -DCMAKE_BUILD_TYPE=Sanitize -DTILEDSL_TEST_COMPILE_OPTIONS=-O0
+# The tags ThreadSanitizer runs: the kernel cache's tests and those that
+# compile or launch from several threads at once. Only their files are
+# compiled in $(BUILD)-tsan.
+TSAN_TAGS ?= cache concurrency
+space := $(subst ,, )
+TSAN_TEST_SPEC = $(subst $(space),$(comma),$(patsubst %,[%],$(TSAN_TAGS)))
+comma := ,
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test fuzz sanitize asan tsan clean
 
 all: build
 
@@ -22,6 +46,33 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory fuzz sanitize
+
+# libFuzzer targets (fuzz/CMakeLists.txt): built against the LLVM-free part
+# of the library, each run for FUZZ_SECONDS (all at once, one per core).
+fuzz: deps
+	@cmake -S fuzz -B $(BUILD)-fuzz -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DFUZZ_SECONDS=$(FUZZ_SECONDS) > /dev/null
+	@cmake --build $(BUILD)-fuzz -j $(JOBS)
+	cd $(BUILD)-fuzz && ctest --output-on-failure -j $(JOBS)
+	@cat $(BUILD)-fuzz/work/*/summary.txt
+
+# The unit suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the
+# threaded tests under ThreadSanitizer, in build dirs of their own. LLVM's
+# static archives stay uninstrumented (both sanitizers allow that: memory
+# LLVM owns is not checked, our code's is).
+sanitize: asan tsan
+
+asan: deps
+	@cmake -S . -B $(BUILD)-asan $(SAN_CONFIG) -DCMAKE_CXX_FLAGS_SANITIZE="$(ASAN_FLAGS)" > /dev/null
+	@cmake --build $(BUILD)-asan -j $(JOBS) --target tiledsl_tests
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ./tests/tiledsl_tests
+
+tsan: deps
+	@cmake -S . -B $(BUILD)-tsan $(SAN_CONFIG) -DCMAKE_CXX_FLAGS_SANITIZE="$(TSAN_FLAGS)" \
+	  -DTILEDSL_TEST_TAGS="$(TSAN_TAGS)" > /dev/null
+	@cmake --build $(BUILD)-tsan -j $(JOBS) --target tiledsl_tests
+	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ./tests/tiledsl_tests "$(TSAN_TEST_SPEC)"
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-fuzz $(BUILD)-asan $(BUILD)-tsan
