@@ -9,6 +9,8 @@
 // trip through shared memory. Scalars are one value held by every thread.
 // Everything target-specific goes through the Target interface.
 #include "codegen/lowerer.h"
+#include "codegen/math_emitter.h"
+#include "codegen/math_expansions.h"
 
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -637,6 +639,25 @@ llvm::CmpInst::Predicate Lowerer::int_pred(const std::string& p, bool s) {
   return s ? P::ICMP_SGE : P::ICMP_UGE;
 }
 
+// f64 transcendental functions: the expansions of math_expansions.h, the
+// same on every target (no vendor math library at run time).
+static llvm::Value* math_f64(IRBuilder<>& b, const Target& t, OpKind k, llvm::Value* x) {
+  MathEmitter e(b, t.global_address_space());
+  MathEmitter::V v = e.wrap(x);
+  switch (k) {
+    case OpKind::Exp: return math::exp(e, v).v;
+    case OpKind::Exp2: return math::exp2(e, v).v;
+    case OpKind::Log: return math::log(e, v).v;
+    case OpKind::Log2: return math::log2(e, v).v;
+    case OpKind::Rsqrt: return math::rsqrt(e, v).v;
+    case OpKind::Sin: return math::sin(e, v).v;
+    case OpKind::Cos: return math::cos(e, v).v;
+    case OpKind::Tanh: return math::tanh(e, v).v;
+    case OpKind::Erf: return math::erf(e, v).v;
+    default: throw Error("internal: no f64 expansion for " + std::string(ir::op_name(k)));
+  }
+}
+
 llvm::Value* Lowerer::float_op(const Op& op, const std::vector<llvm::Value*>& a, DType d) {
   using P = llvm::CmpInst::Predicate;
   switch (op.kind) {
@@ -665,7 +686,8 @@ llvm::Value* Lowerer::float_op(const Op& op, const std::vector<llvm::Value*>& a,
     default: break;
   }
   if (!is_math(op.kind)) unsupported(op, "is not defined on floats");
-  if (d != DType::f32) unsupported(op, "on " + std::string(dtype_name(d)) + " is not lowered for GPU targets yet (f32, f16, bf16 are)");
+  if (d == DType::f64) return math_f64(b_, t_, op.kind, a[0]);
+  if (d != DType::f32) unsupported(op, "on " + std::string(dtype_name(d)) + " is not lowered for GPU targets (f64, f32, f16, bf16 are)");
   return math_f32(op.kind, a[0]);
 }
 
