@@ -434,6 +434,12 @@ void Lowerer::lower_op(const Op& op) {
       // top register bit; then into the layout the result's users asked
       // for (a dot operand through a reshape, say).
       const ir::Value* res = op.result();
+      if (!op.operands[0]->type.is_tile()) {  // two scalars: a [2] tile every thread holds
+        Regs ab = {get(op.operands[0])[0], get(op.operands[1])[0]};
+        LinearLayout line = line_layout(res->type.shape, 0, plan_.num_warps, plan_.warp_size, plan_.num_ctas);
+        vals_[res] = convert(ab, line, plan_.of(res), res->type.shape, value_type(res->type));
+        return;
+      }
       Regs a = in_layout(op.operands[0], op.operands[0]);
       Regs c = in_layout(op.operands[1], op.operands[0]);
       a.insert(a.end(), c.begin(), c.end());

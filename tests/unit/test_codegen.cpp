@@ -135,14 +135,20 @@ void split_pair(ptr<int64_t> out, ptr<int64_t> in) {
   store(out, lo + hi * 10);
 }
 
+// Joining two scalars into a [2] tile.
+void join_pair(ptr<int64_t> out, ptr<int64_t> in) {
+  store(out + arange(0, 2), join(load(in), load(in + 1)) * 3);  // [2] i64
+}
+
 }  // namespace
 
-TEST_CASE("argmax of bf16, join/reshape into a dot and split to scalars compile for every target", "[codegen]") {
+TEST_CASE("argmax of bf16, join/reshape into a dot, split to and join of scalars compile for every target", "[codegen]") {
   Kernel argmax_k = compile(column_argmax, {.name = "column_argmax"});
   Kernel dot_k = compile(joined_dot, {.name = "joined_dot"});
   Kernel split_k = compile(split_pair, {.name = "split_pair"});
+  Kernel join_k = compile(join_pair, {.name = "join_pair"});
   for (std::string arch : {"sm_80", "sm_90a", "gfx90a", "gfx942", "gfx1100"}) {
-    for (const Kernel* k : {&argmax_k, &dot_k, &split_k}) {
+    for (const Kernel* k : {&argmax_k, &dot_k, &split_k, &join_k}) {
       INFO(arch << " " << k->name());
       auto ck = codegen::compile(*k->impl(), aligned(*k), arch);
       if (arch.starts_with("sm_")) check_assembles(ck.assembly, arch);
