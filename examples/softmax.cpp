@@ -14,10 +14,13 @@ void softmax(tl::ptr<float> out, tl::ptr<float> in, tl::scalar<int32_t> in_row_s
   // Masked lanes read -inf: they do not change the max, and exp(-inf) = 0
   // keeps them out of the sum.
   auto x = tl::load(in + row * in_row_stride + cols, mask, -INFINITY);  // [BLOCK] f32
-  auto shifted = x - tl::max(x, 0);                          // [BLOCK] f32; max is a scalar
-  auto numerator = tl::exp(shifted);                         // [BLOCK] f32
+  auto mx = tl::max(x, 0);                                   // scalar f32
+  // A row that is all -inf has max -inf, and x - max would be NaN
+  // (-inf - -inf): shift it by 0 and divide by 1 instead, so it gives 0s.
+  auto empty = mx == -INFINITY;                              // scalar i1
+  auto numerator = tl::exp(x - tl::where(empty, 0.0f, mx));  // [BLOCK] f32
   auto denominator = tl::sum(numerator, 0);                  // scalar f32
-  tl::store(out + row * out_row_stride + cols, numerator / denominator, mask);
+  tl::store(out + row * out_row_stride + cols, numerator / tl::where(empty, 1.0f, denominator), mask);
 }
 
 int main(int argc, char** argv) {
@@ -37,8 +40,10 @@ int main(int argc, char** argv) {
     std::printf("softmax: M=%d N=%d BLOCK=%d on %s (tl::compile %.1f ms)\n", M, N, BLOCK,
                 s.dev.name().c_str(), compile_ms);
 
-    // A wide range makes the max subtraction matter.
+    // A wide range makes the max subtraction matter; row 1 is all -inf
+    // (like a fully masked attention row): its softmax is all 0s.
     auto hx = examples::random_vector<float>(size_t(M) * N, 3, -20.0f, 20.0f);
+    std::fill_n(hx.begin() + N, N, -INFINITY);
     tl::Buffer x = s.dev.upload(hx);
     tl::Buffer y = s.dev.alloc<float>(size_t(M) * N);
 
@@ -48,6 +53,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < M; ++r) {
       const float* xr = &hx[size_t(r) * N];
       double mx = *std::max_element(xr, xr + N), total = 0;
+      if (mx == -INFINITY) continue;  // an all -inf row: 0s (ref starts at 0)
       for (int c = 0; c < N; ++c) total += std::exp(double(xr[c]) - mx);
       for (int c = 0; c < N; ++c) ref[size_t(r) * N + c] = std::exp(double(xr[c]) - mx) / total;
     }
