@@ -265,10 +265,14 @@ void exec_elementwise(Exec& ex, const Instr& in) {
         dispatch_dtype(in.out_dtype, [&](auto d) { bitcast<decltype(s)::value, decltype(d)::value>(a, r); });
       });
     case K::AddPtr: {
+      // A pointer keeps its buffer's window (memory.h); one moved out of it,
+      // or already out, lands in window 0, which no buffer owns, so it can
+      // never reach another buffer.
       const Slot& off = ex.slots[size_t(in.in[1])];
       uint64_t size = uint64_t(in.int_attr);
       return map2<int64_t, int64_t>(a, off, r, [&](int64_t p, int64_t o, int64_t) {
-        return int64_t(uint64_t(p) + uint64_t(o) * size);
+        uint64_t q = uint64_t(p) + uint64_t(o) * size;
+        return Memory::window(q) == Memory::window(uint64_t(p)) ? int64_t(q) : int64_t(q & Memory::kOffsetMask);
       });
     }
     default: ex.fail(in, "interp: op '" + std::string(in.op->name()) + "' is not implemented");

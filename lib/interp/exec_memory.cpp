@@ -1,5 +1,6 @@
 // Memory ops: load, store, atomic_rmw, atomic_cas. Every unmasked lane's
-// address is checked (inside a live buffer, aligned to the element size)
+// address is checked (inside the buffer its pointer was derived from, see
+// memory.h, and aligned to the element size) and translated to host memory
 // before any lane touches memory, so a bad access reports and changes nothing.
 // The grid runs sequentially, so atomics are plain read-modify-writes in lane
 // order.
@@ -25,17 +26,24 @@ const char* verb(K k) {
   }
 }
 
-// Fails on the first unmasked lane whose element is not inside a buffer or
+// Fills ex.hosts with each lane's host address (null for masked-off lanes);
+// fails on the first unmasked lane whose element is outside its buffer or
 // not aligned.
 void check_access(Exec& ex, const Instr& in, const Slot* mask) {
   const Slot& ptr = ex.slots[size_t(in.in[0])];
-  const ir::Type& pt = ex.type_of(in.in[0]);
   uint64_t size = uint64_t(byte_size(in.dtype));
   int64_t sm = mask ? step_of(*mask) : 0;
+  ex.hosts.resize(size_t(ptr.n));
   for (int64_t k = 0; k < ptr.n; ++k) {
-    if (mask && !mask->i[size_t(k * sm)]) continue;
+    if (mask && !mask->i[size_t(k * sm)]) {
+      ex.hosts[size_t(k)] = nullptr;
+      continue;
+    }
     uint64_t addr = uint64_t(ptr.i[size_t(k)]);
-    if (addr % size == 0 && ex.mem.contains(addr, size)) continue;
+    unsigned char* host = addr % size == 0 ? ex.mem.translate(addr, size) : nullptr;
+    ex.hosts[size_t(k)] = host;
+    if (host) continue;
+    const ir::Type& pt = ex.type_of(in.in[0]);
     std::string where = pt.is_tile() ? " at index " + index_str(pt.shape, k) + " of a " + pt.str() : " of a " + pt.str();
     if (addr % size != 0)
       ex.fail(in, std::string(verb(in.kind)) + (in.kind == K::Load ? " from" : in.kind == K::Store ? " to" : " on") +
@@ -45,8 +53,6 @@ void check_access(Exec& ex, const Instr& in, const Slot* mask) {
     ex.fail(in, std::string(verb(in.kind)) + " out of bounds" + where + ": " + ex.mem.describe_miss(addr, size));
   }
 }
-
-unsigned char* at(int64_t addr) { return reinterpret_cast<unsigned char*>(uint64_t(addr)); }
 
 template <DType D>
 void load(Exec& ex, const Instr& in) {
@@ -59,13 +65,13 @@ void load(Exec& ex, const Instr& in) {
   r.resize(ptr.n);
   auto& rv = [&]() -> auto& { if constexpr (is_float(D)) return r.f; else return r.i; }();
   if (!mask) {
-    for (int64_t k = 0; k < ptr.n; ++k) rv[size_t(k)] = read_elem<D>(at(ptr.i[size_t(k)]));
+    for (int64_t k = 0; k < ptr.n; ++k) rv[size_t(k)] = read_elem<D>(ex.hosts[size_t(k)]);
     return;
   }
   int64_t sm = step_of(*mask), so = other ? step_of(*other) : 0;
   for (int64_t k = 0; k < ptr.n; ++k) {
     if (mask->i[size_t(k * sm)]) {
-      rv[size_t(k)] = read_elem<D>(at(ptr.i[size_t(k)]));
+      rv[size_t(k)] = read_elem<D>(ex.hosts[size_t(k)]);
     } else if (other) {
       if constexpr (is_float(D)) rv[size_t(k)] = other->f[size_t(k * so)];
       else rv[size_t(k)] = other->i[size_t(k * so)];
@@ -84,8 +90,8 @@ void store(Exec& ex, const Instr& in) {
   int64_t sv = step_of(val), sm = mask ? step_of(*mask) : 0;
   for (int64_t k = 0; k < ptr.n; ++k) {
     if (mask && !mask->i[size_t(k * sm)]) continue;
-    if constexpr (is_float(D)) write_elem<D>(at(ptr.i[size_t(k)]), val.f[size_t(k * sv)]);
-    else write_elem<D>(at(ptr.i[size_t(k)]), val.i[size_t(k * sv)]);
+    if constexpr (is_float(D)) write_elem<D>(ex.hosts[size_t(k)], val.f[size_t(k * sv)]);
+    else write_elem<D>(ex.hosts[size_t(k)], val.i[size_t(k * sv)]);
   }
 }
 
@@ -130,7 +136,7 @@ void atomic_rmw(Exec& ex, const Instr& in) {
       rv[size_t(k)] = 0;  // masked-off lanes return 0 and touch nothing
       continue;
     }
-    unsigned char* p = at(ptr.i[size_t(k)]);
+    unsigned char* p = ex.hosts[size_t(k)];
     auto old = read_elem<D>(p);
     write_elem<D>(p, combine<D>(kind, old, vv[size_t(k * sv)]));
     rv[size_t(k)] = old;
@@ -151,7 +157,7 @@ void atomic_cas(Exec& ex, const Instr& in) {
   int64_t sc = step_of(cmp), sv = step_of(val);
   constexpr size_t size = size_t(byte_size(D));
   for (int64_t k = 0; k < ptr.n; ++k) {
-    unsigned char* p = at(ptr.i[size_t(k)]);
+    unsigned char* p = ex.hosts[size_t(k)];
     rv[size_t(k)] = read_elem<D>(p);
     // Compares bit patterns, as the hardware does (so -0 != +0, NaN == NaN).
     unsigned char expected[8] = {};

@@ -1,7 +1,8 @@
-// The "interp" device: allocations are host memory registered with
-// interp::Memory (so the interpreter can bounds-check every access), copies
-// are memcpy, and a launch compiles the kernel's function and runs it over
-// the grid before returning.
+// The "interp" device: allocations are host memory behind interp::Memory's
+// windowed addresses (so the interpreter checks every access against its
+// pointer's own buffer), copies are memcpy through Memory::host, and a
+// launch compiles the kernel's function and runs it over the grid before
+// returning.
 #include "interp/interp_device.h"
 
 #include <cstring>
@@ -19,10 +20,10 @@ class InterpDevice final : public detail::DeviceImpl {
   uint64_t alloc(size_t bytes) override { return memory_.allocate(bytes); }
   void free(uint64_t address) override { memory_.release(address); }
   void copy_to_device(uint64_t dst, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    if (bytes) std::memcpy(memory_.host(dst, bytes), src, bytes);
   }
   void copy_to_host(void* dst, uint64_t src, size_t bytes) override {
-    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    if (bytes) std::memcpy(dst, memory_.host(src, bytes), bytes);
   }
   void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args) override {
     if (!k.fn) throw Error("interp: kernel '" + k.name + "' has no function");

@@ -1,8 +1,8 @@
-// Allocation tracking and access checks for the interpreter's memory.
+// Allocation windows and access checks for the interpreter's memory
+// (memory.h says how an address names its buffer).
 #include "interp/memory.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <new>
 
 #include "tiledsl/detail/ir_types.h"
@@ -11,7 +11,14 @@ namespace tl::interp {
 
 namespace {
 constexpr size_t kAlignment = 128;
-}
+// Windows below 2^23 keep every address a positive int64 (the interpreter
+// holds pointers in int64 slots).
+constexpr uint64_t kWindows = uint64_t(1) << (63 - Memory::kWindowBits);
+
+uint64_t address_of(uint64_t window, uint64_t offset) { return (window << Memory::kWindowBits) + Memory::kOrigin + offset; }
+
+std::string bytes_str(uint64_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); }
+}  // namespace
 
 std::string hex_address(uint64_t addr) {
   char buf[32];
@@ -20,75 +27,84 @@ std::string hex_address(uint64_t addr) {
 }
 
 Memory::~Memory() {
-  for (auto& [addr, size] : allocs_) ::operator delete(reinterpret_cast<void*>(addr), std::align_val_t(kAlignment));
+  for (auto& a : allocs_)
+    if (a.host) ::operator delete(a.host, std::align_val_t(kAlignment));
 }
 
 uint64_t Memory::allocate(size_t bytes) {
-  // Zero-byte buffers still get a distinct address (one hidden byte), but
-  // their recorded size is 0, so every access to them is out of bounds.
-  void* p = ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t(kAlignment));
-  auto addr = reinterpret_cast<uint64_t>(p);
+  if (bytes > kMaxBytes)
+    throw Error("interp: cannot allocate " + bytes_str(bytes) + ": a buffer holds at most " + bytes_str(kMaxBytes));
+  // Zero-byte buffers still get host memory (one hidden byte) and a window,
+  // but their recorded size is 0, so every access to them is out of bounds.
+  void* p = ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t(kAlignment), std::nothrow);
+  if (!p) throw Error("interp: out of host memory allocating a buffer of " + bytes_str(bytes));
   std::lock_guard lock(mutex_);
-  allocs_[addr] = bytes;
-  return addr;
+  uint64_t w;
+  if (allocs_.size() < kWindows) {
+    w = allocs_.size();
+    allocs_.push_back({});
+  } else if (!free_windows_.empty()) {
+    w = free_windows_.front();
+    free_windows_.pop_front();
+  } else {
+    ::operator delete(p, std::align_val_t(kAlignment));
+    throw Error("interp: cannot allocate another buffer: " + std::to_string(kWindows - 1) + " are live");
+  }
+  allocs_[w] = {static_cast<unsigned char*>(p), bytes};
+  ++live_;
+  return address_of(w, 0);
 }
 
 void Memory::release(uint64_t addr) {
   std::lock_guard lock(mutex_);
-  auto it = allocs_.find(addr);
-  if (it == allocs_.end()) throw Error("interp: free of " + hex_address(addr) + ", which is not a live allocation");
-  allocs_.erase(it);
-  ::operator delete(reinterpret_cast<void*>(addr), std::align_val_t(kAlignment));
+  uint64_t w = window(addr);
+  if (w == 0 || w >= allocs_.size() || !allocs_[w].host || addr != address_of(w, 0))
+    throw Error("interp: free of " + hex_address(addr) + ", which is not a live allocation");
+  ::operator delete(allocs_[w].host, std::align_val_t(kAlignment));
+  allocs_[w].host = nullptr;
+  --live_;
+  if (allocs_.size() == kWindows) free_windows_.push_back(w);
 }
 
-bool Memory::Checker::slow_contains(uint64_t addr, uint64_t size) {
-  auto it = mem_.allocs_.upper_bound(addr);
-  if (it == mem_.allocs_.begin()) return false;
-  --it;  // the allocation starting at or before addr
-  uint64_t lo = it->first, hi = it->first + it->second;
-  if (addr < hi && hi - addr >= size) {
-    lo_ = lo;
-    hi_ = hi;
-    return true;
-  }
-  return false;
+const Memory::Alloc* Memory::find(uint64_t addr, uint64_t bytes) const {
+  uint64_t w = window(addr);
+  if (w == 0 || w >= allocs_.size() || !allocs_[w].host) return nullptr;
+  const Alloc& a = allocs_[w];
+  uint64_t off = (addr & kOffsetMask) - kOrigin;  // wraps below the start: then >= a.bytes
+  return off <= a.bytes && a.bytes - off >= bytes ? &a : nullptr;
+}
+
+unsigned char* Memory::host(uint64_t addr, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  const Alloc* a = find(addr, bytes);
+  if (!a) throw Error("interp: copy of " + bytes_str(bytes) + " at " + hex_address(addr) + ", which is not inside a live buffer");
+  return a->host + ((addr & kOffsetMask) - kOrigin);
+}
+
+unsigned char* Memory::Checker::slow_translate(uint64_t addr, uint64_t size) {
+  const Alloc* a = mem_.find(addr, size);
+  if (!a) return nullptr;
+  lo_ = address_of(window(addr), 0);
+  len_ = a->bytes;
+  base_ = a->host;
+  return base_ + (addr - lo_);
 }
 
 std::string Memory::Checker::describe_miss(uint64_t addr, uint64_t size) const {
-  const auto& allocs = mem_.allocs_;
-  auto buffer = [](uint64_t start, size_t bytes) {
-    return std::to_string(bytes) + "-byte buffer at " + hex_address(start);
-  };
-  auto after = allocs.upper_bound(addr);
-  if (after != allocs.begin()) {
-    auto before = std::prev(after);
-    uint64_t end = before->first + before->second;
-    if (addr < end)  // starts inside, runs past the end
-      return "the " + std::to_string(size) + "-byte access at address " + hex_address(addr) +
-             " runs " + std::to_string(addr + size - end) + " bytes past the end of the " +
-             buffer(before->first, before->second);
-  }
-  std::string nearest;
-  if (allocs.empty()) {
-    nearest = "no buffer is allocated";
-  } else {
-    // Nearest of the buffer ending before addr and the one starting after it.
-    uint64_t past = UINT64_MAX, ahead = UINT64_MAX;
-    if (after != allocs.begin()) {
-      auto before = std::prev(after);
-      past = addr - (before->first + before->second);
-    }
-    if (after != allocs.end()) ahead = after->first - addr;
-    if (past <= ahead) {
-      auto before = std::prev(after);
-      nearest = "nearest: " + buffer(before->first, before->second) + ", " + std::to_string(past) +
-                " bytes past its end";
-    } else {
-      nearest = "nearest: " + buffer(after->first, after->second) + ", " + std::to_string(ahead) +
-                " bytes before its start";
-    }
-  }
-  return "address " + hex_address(addr) + " is not inside any buffer (" + nearest + ")";
+  uint64_t w = window(addr);
+  std::string at = "address " + hex_address(addr);
+  if (w == 0)
+    return at + " lies in no buffer: pointer arithmetic moved it more than " + bytes_str(kOrigin) +
+           " (512 GiB) away from the buffer it was derived from";
+  if (w >= mem_.allocs_.size()) return at + " lies in no buffer this device allocated";
+  const Alloc& a = mem_.allocs_[w];
+  std::string buffer = "the buffer the pointer was derived from (" + bytes_str(a.bytes) + " at " + hex_address(address_of(w, 0)) + ")";
+  if (!a.host) return at + " points into a buffer that has been freed";
+  int64_t off = int64_t(addr & kOffsetMask) - int64_t(kOrigin);
+  if (off < 0) return at + " is " + bytes_str(uint64_t(-off)) + " before the start of " + buffer;
+  if (uint64_t(off) >= a.bytes) return at + " is " + bytes_str(uint64_t(off) - a.bytes) + " past the end of " + buffer;
+  return "the " + std::to_string(size) + "-byte access at " + at + " runs " + bytes_str(uint64_t(off) + size - a.bytes) +
+         " past the end of " + buffer;
 }
 
 }  // namespace tl::interp

@@ -81,6 +81,7 @@ struct Exec {
   std::array<int64_t, 3> pid{0, 0, 0};
   std::array<int64_t, 3> num_programs{1, 1, 1};
   Memory::Checker mem;
+  std::vector<unsigned char*> hosts;  // host address of each lane of the current memory op
   std::ostream& print_to;
 
   Exec(const Program& p, Memory& m, std::ostream& os);

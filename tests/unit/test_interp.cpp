@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -526,7 +527,7 @@ TEST_CASE("interp: narrow dtypes load and store their encodings", "[interp]") {
   CHECK(u.download<uint8_t>() == std::vector<uint8_t>{1, 0, 1, 1});
 }
 
-TEST_CASE("interp: an out-of-bounds load names the index, the address and the nearest buffer", "[interp]") {
+TEST_CASE("interp: an out-of-bounds load names the index, the address and its pointer's buffer", "[interp]") {
   KernelBuilder kb("oob", {P(DType::f32), P(DType::f32)});
   kb.at(12);
   Value* offs = kb.arange(16);
@@ -545,8 +546,9 @@ TEST_CASE("interp: an out-of-bounds load names the index, the address and the ne
     std::string msg = e.what();
     INFO(msg);
     CHECK(msg.rfind("test.cpp:13: load out of bounds at index [10] of a tile<16xptr<f32>>: address 0x", 0) == 0);
-    CHECK(msg.find("is not inside any buffer (nearest: 40-byte buffer at 0x") != std::string::npos);
-    CHECK(msg.find(", 0 bytes past its end) in program (0, 0, 0)") != std::string::npos);
+    CHECK(msg.find(" is 0 bytes past the end of the buffer the pointer was derived from (40 bytes at 0x") !=
+          std::string::npos);
+    CHECK(msg.find(") in program (0, 0, 0)") == msg.size() - std::string(") in program (0, 0, 0)").size());
   }
 }
 
@@ -563,7 +565,7 @@ TEST_CASE("interp: an out-of-bounds store writes nothing, 2-D index in the messa
   auto buf = dev.upload(std::vector<int32_t>(12, 5));  // 3i + j reaches 12 at [3, 0]... and [2, 3]? 9: no; [3, 3] = 12
   REQUIRE_THROWS_WITH(dev(kb.kernel(), {1}, buf),
                       Catch::Matchers::StartsWith("test.cpp:40: store out of bounds at index [3, 3] of a tile<4x4xptr<i32>>: address 0x") &&
-                          Catch::Matchers::Contains("48-byte buffer") && Catch::Matchers::Contains("0 bytes past its end"));
+                          Catch::Matchers::Contains(" is 0 bytes past the end of the buffer the pointer was derived from (48 bytes at 0x"));
   CHECK(buf.download<int32_t>() == std::vector<int32_t>(12, 5));
 }
 
@@ -584,8 +586,8 @@ TEST_CASE("interp: a masked-off lane may point anywhere; before-start and stradd
   kb2.store(p2, kb2.cf(S(DType::f32), 1.0));
   REQUIRE_THROWS_WITH(dev(kb2.kernel(), {1}, buf, -1),
                       Catch::Matchers::StartsWith("test.cpp:5: store out of bounds of a ptr<f32>: address 0x") &&
-                          Catch::Matchers::Contains("(nearest: 16-byte buffer at 0x") &&
-                          Catch::Matchers::Contains(", 4 bytes before its start) in program (0, 0, 0)"));
+                          Catch::Matchers::Contains(" is 4 bytes before the start of the buffer the pointer was derived from (16 bytes at 0x") &&
+                          Catch::Matchers::EndsWith(") in program (0, 0, 0)"));
 
   // A 4-byte access starting 2 bytes before the end of a buffer.
   KernelBuilder kb3("straddle", {P(DType::u8)});
@@ -606,7 +608,99 @@ TEST_CASE("interp: a masked-off lane may point anywhere; before-start and stradd
   auto three = dev.alloc<float>(3);
   REQUIRE_THROWS_WITH(dev(kb4.kernel(), {1}, three),
                       Catch::Matchers::StartsWith("test.cpp:11: store out of bounds of a ptr<i64>: the 8-byte access at address 0x") &&
-                          Catch::Matchers::Contains("runs 4 bytes past the end of the 12-byte buffer at 0x"));
+                          Catch::Matchers::Contains("runs 4 bytes past the end of the buffer the pointer was derived from (12 bytes at 0x"));
+}
+
+TEST_CASE("interp: a store past the end of one buffer fails even where another buffer follows it", "[interp]") {
+  // Issue 11: 1,024 stores past the end of `a` used to land silently in the
+  // buffer allocated after it. Every store is checked against the buffer its
+  // pointer came from (memory.h), wherever the other buffers lie.
+  KernelBuilder kb("poke", {P(DType::f32), S(DType::i32)});
+  Value* p = kb.ptrs(kb.arg(0), kb.arg(1));
+  kb.at(21);
+  kb.store(p, kb.cf(S(DType::f32), 7.0));
+  auto dev = interp();
+  auto a = dev.alloc<float>(1024);
+  auto b = dev.upload(std::vector<float>(1024, 1.0f));
+  dev(kb.kernel(), {1}, a, 1023);  // the last element of a
+  int failed = 0;
+  for (int k = 1024; k < 1024 + 4096; ++k) {
+    try {
+      dev(kb.kernel(), {1}, a, k);
+    } catch (const tl::Error& e) {
+      std::string msg = e.what();
+      INFO(msg);
+      ++failed;
+      CHECK_THAT(msg, Catch::Matchers::StartsWith("test.cpp:21: store out of bounds of a ptr<f32>: address 0x") &&
+                          Catch::Matchers::Contains(" is " + std::to_string(4 * (k - 1024)) +
+                                                    " bytes past the end of the buffer the pointer was derived from "
+                                                    "(4096 bytes at 0x"));
+    }
+  }
+  CHECK(failed == 4096);
+  CHECK(b.download<float>() == std::vector<float>(1024, 1.0f));
+
+  // The tile form: one store of 1,024 lanes past the end writes no lane.
+  KernelBuilder kt("overrun", {P(DType::f32)});
+  Value* offs = kt.op(OpKind::Add, {kt.arange(1024), kt.ci(T(DType::i32, {1024}), 1024)}, T(DType::i32, {1024}));
+  kt.at(34);
+  kt.store(kt.ptrs(kt.arg(0), offs), kt.cf(T(DType::f32, {1024}), 7.0));
+  REQUIRE_THROWS_WITH(dev(kt.kernel(), {1}, a),
+                      Catch::Matchers::StartsWith("test.cpp:34: store out of bounds at index [0] of a tile<1024xptr<f32>>") &&
+                          Catch::Matchers::Contains(" is 0 bytes past the end of the buffer the pointer was derived from"));
+  CHECK(b.download<float>() == std::vector<float>(1024, 1.0f));
+}
+
+TEST_CASE("interp: a pointer moved onto another buffer's address does not reach it", "[interp]") {
+  // The one way to point at another buffer is an offset of its exact
+  // distance (over 512 GiB between windows): addptr moves such a pointer
+  // into window 0, which no buffer owns, and keeps it there.
+  tl::interp::Memory mem;
+  uint64_t a = mem.allocate(64), b = mem.allocate(64);
+  std::vector<float> ones(16, 1.0f);
+  std::memcpy(mem.host(b, 64), ones.data(), 64);
+  KernelBuilder kb("jump", {P(DType::f32), S(DType::i64), S(DType::i64)});
+  Value* p = kb.ptrs(kb.ptrs(kb.arg(0), kb.arg(1)), kb.arg(2));
+  kb.at(7);
+  kb.store(p, kb.cf(S(DType::f32), 7.0));
+  auto prog = tl::interp::compile(kb.fn());
+  using tl::interp::ArgValue;
+  int64_t to_b = int64_t(b - a) / 4;
+  REQUIRE(to_b > 0);
+  REQUIRE_THROWS_WITH(
+      tl::interp::run(*prog, {1}, {ArgValue::integer(int64_t(a)), ArgValue::integer(to_b), ArgValue::integer(0)}, mem),
+      Catch::Matchers::StartsWith("test.cpp:7: store out of bounds of a ptr<f32>: address 0x") &&
+          Catch::Matchers::Contains(" lies in no buffer: pointer arithmetic moved it more than 549755813888 bytes "
+                                    "(512 GiB) away from the buffer it was derived from in program (0, 0, 0)"));
+  // Out and back again stays out: the pointer no longer knows its buffer.
+  REQUIRE_THROWS_WITH(
+      tl::interp::run(*prog, {1}, {ArgValue::integer(int64_t(a)), ArgValue::integer(to_b), ArgValue::integer(-to_b)}, mem),
+      Catch::Matchers::Contains(" lies in no buffer: pointer arithmetic moved it"));
+  std::vector<float> hb(16);
+  std::memcpy(hb.data(), mem.host(b, 64), 64);
+  CHECK(hb == ones);
+  // Within the window, far offsets that come back are fine.
+  tl::interp::run(*prog, {1}, {ArgValue::integer(int64_t(a)), ArgValue::integer(int64_t(1) << 36), ArgValue::integer(-(int64_t(1) << 36) + 3)}, mem);
+  float a3;
+  std::memcpy(&a3, mem.host(a + 12, 4), 4);
+  CHECK(a3 == 7.0f);
+
+  // A freed buffer's address is not reused while fresh windows remain.
+  mem.release(a);
+  REQUIRE_THROWS_WITH(
+      tl::interp::run(*prog, {1}, {ArgValue::integer(int64_t(a)), ArgValue::integer(0), ArgValue::integer(0)}, mem),
+      Catch::Matchers::Contains(" points into a buffer that has been freed in program (0, 0, 0)"));
+  uint64_t c = mem.allocate(64);
+  CHECK(c != a);
+  CHECK(tl::interp::Memory::window(c) != tl::interp::Memory::window(a));
+  REQUIRE_THROWS_WITH(mem.release(b + 4), Catch::Matchers::StartsWith("interp: free of 0x") &&
+                                              Catch::Matchers::EndsWith(", which is not a live allocation"));
+  REQUIRE_THROWS_WITH(mem.host(b + 60, 8), Catch::Matchers::StartsWith("interp: copy of 8 bytes at 0x") &&
+                                               Catch::Matchers::EndsWith(", which is not inside a live buffer"));
+  REQUIRE_THROWS_WITH(mem.allocate(size_t(1) << 40), "interp: cannot allocate 1099511627776 bytes: a buffer holds at most 549755813888 bytes");
+  mem.release(b);
+  mem.release(c);
+  CHECK(mem.live_allocations() == 0);
 }
 
 TEST_CASE("interp: atomics read-modify-write in program order and return old values", "[interp]") {
@@ -996,7 +1090,7 @@ TEST_CASE("interp: print writes one line per program", "[interp]") {
   tl::interp::Memory mem;
   uint64_t addr = mem.allocate(16);
   float host[4] = {0.5f, -1.0f, 0.1f, 3.0f};
-  std::memcpy(reinterpret_cast<void*>(addr), host, 16);
+  std::memcpy(mem.host(addr, 16), host, 16);
   std::ostringstream os;
   auto prog = tl::interp::compile(kb.fn());
   tl::interp::run(*prog, {2}, {tl::interp::ArgValue::integer(int64_t(addr))}, mem, {&os});
