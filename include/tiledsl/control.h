@@ -28,7 +28,7 @@ namespace tl {
 // iteration's loads read. Loads the same in every iteration (a weight
 // vector) then come from shared memory, copied once before the loop.
 struct RangeOptions {
-  int num_stages = -1;  // software-pipelining depth; -1: CompileOptions::num_stages
+  int num_stages = -1;  // software-pipelining depth, >= 1 (1: none); -1: CompileOptions::num_stages
 };
 
 namespace detail {
@@ -75,7 +75,8 @@ class range {
     if (state_ == State::Closed) return false;
     if (state_ == State::Open) detail::fail(loc_, "range", "expected ++ to close the loop body, found a second test");
     ir::Attrs attrs;
-    if (opts_.num_stages >= 0) attrs["num_stages"] = int64_t(opts_.num_stages);
+    // Any value but the default is recorded, so that tl::compile rejects a bad one at this line.
+    if (opts_.num_stages != -1) attrs["num_stages"] = int64_t(opts_.num_stages);
     detail::Value* lo = detail::loop_bound(lo_, loc_, "lower bound");
     detail::Value* hi = detail::loop_bound(hi_, loc_, "upper bound");
     detail::Value* step = detail::loop_bound(step_, loc_, "step");

@@ -174,10 +174,22 @@ void dump(const std::string& kernel, const std::string& target, const char* stag
   }
 }
 
+// tl::compile checked num_warps against every target (a power of two, at
+// most 32); a block has at most 1024 threads on each, which on 64-lane
+// targets allows fewer warps.
+void check_num_warps(const detail::KernelImpl& k, const Target& t) {
+  int threads = k.options.num_warps * t.warp_size();
+  if (threads > 1024)
+    throw Error((k.fn && k.fn->loc.known() ? k.fn->loc.str() + ": " : std::string()) + "kernel '" + k.name + "': num_warps must be at most " +
+                std::to_string(1024 / t.warp_size()) + " on " + t.name() + " (1024 threads of " +
+                std::to_string(t.warp_size()) + " lanes), found " + std::to_string(k.options.num_warps));
+}
+
 }  // namespace
 
 CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target) {
   const Target& t = get_target(target);
+  check_num_warps(kernel, t);
   Pipeline p(kernel, spec, t);
   dump(kernel.name, target, "tile", ir::print(*kernel.fn));
   dump(kernel.name, target, "gpu", print_with_layouts(*kernel.fn, p.plan));
@@ -200,6 +212,7 @@ std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& s
                        Stage stage) {
   if (stage == Stage::Tile) return ir::print(*kernel.fn);
   const Target& t = get_target(target);
+  check_num_warps(kernel, t);
   Pipeline p(kernel, spec, t);
   if (stage == Stage::Gpu) return print_with_layouts(*kernel.fn, p.plan);
   llvm::LLVMContext ctx;

@@ -156,6 +156,11 @@ ir::Type type_of(const Value* v) { return v->type; }
 std::vector<Value*> emit(ir::OpKind kind, const std::vector<Value*>& operands, const std::vector<ir::Type>& results,
                          ir::Attrs attrs, const ir::Loc& loc) {
   Trace& t = require_trace(loc, ir::op_name(kind));
+  for (const auto& r : results)  // every tile is made by some op emitted here
+    if (exceeds_max_tile(r))
+      fail(loc, ir::op_name(kind),
+           "expected a tile of at most " + std::to_string(max_tile_elements) +
+               " elements (tl::max_tile_elements), found " + r.str() + " in kernel '" + t.fn->name + "'");
   t.builder.loc = loc;
   ir::Op* op = t.builder.create(kind, operands, results, std::move(attrs));
   std::vector<Value*> out;

@@ -67,6 +67,9 @@ class Verifier {
     if (t.rank() > 3) problem = "rank " + std::to_string(t.rank());
     for (auto d : t.shape)
       if (problem.empty() && !is_pow2(d)) problem = "dimension " + std::to_string(d);
+    if (problem.empty() && exceeds_max_tile(t))
+      throw Error(loc.str() + ": '" + what + "' expects " + role + " of at most " + std::to_string(max_tile_elements) +
+                  " elements (tl::max_tile_elements), found " + t.str());
     if (!problem.empty())
       throw Error(loc.str() + ": '" + what + "' expects " + role +
                   " of rank 0..3 with power-of-two dims, found " + problem + " in " + t.str());

@@ -260,3 +260,95 @@ TEST_CASE("errors: traced ops outside tl::compile", "[frontend][errors]") {
   REQUIRE_THROWS_WITH(program_id(0),
                       at_line(line) + "program_id: expected to run inside tl::compile, found no active trace");
 }
+
+// ---- limits (issue 11): tile size at trace time, options at tl::compile ----
+
+namespace {
+
+template <int64_t N>
+void long_arange(ptr<float> x) {
+  MARK auto offs = arange(0, N);
+  store(x + offs, 1.0f);
+}
+
+void broadcast_too_big(ptr<float> x) {
+  auto r = col(arange(0, 2048));  // [2048, 1]
+  auto c = row(arange(0, 1024));  // [1, 1024]
+  MARK auto offs = r * 1024 + c;  // [2048, 1024]: 2^21 elements
+  store(x + offs, 1.0f);
+}
+
+void huge_zeros(ptr<float> x) {
+  MARK auto z = zeros<float>({1 << 15, 1 << 15});  // 2^30 elements: once a bare std::bad_alloc
+  store(x + arange(0, 16), 1.0f);
+  (void)z;
+}
+
+void plain_store(ptr<float> x) { store(x + arange(0, 128), 1.0f); }
+
+template <int STAGES>
+void staged_loop(ptr<float> x, scalar<int32_t> n) {
+  auto acc = zeros<float>({16});
+  MARK for (auto i : range(0, n, 1, {.num_stages = STAGES})) acc = acc + load(x + i * 16 + arange(0, 16));
+  store(x + arange(0, 16), acc);
+}
+
+// The error of compiling plain_store with `opts`; `line` is this call's line.
+std::string options_error(CompileOptions opts, int& line) {
+  line = __LINE__ + 2;
+  try {
+    compile(plain_store, opts);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("expected tl::compile to throw tl::Error");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("errors: a tile holds at most tl::max_tile_elements", "[frontend][errors][limits]") {
+  STATIC_REQUIRE(max_tile_elements == (int64_t(1) << 20));  // Triton's limit
+  CHECK_NOTHROW(compile(long_arange<(int64_t(1) << 20)>));
+  std::string msg = compile_error(long_arange<(int64_t(1) << 24)>);  // hung PTX generation
+  CHECK(msg == at_line(g_line) +
+                   "arange: expected a tile of at most 1048576 elements (tl::max_tile_elements), found "
+                   "tile<16777216xi32> in kernel 'kernel'");
+  msg = compile_error(broadcast_too_big);
+  CHECK_THAT(msg, Catch::StartsWith(at_line(g_line)) &&
+                      Catch::EndsWith(": expected a tile of at most 1048576 elements (tl::max_tile_elements), found "
+                                      "tile<2048x1024xi32> in kernel 'kernel'"));
+  msg = compile_error(huge_zeros);
+  CHECK(msg == at_line(g_line) +
+                   "constant: expected a tile of at most 1048576 elements (tl::max_tile_elements), found "
+                   "tile<32768x32768xf32> in kernel 'kernel'");
+}
+
+TEST_CASE("errors: num_warps, num_stages and num_ctas are checked by tl::compile", "[frontend][errors][limits]") {
+  int line = 0;
+  for (int w : {0, 3, -4, 64, 48}) {
+    std::string msg = options_error({.name = "k", .num_warps = w}, line);
+    CHECK(msg == at_line(line) + "kernel 'k': num_warps must be a power of two from 1 to 32 (1024 threads of 32 "
+                                 "lanes), found " + std::to_string(w));
+  }
+  for (int s : {0, -5}) {
+    std::string msg = options_error({.name = "k", .num_stages = s}, line);
+    CHECK(msg == at_line(line) + "kernel 'k': num_stages must be at least 1 (1: no software pipelining), found " +
+                     std::to_string(s));
+  }
+  std::string msg = options_error({.name = "k", .num_ctas = 3}, line);
+  CHECK(msg == at_line(line) + "kernel 'k': num_ctas must be 1, 2, 4 or 8, found 3");
+  for (int w : {1, 2, 4, 8, 16, 32}) CHECK_NOTHROW(compile(plain_store, {.name = "k", .num_warps = w}));
+  CHECK_NOTHROW(compile(plain_store, {.name = "k", .num_stages = 1}));
+}
+
+TEST_CASE("errors: a loop's own num_stages is checked at the loop's line", "[frontend][errors][limits][loop]") {
+  std::string msg = compile_error(staged_loop<0>);
+  CHECK(msg == at_line(g_line) + "kernel 'kernel': range: num_stages must be at least 1 (1: no software "
+                                 "pipelining), found 0");
+  msg = compile_error(staged_loop<-5>);
+  CHECK(msg == at_line(g_line) + "kernel 'kernel': range: num_stages must be at least 1 (1: no software "
+                                 "pipelining), found -5");
+  CHECK_NOTHROW(compile(staged_loop<1>));
+  CHECK_NOTHROW(compile(staged_loop<-1>));  // -1: the kernel's num_stages
+}

@@ -20,6 +20,12 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The most elements one tile may hold, as in Triton: the tracer and the
+// verifier reject a larger tile at the line of the op that makes it, before
+// any device sees it (code generation time grows with a tile's elements per
+// thread; docs/language.md gives the figures).
+inline constexpr int64_t max_tile_elements = int64_t(1) << 20;
+
 namespace ir {
 
 // A source location: the user's file and line an op was traced from.
@@ -61,6 +67,16 @@ struct Type {
     return s + e + ">";
   }
 };
+
+// Whether `t` holds more than tl::max_tile_elements (no overflow on huge dims).
+inline bool exceeds_max_tile(const Type& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape) {
+    if (d > 0 && n > max_tile_elements / d) return true;
+    n *= d;
+  }
+  return false;
+}
 
 inline Type scalar_type(DType d) { return Type{d, false, {}}; }
 inline Type ptr_type(DType d) { return Type{d, true, {}}; }
