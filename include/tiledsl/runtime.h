@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -15,15 +16,24 @@
 
 namespace tl {
 
+// Programs along x, y and z. Every device launches at most CUDA's limits
+// (x < 2^31, so that program_id fits its i32; y, z <= 65535), the
+// interpreter included, so a grid that runs in CI runs on the GPU; a larger
+// grid is a tl::Error at launch.
 struct Grid {
   uint32_t x = 1, y = 1, z = 1;
+  static constexpr uint32_t max_x = 2147483647u, max_y = 65535, max_z = 65535;
 };
 
 // Options of tl::compile. Tracing records them; GPU stages consume them.
+// tl::compile rejects values outside the ranges given here, naming the
+// kernel and the option.
 struct CompileOptions {
   std::string name;      // kernel name; defaults to "kernel"
+  // Warps a program runs on: a power of two, 1 to 32; a target takes at
+  // most 1024 threads (16 warps on the 64-lane AMD CDNA targets).
   int num_warps = 4;
-  int num_stages = 3;    // default software-pipelining depth of tl::range loops
+  int num_stages = 3;    // default software-pipelining depth of tl::range loops (>= 1; 1: none)
   // Lets a multiply and an add on the result become one fused multiply-add
   // (one rounding instead of two), as Triton's enable_fp_fusion does by
   // default. The interpreter rounds twice; results then differ by an ulp.
@@ -119,7 +129,8 @@ struct Arg {
   int64_t i = 0;
   double f = 0;
 
-  Arg(const Buffer& b) : kind(Kind::Pointer), dtype(b.dtype()), buffer(b.impl()) {}
+  // An empty Buffer is reported by the launch, with the caller's line.
+  Arg(const Buffer& b) : kind(Kind::Pointer), dtype(b.impl() ? b.dtype() : DType::f32), buffer(b.impl()) {}
   template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
   Arg(T v) : kind(Kind::Int), dtype(dtype_v<T>), i(int64_t(v)) {}
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
@@ -153,12 +164,22 @@ class Device {
     return b;
   }
 
-  // Launches `k` over `grid`. Arguments are checked against the signature:
-  // a wrong count or type is a tl::Error naming the parameter.
-  void launch(const Kernel& k, Grid grid, const std::vector<Arg>& args);
+  // Launches `k` over `grid`. Arguments are checked against the signature
+  // and the grid against Grid's limits: a wrong count or type, or too large
+  // a grid, is a tl::Error naming `where` (the caller's line) and the
+  // parameter or dimension, like trace-time errors.
+  void launch(const Kernel& k, Grid grid, const std::vector<Arg>& args,
+              std::source_location where = std::source_location::current());
+  // dev(k, grid, args...): `k` converts to a Site, whose default argument
+  // records the caller's line (a parameter pack leaves no room for one).
+  struct Site {
+    const Kernel& kernel;
+    std::source_location where;
+    Site(const Kernel& k, std::source_location w = std::source_location::current()) : kernel(k), where(w) {}
+  };
   template <class... A>
-  void operator()(const Kernel& k, Grid grid, A&&... args) {
-    launch(k, grid, std::vector<Arg>{Arg(std::forward<A>(args))...});
+  void operator()(Site k, Grid grid, A&&... args) {
+    launch(k.kernel, grid, std::vector<Arg>{Arg(std::forward<A>(args))...}, k.where);
   }
   void synchronize();
 

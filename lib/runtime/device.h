@@ -108,7 +108,11 @@ std::vector<std::string> available_devices();
 std::shared_ptr<DeviceImpl> get_device(std::string_view name);
 
 // Checks `args` against `k.params` and converts them; throws tl::Error
-// naming the argument, the expected type and what was found.
-std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args);
+// naming `where` (the launching line), the argument, the expected type and
+// what was found.
+std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args,
+                                         const ir::Loc& where);
+// Checks `grid` against Grid's limits (the same on every device).
+void check_grid(const KernelImpl& k, Grid grid, const ir::Loc& where);
 
 }  // namespace tl::detail

@@ -1,7 +1,7 @@
 // The public runtime API (include/tiledsl/runtime.h): kernel accessors,
 // buffers with checked copies, device selection, and launches whose
-// arguments are checked against the kernel's signature before any device
-// sees them.
+// arguments and grid are checked (against the kernel's signature and Grid's
+// limits) before any device sees them; those errors name the caller's line.
 #include <charconv>
 #include <cstdlib>
 
@@ -100,14 +100,23 @@ Buffer Device::alloc(DType dtype, size_t n) {
   return Buffer(std::make_shared<detail::BufferImpl>(impl_, dtype, n));
 }
 
-void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args) {
-  auto& dev = device_impl(impl_);
-  const auto& kernel = kernel_impl(k.impl());
-  auto checked = detail::check_launch_args(kernel, dev, args);
+void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, std::source_location where) {
+  ir::Loc loc{where.file_name(), int(where.line())};
+  auto at = [&](const Error& e) { return Error(loc.str() + ": " + e.what()); };
+  detail::DeviceImpl* dev;
+  const detail::KernelImpl* kernel;
+  try {
+    dev = &device_impl(impl_);
+    kernel = &kernel_impl(k.impl());
+  } catch (const Error& e) {
+    throw at(e);
+  }
+  auto checked = detail::check_launch_args(*kernel, *dev, args, loc);
+  detail::check_grid(*kernel, grid, loc);
   // Like Triton (and unlike the GPU drivers, which reject it), a grid with a zero
   // dimension is a valid launch of no programs.
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
-  dev.launch(kernel, grid, checked);
+  dev->launch(*kernel, grid, checked);
 }
 
 void Device::synchronize() { device_impl(impl_).synchronize(); }
@@ -121,7 +130,7 @@ namespace {
 
 std::string describe(const Arg& a) {
   switch (a.kind) {
-    case Arg::Kind::Pointer: return "buffer of " + std::string(dtype_name(a.dtype));
+    case Arg::Kind::Pointer: return a.buffer ? "buffer of " + std::string(dtype_name(a.dtype)) : "an empty tl::Buffer";
     case Arg::Kind::Int:
       return std::string(dtype_name(a.dtype)) + " value " +
              (a.dtype == DType::u64 ? std::to_string(uint64_t(a.i)) : std::to_string(a.i));
@@ -152,12 +161,13 @@ bool fits(const Arg& a, DType t) {
 
 }  // namespace
 
-std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args) {
+std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args,
+                                         const ir::Loc& where) {
   const auto& params = k.params;
   if (args.size() != params.size()) {
     std::string sig;
     for (const auto& p : params) sig += (sig.empty() ? "" : ", ") + p.str();
-    throw Error("kernel '" + k.name + "' expects " + std::to_string(params.size()) + " argument" +
+    throw Error(where.str() + ": kernel '" + k.name + "' expects " + std::to_string(params.size()) + " argument" +
                 (params.size() == 1 ? "" : "s") + " (" + sig + "), found " + std::to_string(args.size()));
   }
   std::vector<LaunchArg> out(args.size());
@@ -165,13 +175,13 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
     const ir::Type& p = params[j];
     const Arg& a = args[j];
     auto bad = [&](const std::string& why) {
-      throw Error("argument " + std::to_string(j + 1) + " of '" + k.name + "': expected " + p.str() + ", found " +
-                  describe(a) + why);
+      throw Error(where.str() + ": argument " + std::to_string(j + 1) + " of '" + k.name + "': expected " + p.str() +
+                  ", found " + describe(a) + why);
     };
     out[j].type = p;
+    if (a.kind == Arg::Kind::Pointer && !a.buffer) bad("");
     if (p.is_ptr) {
       if (a.kind != Arg::Kind::Pointer || a.dtype != p.dtype) bad("");
-      if (!a.buffer) bad(" (an empty tl::Buffer)");
       if (a.buffer->device.get() != &dev)
         bad(" on device '" + a.buffer->device->name() + "', but the launch is on '" + dev.name() + "'");
       out[j].address = a.buffer->address;
@@ -188,6 +198,17 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
     }
   }
   return out;
+}
+
+void check_grid(const KernelImpl& k, Grid grid, const ir::Loc& where) {
+  auto check = [&](const char* dim, uint32_t n, uint32_t max) {
+    if (n > max)
+      throw Error(where.str() + ": launch of kernel '" + k.name + "': grid." + dim + " must be at most " +
+                  std::to_string(max) + " (CUDA's limit, which every device applies), found " + std::to_string(n));
+  };
+  check("x", grid.x, Grid::max_x);
+  check("y", grid.y, Grid::max_y);
+  check("z", grid.z, Grid::max_z);
 }
 
 }  // namespace detail

@@ -3,6 +3,8 @@
 // exact messages users see.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <iostream>
+#include <sstream>
 
 #include "kernel_builder.h"
 #include "tiledsl/runtime.h"
@@ -26,6 +28,9 @@ tl::Kernel vector_add(int64_t block = 256) {
   kb.store(kb.ptrs(kb.arg(2), offs), kb.op(OpKind::Add, {a, b}, a->type), mask);
   return kb.kernel();
 }
+
+// "<this file>:<line>: ", the prefix of an error naming a launch at `line`.
+std::string at(int line) { return std::string(__FILE__) + ":" + std::to_string(line) + ": "; }
 
 // RAII setting of an environment variable.
 struct EnvVar {
@@ -131,27 +136,108 @@ TEST_CASE("runtime: vector_add runs over an odd size", "[runtime]") {
 }
 
 TEST_CASE("runtime: launch arguments are checked against the signature", "[runtime]") {
+  // Each error names the launching line, like trace-time errors do.
   auto dev = tl::Device::get("interp");
   auto k = vector_add();
   auto f = dev.alloc<float>(4);
   auto h = dev.alloc<tl::bf16>(4);
+  int line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f),
-                      "kernel 'vector_add' expects 4 arguments (ptr<f32>, ptr<f32>, ptr<f32>, i32), found 3");
+                      at(line) + "kernel 'vector_add' expects 4 arguments (ptr<f32>, ptr<f32>, ptr<f32>, i32), found 3");
+  line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, 4, 5),
-                      "kernel 'vector_add' expects 4 arguments (ptr<f32>, ptr<f32>, ptr<f32>, i32), found 5");
-  REQUIRE_THROWS_WITH(dev(k, {1}, f, h, f, 4), "argument 2 of 'vector_add': expected ptr<f32>, found buffer of bf16");
-  REQUIRE_THROWS_WITH(dev(k, {1}, 3, f, f, 4), "argument 1 of 'vector_add': expected ptr<f32>, found i32 value 3");
-  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, 2.5), "argument 4 of 'vector_add': expected i32, found f64 value 2.5");
-  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, f), "argument 4 of 'vector_add': expected i32, found buffer of f32");
+                      at(line) + "kernel 'vector_add' expects 4 arguments (ptr<f32>, ptr<f32>, ptr<f32>, i32), found 5");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, h, f, 4),
+                      at(line) + "argument 2 of 'vector_add': expected ptr<f32>, found buffer of bf16");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, 3, f, f, 4), at(line) + "argument 1 of 'vector_add': expected ptr<f32>, found i32 value 3");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, 2.5), at(line) + "argument 4 of 'vector_add': expected i32, found f64 value 2.5");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, f), at(line) + "argument 4 of 'vector_add': expected i32, found buffer of f32");
+  line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, int64_t(1) << 40),
-                      "argument 4 of 'vector_add': expected i32, found i64 value 1099511627776, which does not fit in i32");
+                      at(line) + "argument 4 of 'vector_add': expected i32, found i64 value 1099511627776, which does not fit in i32");
+  line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, ~uint64_t(0)),
-                      "argument 4 of 'vector_add': expected i32, found u64 value 18446744073709551615, which does not fit in i32");
-  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, tl::Buffer()), "empty tl::Buffer: allocate one with Device::alloc or Device::upload");
+                      at(line) + "argument 4 of 'vector_add': expected i32, found u64 value 18446744073709551615, which does not fit in i32");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, tl::Buffer(), f, 4),
+                      at(line) + "argument 2 of 'vector_add': expected ptr<f32>, found an empty tl::Buffer");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, f, f, f, tl::Buffer()),
+                      at(line) + "argument 4 of 'vector_add': expected i32, found an empty tl::Buffer");
+  // The vector form names its caller too, and an empty kernel or device.
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev.launch(k, {1}, {f, f}),
+                      at(line) + "kernel 'vector_add' expects 4 arguments (ptr<f32>, ptr<f32>, ptr<f32>, i32), found 2");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(tl::Kernel(), {1}, f), at(line) + "empty tl::Kernel: create one with tl::compile");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(tl::Device()(k, {1}, f), at(line) + "empty tl::Device: get one with tl::Device::get()");
   // Integers of other types whose value fits are accepted.
   dev(k, {1}, f, f, f, size_t(4));
   dev(k, {1}, f, f, f, int64_t(-1));
   dev(k, {1}, f, f, f, uint8_t(4));
+}
+
+TEST_CASE("runtime: every device takes grids within CUDA's limits, the interpreter too", "[runtime][limits]") {
+  // out[program_id(1)] = program_id(1) + program_id(2): the largest y runs
+  // (once program ids past 2^31 - 1 wrapped on the interpreter).
+  KernelBuilder kb("ids", {P(DType::i32)});
+  Value* y = kb.op(OpKind::ProgramId, {}, S(DType::i32), {{"axis", int64_t(1)}});
+  Value* z = kb.op(OpKind::ProgramId, {}, S(DType::i32), {{"axis", int64_t(2)}});
+  kb.store(kb.ptrs(kb.arg(0), y), kb.op(OpKind::Add, {y, z}, S(DType::i32)));
+  auto k = kb.kernel();
+  auto dev = tl::Device::get("interp");
+  auto out = dev.alloc<int32_t>(65535);
+  dev(k, {1, tl::Grid::max_y, 1}, out);
+  auto o = out.download<int32_t>();
+  CHECK(o[0] == 0);
+  CHECK(o[65534] == 65534);
+  STATIC_REQUIRE(tl::Grid::max_x == 2147483647u);
+  STATIC_REQUIRE(tl::Grid::max_y == 65535u);
+  STATIC_REQUIRE(tl::Grid::max_z == 65535u);
+  auto insp = tl::Device::inspector("sm_90a", "tile");
+  auto ibuf = insp.alloc<int32_t>(4);
+  for (auto* d : {&dev, &insp}) {
+    auto& b = d == &dev ? out : ibuf;
+    int line = __LINE__ + 1;
+    REQUIRE_THROWS_WITH((*d)(k, {2147483648u}, b),
+                        at(line) + "launch of kernel 'ids': grid.x must be at most 2147483647 (CUDA's limit, which "
+                                   "every device applies), found 2147483648");
+    line = __LINE__ + 1;
+    REQUIRE_THROWS_WITH((*d)(k, {1, 65536, 1}, b),
+                        at(line) + "launch of kernel 'ids': grid.y must be at most 65535 (CUDA's limit, which every "
+                                   "device applies), found 65536");
+    line = __LINE__ + 1;
+    REQUIRE_THROWS_WITH((*d)(k, {0, 1, 65536}, b),  // even with no programs
+                        at(line) + "launch of kernel 'ids': grid.z must be at most 65535 (CUDA's limit, which every "
+                                   "device applies), found 65536");
+  }
+}
+
+TEST_CASE("runtime: num_warps beyond a target's 1024 threads fails at its GPU compile", "[runtime][limits]") {
+  // tl::compile allows 32 warps (1024 threads of 32 lanes); the 64-lane AMD
+  // CDNA targets take 16 at most. The inspector compiles as a GPU launch does.
+  KernelBuilder kb("wide", {P(DType::f32)});
+  kb.store(kb.ptrs(kb.arg(0), kb.arange(128)), kb.cf(T(DType::f32, {128}), 1.0));
+  kb.impl()->options.num_warps = 32;
+  auto k = kb.kernel();
+  std::ostringstream sink;
+  auto* old = std::cout.rdbuf(sink.rdbuf());  // the inspector prints the assembly
+  for (const char* target : {"gfx90a", "gfx942"}) {
+    auto insp = tl::Device::inspector(target, "asm");
+    CHECK_THROWS_WITH(insp(k, {1}, insp.alloc<float>(128)),
+                      "kernel 'wide': num_warps must be at most 16 on " + std::string(target) +
+                          " (1024 threads of 64 lanes), found 32");
+  }
+  for (const char* target : {"sm_90a", "gfx1100"}) {
+    auto insp = tl::Device::inspector(target, "asm");
+    CHECK_NOTHROW(insp(k, {1}, insp.alloc<float>(128)));
+  }
+  std::cout.rdbuf(old);
 }
 
 TEST_CASE("runtime: scalar parameters of every kind", "[runtime]") {
@@ -173,12 +259,16 @@ TEST_CASE("runtime: scalar parameters of every kind", "[runtime]") {
   CHECK(o[3] == 1.0f);  // rounded to bf16 (a tie, to even)
   dev(k, {1}, out, 5, 3, 7, false, 2);  // ints are accepted for float parameters
   CHECK(out.download<float>() == std::vector<float>{8.0f, 7.0f, 0.0f, 2.0f});
+  int line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 128, 0.1, 1, true, 1.0),
-                      "argument 2 of 'scalars': expected i8, found i32 value 128, which does not fit in i8");
+                      at(line) + "argument 2 of 'scalars': expected i8, found i32 value 128, which does not fit in i8");
+  line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 0.1, -1, true, 1.0),
-                      "argument 4 of 'scalars': expected u32, found i32 value -1, which does not fit in u32");
+                      at(line) + "argument 4 of 'scalars': expected u32, found i32 value -1, which does not fit in u32");
+  line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 0.1, 1, 2, 1.0),
-                      "argument 5 of 'scalars': expected i1, found i32 value 2, which does not fit in i1");
+                      at(line) + "argument 5 of 'scalars': expected i1, found i32 value 2, which does not fit in i1");
+  line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, out, 1, true, 1.0),
-                      "argument 3 of 'scalars': expected f32, found buffer of f32");
+                      at(line) + "argument 3 of 'scalars': expected f32, found buffer of f32");
 }
