@@ -169,6 +169,13 @@ class AmdgpuTarget final : public Target {
     branch_masked_store(b, value, ptr, mask, hints.is_volatile);
   }
 
+  // Atomics are LLVM's atomicrmw / cmpxchg (the AMDGPU back end lowers
+  // order and scope itself): the AMDGPU memory model's sync scopes.
+  llvm::SyncScope::ID sync_scope(llvm::LLVMContext& ctx, MemScope scope) const override {
+    if (scope == MemScope::sys) return llvm::SyncScope::System;
+    return ctx.getOrInsertSyncScopeID(scope == MemScope::cta ? "workgroup" : "agent");
+  }
+
   // dot: MFMA (gfx90a, gfx942) or WMMA (gfx1100), operands through LDS
   // (amdgpu/matrix_unit.cpp). No LDS matrix load (load_matrix_8x8) and no
   // asynchronous copies yet: the shared lowering converts operands with

@@ -255,6 +255,80 @@ class NvptxTarget final : public Target {
     b.CreateCall(llvm::InlineAsm::get(fty, text, cons + ",~{memory}", /*hasSideEffects=*/true), args);
   }
 
+  llvm::SyncScope::ID sync_scope(llvm::LLVMContext& ctx, MemScope scope) const override {
+    if (scope == MemScope::sys) return llvm::SyncScope::System;
+    return ctx.getOrInsertSyncScopeID(scope == MemScope::cta ? "block" : "device");
+  }
+
+  // LLVM 22's NVPTX back end lowers each atomicrmw that PTX has as one
+  // instruction without its order and scope (an acq_rel atomicrmw becomes
+  // a relaxed atom.global.add; llvm-project #179553, after 22, fixes it).
+  // Those are emitted here as `atom.<sem>.<scope>.global.<op>.<type>` asm
+  // that reads and writes memory. The other forms (float min and max,
+  // 8- and 16-bit add, min, max and exchange, bf16 add before sm_90) LLVM
+  // expands into cmpxchg loops, and its cmpxchg keeps order and scope.
+  // 8- and 16-bit and/or/xor LLVM would widen to a 32-bit atomic of the
+  // aligned word, losing the order again: they are widened here.
+  llvm::Value* atomic_rmw(llvm::IRBuilder<>& b, llvm::AtomicRMWInst::BinOp op, llvm::Value* ptr,
+                          llvm::Value* value, MemOrder order, MemScope scope) const override {
+    using B = llvm::AtomicRMWInst::BinOp;
+    llvm::Type* ty = value->getType();
+    unsigned bits = ty->getPrimitiveSizeInBits();
+    bool word = ty->isIntegerTy() && (bits == 32 || bits == 64);
+    std::string n = std::to_string(bits), form;
+    switch (op) {
+      case B::Add: if (word) form = "add.u" + n; break;
+      case B::Max: case B::Min: if (word) form = std::string(op == B::Max ? "max" : "min") + ".s" + n; break;
+      case B::UMax: case B::UMin: if (word) form = std::string(op == B::UMax ? "max" : "min") + ".u" + n; break;
+      case B::And: case B::Or: case B::Xor:
+        if (ty->isIntegerTy() && bits < 32) return widened_bitwise(b, op, ptr, value, order, scope);
+        form = std::string(op == B::And ? "and" : op == B::Or ? "or" : "xor") + ".b" + n;
+        break;
+      case B::Xchg: if (bits == 32 || bits == 64) form = "exch.b" + n; break;
+      case B::FAdd:
+        if (ty->isFloatTy() || ty->isDoubleTy()) form = "add.f" + n;
+        if (ty->isHalfTy()) form = "add.noftz.f16";
+        if (ty->isBFloatTy() && sm_ >= 90) form = "add.noftz.bf16";
+        break;
+      default: break;
+    }
+    if (form.empty()) return Target::atomic_rmw(b, op, ptr, value, order, scope);
+    return atom(b, form, ptr, value, order, scope);
+  }
+  // One `atom` on a 16-, 32- or 64-bit value; the asm has side effects and
+  // clobbers memory, so LLVM keeps it in order with every other access.
+  static llvm::Value* atom(llvm::IRBuilder<>& b, const std::string& form, llvm::Value* ptr, llvm::Value* value,
+                           MemOrder order, MemScope scope) {
+    static const char* sems[] = {".relaxed", ".acquire", ".release", ".acq_rel"};
+    static const char* scopes[] = {".cta", ".gpu", ".sys"};
+    unsigned bits = value->getType()->getPrimitiveSizeInBits();
+    llvm::Type* it = b.getIntNTy(bits);
+    std::string c = bits == 16 ? "h" : bits == 32 ? "r" : "l";
+    std::string text = std::string("atom") + sems[int(order)] + scopes[int(scope)] + ".global." + form + " $0, [$1], $2;";
+    auto* fty = llvm::FunctionType::get(it, {ptr->getType(), it}, false);
+    llvm::Value* old = b.CreateCall(llvm::InlineAsm::get(fty, text, "=" + c + ",l," + c + ",~{memory}", true),
+                                    {ptr, b.CreateBitCast(value, it)});
+    return b.CreateBitCast(old, value->getType());
+  }
+  // An 8- or 16-bit and/or/xor as one on its aligned 32-bit word: the
+  // other bytes are and-ed with ones, or or-ed / xor-ed with zeros.
+  static llvm::Value* widened_bitwise(llvm::IRBuilder<>& b, llvm::AtomicRMWInst::BinOp op, llvm::Value* ptr,
+                                      llvm::Value* value, MemOrder order, MemScope scope) {
+    using B = llvm::AtomicRMWInst::BinOp;
+    llvm::Type* ty = value->getType();
+    llvm::Value* addr = b.CreatePtrToInt(ptr, b.getInt64Ty());
+    llvm::Value* word_ptr = b.CreateIntToPtr(b.CreateAnd(addr, ~uint64_t(3)), ptr->getType());
+    llvm::Value* shift = b.CreateTrunc(b.CreateShl(b.CreateAnd(addr, 3), 3), b.getInt32Ty());
+    llvm::Value* v = b.CreateShl(b.CreateZExt(value, b.getInt32Ty()), shift);
+    if (op == B::And) {
+      uint32_t ones = uint32_t((uint64_t(1) << ty->getPrimitiveSizeInBits()) - 1);
+      v = b.CreateOr(v, b.CreateNot(b.CreateShl(b.getInt32(ones), shift)));
+    }
+    const char* name = op == B::And ? "and.b32" : op == B::Or ? "or.b32" : "xor.b32";
+    llvm::Value* old = atom(b, name, word_ptr, v, order, scope);
+    return b.CreateTrunc(b.CreateLShr(old, shift), ty);
+  }
+
   llvm::Value* fast_math(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x) const override {
     switch (op) {
       case ir::OpKind::Log2: return b.CreateIntrinsic(llvm::Intrinsic::nvvm_lg2_approx_f, {x});

@@ -55,19 +55,32 @@ void store(const ptr<T>& p, const V& value, const tile<bool>& mask, const StoreO
   detail::store(p.value(), detail::operand(value), mask.value(), o.cache, o.evict, detail::to_loc(w));
 }
 
+// An atomic's memory order and scope, as Triton's `sem` and `scope`:
+// `.sem` "acq_rel" (the default), "acquire", "release" or "relaxed" says
+// how it orders the program's other memory accesses around it; `.scope`
+// "gpu" (the default: the whole device), "cta" (the program's own threads)
+// or "sys" (the host and other devices too) says with whose accesses.
+// Any other value is an error naming the line (docs/language.md, Memory).
+struct AtomicOptions {
+  std::string sem = "acq_rel";
+  std::string scope = "gpu";
+};
+
 // Atomic read-modify-write; each returns the old values (0 where masked off).
-#define TL_ATOMIC(FN, KIND)                                                                                  \
-  template <class T, class V>                                                                                \
-    requires detail::operand_of<V>::valid                                                                    \
-  tile<T> FN(const ptr<T>& p, const V& value, std::source_location w = std::source_location::current()) {   \
-    return tile<T>(detail::atomic_rmw(KIND, p.value(), detail::operand(value), nullptr, detail::to_loc(w))); \
-  }                                                                                                          \
-  template <class T, class V>                                                                                \
-    requires detail::operand_of<V>::valid                                                                    \
-  tile<T> FN(const ptr<T>& p, const V& value, const tile<bool>& mask,                                        \
-             std::source_location w = std::source_location::current()) {                                     \
-    return tile<T>(                                                                                          \
-        detail::atomic_rmw(KIND, p.value(), detail::operand(value), mask.value(), detail::to_loc(w)));       \
+#define TL_ATOMIC(FN, KIND)                                                                                    \
+  template <class T, class V>                                                                                  \
+    requires detail::operand_of<V>::valid                                                                      \
+  tile<T> FN(const ptr<T>& p, const V& value, const AtomicOptions& o = {},                                     \
+             std::source_location w = std::source_location::current()) {                                       \
+    return tile<T>(detail::atomic_rmw(KIND, p.value(), detail::operand(value), nullptr, o.sem, o.scope,        \
+                                      detail::to_loc(w)));                                                     \
+  }                                                                                                            \
+  template <class T, class V>                                                                                  \
+    requires detail::operand_of<V>::valid                                                                      \
+  tile<T> FN(const ptr<T>& p, const V& value, const tile<bool>& mask, const AtomicOptions& o = {},             \
+             std::source_location w = std::source_location::current()) {                                       \
+    return tile<T>(detail::atomic_rmw(KIND, p.value(), detail::operand(value), mask.value(), o.sem, o.scope,   \
+                                      detail::to_loc(w)));                                                     \
   }
 TL_ATOMIC(atomic_add, "add")
 TL_ATOMIC(atomic_max, "max")
@@ -81,8 +94,10 @@ TL_ATOMIC(atomic_xor, "xor")
 // Where *p == cmp, stores value; returns the old value.
 template <class T, class C, class V>
   requires(detail::operand_of<C>::valid && detail::operand_of<V>::valid)
-tile<T> atomic_cas(const ptr<T>& p, const C& cmp, const V& value, std::source_location w = std::source_location::current()) {
-  return tile<T>(detail::atomic_cas(p.value(), detail::operand(cmp), detail::operand(value), detail::to_loc(w)));
+tile<T> atomic_cas(const ptr<T>& p, const C& cmp, const V& value, const AtomicOptions& o = {},
+                   std::source_location w = std::source_location::current()) {
+  return tile<T>(detail::atomic_cas(p.value(), detail::operand(cmp), detail::operand(value), o.sem, o.scope,
+                                    detail::to_loc(w)));
 }
 
 // Fails the launch where `cond` is false, with `message` and this line.

@@ -177,6 +177,8 @@ class Lowerer {
   llvm::Value* guarded(llvm::Value* pred, const std::function<llvm::Value*()>& body, llvm::Value* otherwise);
   void lower_atomic(const Op& op);
   llvm::AtomicRMWInst::BinOp rmw_kind(const Op& op, DType d);
+  static MemOrder mem_order(const Op& op);
+  static MemScope mem_scope(const Op& op);
   void lower_assert(const Op& op);
   void lower_print(const Op& op);
 

@@ -24,6 +24,21 @@ struct MemoryHints {
   bool is_volatile = false;
 };
 
+// An atomic's memory order and scope: the `sem` and `scope` attributes of
+// atomic_rmw / atomic_cas (ops.def), as in Triton and the PTX memory model.
+enum class MemOrder : uint8_t { relaxed, acquire, release, acq_rel };
+enum class MemScope : uint8_t { cta, gpu, sys };
+
+inline llvm::AtomicOrdering llvm_ordering(MemOrder o) {
+  switch (o) {
+    case MemOrder::relaxed: return llvm::AtomicOrdering::Monotonic;
+    case MemOrder::acquire: return llvm::AtomicOrdering::Acquire;
+    case MemOrder::release: return llvm::AtomicOrdering::Release;
+    case MemOrder::acq_rel: break;
+  }
+  return llvm::AtomicOrdering::AcquireRelease;
+}
+
 class Target {
  public:
   virtual ~Target() = default;
@@ -55,6 +70,27 @@ class Target {
                             llvm::Value* other, const MemoryHints& hints) const = 0;
   virtual void store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* ptr, llvm::Value* mask,
                      const MemoryHints& hints) const = 0;
+
+  // Atomics on one element at `ptr` (global memory); each returns the old
+  // value. sync_scope names the LLVM sync scope of a memory scope. The
+  // defaults emit LLVM's atomicrmw and cmpxchg (integer operands) with the
+  // order and that scope; a back end whose LLVM drops either overrides.
+  virtual llvm::SyncScope::ID sync_scope(llvm::LLVMContext& ctx, MemScope scope) const = 0;
+  virtual llvm::Value* atomic_rmw(llvm::IRBuilder<>& b, llvm::AtomicRMWInst::BinOp op, llvm::Value* ptr,
+                                  llvm::Value* value, MemOrder order, MemScope scope) const {
+    return b.CreateAtomicRMW(op, ptr, value, llvm::MaybeAlign(), llvm_ordering(order),
+                             sync_scope(b.getContext(), scope));
+  }
+  virtual llvm::Value* atomic_cas(llvm::IRBuilder<>& b, llvm::Value* ptr, llvm::Value* cmp, llvm::Value* value,
+                                  MemOrder order, MemScope scope) const {
+    // A failed compare stores nothing: it keeps only the acquire half.
+    llvm::AtomicOrdering failure = order == MemOrder::acquire || order == MemOrder::acq_rel
+                                       ? llvm::AtomicOrdering::Acquire
+                                       : llvm::AtomicOrdering::Monotonic;
+    auto* x = b.CreateAtomicCmpXchg(ptr, cmp, value, llvm::MaybeAlign(), llvm_ordering(order), failure,
+                                    sync_scope(b.getContext(), scope));
+    return b.CreateExtractValue(x, 0);
+  }
 
   // f32 math the target has a fast instruction for; null means "use the
   // generic expansion". `op` is one of the unary math OpKinds.

@@ -172,10 +172,20 @@ Value* bitcast(Value* v, DType to, bool to_ptr, const ir::Loc& loc) {
 
 // ---- elementwise ------------------------------------------------------------------
 
+namespace {
+// `/` and `%` of a signed and an unsigned integer are refused (BinCat::DivRem).
+void require_one_signedness(const Operand& a, const Operand& b, const ir::Loc& loc, std::string_view op) {
+  if (mixed_signedness(describe(a), describe(b)))
+    fail(loc, op, "expected integers of one signedness (cast one of them), found " + describe_str(a) + " and " +
+                      describe_str(b));
+}
+}  // namespace
+
 Value* binary(BinCat cat, OpKind kind, std::string_view op, const Operand& a, const Operand& b, const ir::Loc& loc,
               std::string_view pred) {
   if (!tracing()) fail(loc, op, "expected to run inside tl::compile, found no active trace");
   OperandDesc da = describe(a), db = describe(b);
+  if (cat == BinCat::DivRem) require_one_signedness(a, b, loc, op);
   ResultDesc r = binary_result(cat, da, db);
   if (!r.ok)
     fail(loc, op, "expected operands this op accepts, found " + describe_str(a) + " and " + describe_str(b));
@@ -201,11 +211,20 @@ Value* binary(BinCat cat, OpKind kind, std::string_view op, const Operand& a, co
 
   // The operands' common dtype (for comparisons: the dtype compared in).
   DType common = cat == BinCat::Compare ? binary_result(BinCat::Arith, da, db).dtype : r.dtype;
-  Value* av = materialize(a, common, shape, loc, op);
-  Value* bv = materialize(b, common, shape, loc, op);
+  // `>>` shifts in the left operand's signedness, as C++ and Triton do: a
+  // signed one, sign-extended to the promoted width, shifts arithmetically
+  // and the result takes the promoted type (i32 >> u32 is an arithmetic
+  // shift giving u32). An unsigned left operand is zero-extended, so
+  // non-negative: both shifts agree on it.
+  DType in = common;
+  if (kind == OpKind::Shr && mixed_signedness(da, db) && !is_unsigned(da.dtype) && is_unsigned(common))
+    in = common == DType::u8 ? DType::i8 : common == DType::u32 ? DType::i32 : DType::i64;
+  Value* av = materialize(a, in, shape, loc, op);
+  Value* bv = materialize(b, in, shape, loc, op);
   if (kind == OpKind::Cmp)
     return emit1(OpKind::Cmp, {av, bv}, Type{DType::i1, false, shape}, {{"pred", std::string(pred)}}, loc);
-  return emit1(kind, {av, bv}, Type{common, false, shape}, {}, loc);
+  Value* v = emit1(kind, {av, bv}, Type{in, false, shape}, {}, loc);
+  return in == common ? v : cast(v, common, loc, op);
 }
 
 Value* unary(OpKind kind, std::string_view op, Value* a, const ir::Loc& loc) {
@@ -262,10 +281,11 @@ Value* fma(const Operand& a, const Operand& b, const Operand& c, const ir::Loc& 
 }
 
 Value* cdiv(const Operand& a, const Operand& b, const ir::Loc& loc) {
-  // (a + b - 1) / b
+  // (a + b - 1) / b, a division of a by b.
+  require_one_signedness(a, b, loc, "cdiv");
   Value* sum = binary(BinCat::Arith, OpKind::Add, "cdiv", a, b, loc);
   Value* less = binary(BinCat::Arith, OpKind::Sub, "cdiv", Operand(sum), Operand::number(1), loc);
-  return binary(BinCat::Arith, OpKind::Div, "cdiv", Operand(less), b, loc);
+  return binary(BinCat::DivRem, OpKind::Div, "cdiv", Operand(less), b, loc);
 }
 
 // ---- creation ----------------------------------------------------------------------
@@ -502,6 +522,15 @@ ir::Attrs hints(const std::string& cache, const std::string& evict) {
   if (!evict.empty()) a["evict"] = evict;
   return a;
 }
+// An atomic's memory order and scope: one of Triton's names each.
+ir::Attrs atomic_sync(const std::string& sem, const std::string& scope, const ir::Loc& loc, std::string_view op) {
+  if (sem != "relaxed" && sem != "acquire" && sem != "release" && sem != "acq_rel")
+    fail(loc, op, "expected a memory order (.sem) \"relaxed\", \"acquire\", \"release\" or \"acq_rel\", found \"" +
+                      sem + "\"");
+  if (scope != "cta" && scope != "gpu" && scope != "sys")
+    fail(loc, op, "expected a memory scope (.scope) \"cta\", \"gpu\" or \"sys\", found \"" + scope + "\"");
+  return {{"sem", sem}, {"scope", scope}};
+}
 }  // namespace
 
 Value* load(Value* ptr, Value* mask, const Operand* other, const std::string& cache, const std::string& evict,
@@ -523,21 +552,26 @@ void store(Value* ptr, const Operand& value, Value* mask, const std::string& cac
   emit(OpKind::Store, operands, {}, hints(cache, evict), loc);
 }
 
-Value* atomic_rmw(const std::string& kind, Value* ptr, const Operand& value, Value* mask, const ir::Loc& loc) {
+Value* atomic_rmw(const std::string& kind, Value* ptr, const Operand& value, Value* mask, const std::string& sem,
+                  const std::string& scope, const ir::Loc& loc) {
   std::string op = "atomic_" + kind;
   Type pt = require_pointer(ptr, loc, op);
   bool bitwise = kind == "and" || kind == "or" || kind == "xor";
   if (bitwise && !is_int(pt.dtype)) fail(loc, op, "expected pointers to integers, found " + pt.str());
+  ir::Attrs attrs = atomic_sync(sem, scope, loc, op);
+  attrs["kind"] = kind;
   std::vector<Value*> operands{ptr, prepare_value(value, pt, loc, op, "value")};
   if (mask) operands.push_back(prepare_mask(mask, pt, loc, op));
-  return emit1(OpKind::AtomicRmw, operands, Type{pt.dtype, false, pt.shape}, {{"kind", kind}}, loc);
+  return emit1(OpKind::AtomicRmw, operands, Type{pt.dtype, false, pt.shape}, attrs, loc);
 }
 
-Value* atomic_cas(Value* ptr, const Operand& cmp, const Operand& value, const ir::Loc& loc) {
+Value* atomic_cas(Value* ptr, const Operand& cmp, const Operand& value, const std::string& sem,
+                  const std::string& scope, const ir::Loc& loc) {
   Type pt = require_pointer(ptr, loc, "atomic_cas");
+  ir::Attrs attrs = atomic_sync(sem, scope, loc, "atomic_cas");
   Value* c = prepare_value(cmp, pt, loc, "atomic_cas", "compared value");
   Value* v = prepare_value(value, pt, loc, "atomic_cas", "value");
-  return emit1(OpKind::AtomicCas, {ptr, c, v}, Type{pt.dtype, false, pt.shape}, {}, loc);
+  return emit1(OpKind::AtomicCas, {ptr, c, v}, Type{pt.dtype, false, pt.shape}, attrs, loc);
 }
 
 void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc) {

@@ -129,6 +129,11 @@ class Verifier {
   void optional_str_in(const Op& op, const std::string& key, std::initializer_list<const char*> allowed) const {
     if (op.has_attr(key) && !str_attr(op, key).empty()) str_in(op, key, allowed);
   }
+  // An atomic's memory order and scope (absent: acq_rel, gpu).
+  void atomic_sync(const Op& op) const {
+    if (op.has_attr("sem")) str_in(op, "sem", {"relaxed", "acquire", "release", "acq_rel"});
+    if (op.has_attr("scope")) str_in(op, "scope", {"cta", "gpu", "sys"});
+  }
   void str_in(const Op& op, const std::string& key, std::initializer_list<const char*> allowed) const {
     const std::string& v = str_attr(op, key);
     std::string want;
@@ -447,6 +452,7 @@ class Verifier {
         if (op.operands.size() > 2) same_type(op, tile_like(ptr, DType::i1), opnd(op, 2), "a mask");
         same_type(op, pointee(ptr), res(op), "a result");
         str_in(op, "kind", {"add", "max", "min", "xchg", "and", "or", "xor"});
+        atomic_sync(op);
         break;
       }
       case OpKind::AtomicCas: {
@@ -457,6 +463,7 @@ class Verifier {
         same_type(op, pointee(ptr), opnd(op, 1), "a compared value");
         same_type(op, pointee(ptr), opnd(op, 2), "a new value");
         same_type(op, pointee(ptr), res(op), "a result");
+        atomic_sync(op);
         break;
       }
 

@@ -100,6 +100,22 @@ void bad_reduce_axis(ptr<float> x) {
   store(x, s);
 }
 
+void mixed_signedness_cdiv(ptr<int32_t> x, ptr<uint32_t> y) {
+  auto a = load(x + arange(0, 16));  // [16] i32
+  auto b = load(y + arange(0, 16));  // [16] u32
+  MARK auto q = cdiv(a, b);          // `a / b` does not compile; cdiv sees the types only at trace time
+  store(y + arange(0, 16), q);
+}
+
+void atomic_bad_sem(ptr<int32_t> x) {
+  MARK atomic_add(x, 1, {.sem = "seq_cst"});
+}
+
+void atomic_bad_scope(ptr<int32_t> x) {
+  auto offs = arange(0, 16);
+  MARK atomic_cas(x + offs, 0, 1, {.scope = "cluster"});
+}
+
 void break_in_loop(ptr<float> x, scalar<int32_t> n) {
   auto acc = zeros<float>({16});
   MARK for (auto i : range(0, n)) {
@@ -206,6 +222,21 @@ TEST_CASE("errors: dtype mismatches at trace time", "[frontend][errors]") {
   CHECK(msg == at_line(g_line) + "bitcast: expected a type of 32 bits like f32, found i16 (16 bits)");
   msg = compile_error(bad_reduce_axis);
   CHECK(msg == at_line(g_line) + "sum: expected an axis in -1..0 for a rank-1 tile, found 1");
+}
+
+TEST_CASE("errors: integer division of mixed signedness", "[frontend][errors][types]") {
+  std::string msg = compile_error(mixed_signedness_cdiv);
+  CHECK(msg == at_line(g_line) +
+                   "cdiv: expected integers of one signedness (cast one of them), found tile<16xi32> and tile<16xu32>");
+}
+
+TEST_CASE("errors: an atomic's memory order and scope", "[frontend][errors][atomics]") {
+  std::string msg = compile_error(atomic_bad_sem);
+  CHECK(msg == at_line(g_line) +
+                   "atomic_add: expected a memory order (.sem) \"relaxed\", \"acquire\", \"release\" or \"acq_rel\", "
+                   "found \"seq_cst\"");
+  msg = compile_error(atomic_bad_scope);
+  CHECK(msg == at_line(g_line) + "atomic_cas: expected a memory scope (.scope) \"cta\", \"gpu\" or \"sys\", found \"cluster\"");
 }
 
 TEST_CASE("errors: break or return inside a traced loop", "[frontend][errors][loop]") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "tiledsl/tiledsl.h"
@@ -64,6 +65,17 @@ void row_stats(ptr<float> x, ptr<int32_t> idx, ptr<float> mx, ptr<float> cs) {
 void small_dot(ptr<bf16> a, ptr<bf16> b, ptr<float> c) {
   auto offs = col(arange(0, 16)) * 16 + row(arange(0, 16));  // [16, 16]
   store(c + offs, dot(load(a + offs), load(b + offs)));
+}
+
+// `>>` of a signed tile by an unsigned one (docs/language.md: an
+// arithmetic shift of the sign-extended value, typed as the promotion).
+void mixed_shift(ptr<int32_t> x, ptr<int8_t> y, ptr<uint32_t> k, ptr<uint32_t> out) {
+  auto offs = arange(0, 4);  // [4] i32
+  auto a = load(x + offs);   // [4] i32
+  auto b = load(y + offs);   // [4] i8
+  auto n = load(k + offs);   // [4] u32
+  store(out + offs, a >> n);
+  store(out + 4 + offs, b >> n);
 }
 
 }  // namespace
@@ -155,4 +167,17 @@ TEST_CASE("run: bf16 dot accumulates in f32", "[frontend][run][dot]") {
       for (int kk = 0; kk < 16; ++kk) want += double(float(ha[m * 16 + kk])) * double(float(hb[kk * 16 + n]));
       REQUIRE(c[m * 16 + n] == float(want));
     }
+}
+
+TEST_CASE("run: >> of a signed by an unsigned tile shifts arithmetically", "[frontend][run][types]") {
+  Device dev = Device::get("interp");
+  Kernel k = compile(mixed_shift, {.name = "mixed_shift"});
+  auto x = dev.upload(std::vector<int32_t>{-8, -1, 7, INT32_MIN});
+  auto y = dev.upload(std::vector<int8_t>{-8, -128, 7, -1});
+  auto n = dev.upload(std::vector<uint32_t>{1, 31, 1, 40});  // 40: past the width, the sign fills
+  auto out = dev.alloc<uint32_t>(8);
+  dev(k, Grid{1}, x, y, n, out);
+  dev.synchronize();
+  CHECK(out.download<uint32_t>() ==
+        std::vector<uint32_t>{0xfffffffcu, 0xffffffffu, 3u, 0xffffffffu, 0xfffffffcu, 0xffffffffu, 3u, 0xffffffffu});
 }

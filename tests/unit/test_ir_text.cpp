@@ -108,8 +108,8 @@ const char* kAllOps = R"(func @all_ops(%0: ptr<f32>, %1: ptr<i32>, %2: i32, %3: 
   store %13, %68, %11 {cache = "", evict = "evict_first"}
   %76 = splat %1 : tile<16xptr<i32>>
   %77 = addptr %76, %6 : tile<16xptr<i32>>
-  %78 = atomic_rmw %77, %6, %11 {kind = "max"} : tile<16xi32>
-  %79 = atomic_cas %77, %6, %44 : tile<16xi32>
+  %78 = atomic_rmw %77, %6, %11 {kind = "max", scope = "cta", sem = "release"} : tile<16xi32>
+  %79 = atomic_cas %77, %6, %44 {scope = "sys", sem = "relaxed"} : tile<16xi32>
   %80 = splat %3 : tile<16xptr<bf16>>
   store %80, %45
   %81 = cmp %67, %67 {pred = "eq"} : i1
@@ -368,6 +368,10 @@ TEST_CASE("ir verifier: each rule reports its message", "[ir][verify][errors]") 
        "t.cpp:23: 'store' expects a stored value of type tile<16xf32>, found tile<16x16xf32>"},
       {"atomic kind", "%ps = splat %p : tile<16xptr<f32>>\n  %a = atomic_rmw %ps, %x {kind = \"mul\"} : tile<16xf32> loc(\"t.cpp\":24)",
        "t.cpp:24: 'atomic_rmw' expects 'kind' to be one of \"add\"|\"max\"|\"min\"|\"xchg\"|\"and\"|\"or\"|\"xor\", found \"mul\""},
+      {"atomic order", "%ps = splat %p : tile<16xptr<f32>>\n  %a = atomic_rmw %ps, %x {kind = \"add\", sem = \"seq_cst\"} : tile<16xf32> loc(\"t.cpp\":24)",
+       "t.cpp:24: 'atomic_rmw' expects 'sem' to be one of \"relaxed\"|\"acquire\"|\"release\"|\"acq_rel\", found \"seq_cst\""},
+      {"atomic scope", "%ps = splat %p : tile<16xptr<f32>>\n  %a = atomic_cas %ps, %x, %x {scope = \"cluster\"} : tile<16xf32> loc(\"t.cpp\":24)",
+       "t.cpp:24: 'atomic_cas' expects 'scope' to be one of \"cta\"|\"gpu\"|\"sys\", found \"cluster\""},
       {"program_id axis", "%a = program_id {axis = 3} : i32 loc(\"t.cpp\":25)",
        "t.cpp:25: 'program_id' expects 'axis' in 0..2, found 3"},
       {"arange length", "%a = arange {end = 32, start = 0} : tile<16xi32> loc(\"t.cpp\":26)",

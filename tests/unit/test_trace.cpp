@@ -165,6 +165,45 @@ void promotions(ptr<bf16> xb, ptr<f16> xh, ptr<int32_t> xi, ptr<float> out) {
   store(out + arange(0, 16), bh + fi + cast<float>(b2) + cast<float>(i1) + sb);
 }
 
+// The promotions where tiledsl and Triton differ, and the f8 mix where they
+// agree (docs/language.md, "Arithmetic and promotion").
+void promotions_vs_triton(ptr<bf16> xb, ptr<f16> xh, ptr<f8e4m3> x4, ptr<f8e5m2> x5, ptr<int32_t> xi,
+                          ptr<float> out) {
+  auto offs = arange(0, 16);
+  auto b = load(xb + offs);  // [16] bf16
+  auto h = load(xh + offs);  // [16] f16
+  auto e4 = load(x4 + offs);  // [16] f8e4m3
+  auto e5 = load(x5 + offs);  // [16] f8e5m2
+  auto i = load(xi + offs);  // [16] i32
+  auto f8mix = e4 + e5;       // Triton: f16 too
+  static_assert(std::is_same_v<decltype(f8mix), tile<f16>>);
+  auto bh = b + h;            // Triton: f16
+  static_assert(std::is_same_v<decltype(bh), tile<float>>);
+  auto b8 = b * e4;           // Triton: f32
+  static_assert(std::is_same_v<decltype(b8), tile<bf16>>);
+  auto h8 = h - e5;           // f16 in both
+  static_assert(std::is_same_v<decltype(h8), tile<f16>>);
+  auto bi = b + i;            // Triton: f32
+  static_assert(std::is_same_v<decltype(bi), tile<bf16>>);
+  auto e4i = e4 * i;          // Triton: an error
+  static_assert(std::is_same_v<decltype(e4i), tile<f8e4m3>>);
+  auto hq = h / h;            // Triton: f32
+  static_assert(std::is_same_v<decltype(hq), tile<f16>>);
+  auto bq = b % 2.0f;         // Triton: f32
+  static_assert(std::is_same_v<decltype(bq), tile<bf16>>);
+  store(out + offs, cast<float>(f8mix) + bh + cast<float>(b8) + cast<float>(h8) + cast<float>(bi) +
+                        cast<float>(e4i) + cast<float>(hq) + cast<float>(bq));
+}
+
+// `>>` of a signed by an unsigned tile: an arithmetic shift at the promoted
+// width, then the promoted type.
+void mixed_shift(ptr<int32_t> x, ptr<uint32_t> k, ptr<uint32_t> out) {
+  auto offs = arange(0, 16);
+  auto r = load(x + offs) >> load(k + offs);
+  static_assert(std::is_same_v<decltype(r), tile<uint32_t>>);
+  store(out + offs, r);
+}
+
 void reductions(ptr<float> x, ptr<int32_t> out) {
   auto rows = col(arange(0, 8));                      // [8, 1]
   auto v = load(x + rows * 16 + row(arange(0, 16)));  // [8, 16] f32
@@ -182,6 +221,9 @@ template <class A, class B> constexpr bool can_bitand = requires(A a, B b) { a &
 template <class A, class B> constexpr bool can_mul = requires(A a, B b) { a * b; };
 template <class A, class B> constexpr bool can_add = requires(A a, B b) { a + b; };
 template <class A, class B> constexpr bool can_sub = requires(A a, B b) { a - b; };
+template <class A, class B> constexpr bool can_div = requires(A a, B b) { a / b; };
+template <class A, class B> constexpr bool can_rem = requires(A a, B b) { a % b; };
+template <class A, class B> constexpr bool can_div_assign = requires(A a, B b) { a /= b; };
 
 // ---- tests -----------------------------------------------------------------
 
@@ -348,6 +390,27 @@ TEST_CASE("trace: weak literals and tile promotion", "[frontend][trace][types]")
   CHECK(red->operands[0]->type.str() == "tile<16xf32>");
   CHECK(red->operands[0]->def->kind == OpKind::Cast);
   CHECK(red->results[0]->type.str() == "f32");
+}
+
+TEST_CASE("trace: promotions where tiledsl and Triton differ", "[frontend][trace][types]") {
+  auto f = trace(promotions_vs_triton);  // the static_asserts hold; the mix computes in f16
+  bool f16_add = false;
+  for (Op* a : find_ops(f->body, OpKind::Add))
+    if (a->results[0]->type.str() == "tile<16xf16>" && a->operands[0]->def->kind == OpKind::Cast) f16_add = true;
+  CHECK(f16_add);
+}
+
+TEST_CASE("trace: / and % refuse mixed signedness, >> shifts by the left operand's sign",
+          "[frontend][trace][types]") {
+  static_assert(!can_div<tile<int32_t>, tile<uint32_t>> && !can_div<tile<uint32_t>, tile<int64_t>>);
+  static_assert(!can_rem<tile<int8_t>, tile<uint8_t>> && !can_div_assign<tile<int32_t>, tile<uint32_t>>);
+  static_assert(can_div<tile<uint32_t>, int> && can_div<int, tile<uint32_t>> && can_rem<tile<uint64_t>, tile<uint32_t>>);
+  static_assert(can_div<tile<int32_t>, tile<int64_t>> && can_div<tile<bool>, tile<uint32_t>>);
+  static_assert(can_div<tile<float>, tile<uint32_t>>);  // a float operand: true division
+  auto f = trace(mixed_shift);
+  Op* shr = only_op(f->body, OpKind::Shr);
+  CHECK(shr->results[0]->type.str() == "tile<16xi32>");
+  CHECK(shr->operands[1]->type.str() == "tile<16xi32>");
 }
 
 TEST_CASE("trace: argmax, generic reduce and cumsum build combine regions", "[frontend][trace][reduce]") {

@@ -19,16 +19,18 @@ namespace tl::detail {
 
 // ---- promotion ----------------------------------------------------------
 
-// Tile-tile promotion (Triton's rules): float beats int, wider beats
-// narrower, two different floats of one width (bf16/f16, e4m3/e5m2) give f32,
-// i1 yields to any other type, same-width signed/unsigned gives unsigned,
-// otherwise the wider integer wins.
+// Tile-tile promotion: float beats int, the wider float wins, two floats
+// of one width give the narrowest float holding both exactly (bf16 and
+// f16: f32; e4m3 and e5m2: f16), i1 yields to any other type, the wider
+// integer wins and same-width signed/unsigned gives unsigned. This is
+// Triton's computation_type_impl except where docs/language.md says
+// otherwise (bf16 + f16, bf16 + f8, bf16 or f8 with an integer).
 constexpr DType promote(DType a, DType b) {
   if (a == b) return a;
   bool fa = is_float(a), fb = is_float(b);
   if (fa && fb) {
     if (bit_width(a) != bit_width(b)) return bit_width(a) > bit_width(b) ? a : b;
-    return DType::f32;
+    return bit_width(a) == 8 ? DType::f16 : DType::f32;
   }
   if (fa) return a;
   if (fb) return b;
@@ -57,13 +59,23 @@ struct OperandDesc {
   bool is_ptr = false;
   LitKind lit = LitKind::None;
 };
-// Binary op families that differ in typing.
-enum class BinCat : uint8_t { Add, Sub, Arith, Bitwise, Compare };
+// Binary op families that differ in typing. DivRem (`/`, `%`) is Arith
+// that rejects integers of different signedness, as Triton does: C++
+// would convert the signed one to unsigned, so -7 / 2u would be 2147483644.
+enum class BinCat : uint8_t { Add, Sub, Arith, DivRem, Bitwise, Compare };
 struct ResultDesc {
   bool ok = false;
   DType dtype = DType::i32;
   bool is_ptr = false;
 };
+
+// Two traced integer operands, one signed and one unsigned (i1 is neither).
+constexpr bool mixed_signedness(const OperandDesc& a, const OperandDesc& b) {
+  auto integer = [](const OperandDesc& o) {
+    return o.is_tile && !o.is_ptr && is_int(o.dtype) && o.dtype != DType::i1;
+  };
+  return integer(a) && integer(b) && is_unsigned(a.dtype) != is_unsigned(b.dtype);
+}
 
 constexpr bool is_offset(const OperandDesc& o) {
   return o.is_tile ? (!o.is_ptr && is_int(o.dtype) && o.dtype != DType::i1) : o.lit == LitKind::Int;
@@ -87,6 +99,7 @@ constexpr ResultDesc binary_result(BinCat cat, OperandDesc a, OperandDesc b) {
             : a.is_tile            ? promote_literal(a.dtype, b.lit)
                                    : promote_literal(b.dtype, a.lit);
   if (cat == BinCat::Bitwise && !is_int(d)) return {};
+  if (cat == BinCat::DivRem && mixed_signedness(a, b)) return {};
   if (cat == BinCat::Compare) return {true, DType::i1, false};
   return {true, d, false};
 }
@@ -179,8 +192,11 @@ Value* load(Value* ptr, Value* mask, const Operand* other, const std::string& ca
             bool is_volatile, const ir::Loc& loc);
 void store(Value* ptr, const Operand& value, Value* mask, const std::string& cache, const std::string& evict,
            const ir::Loc& loc);
-Value* atomic_rmw(const std::string& kind, Value* ptr, const Operand& value, Value* mask, const ir::Loc& loc);
-Value* atomic_cas(Value* ptr, const Operand& cmp, const Operand& value, const ir::Loc& loc);
+// `sem` and `scope`: tl::AtomicOptions' memory order and scope, checked here.
+Value* atomic_rmw(const std::string& kind, Value* ptr, const Operand& value, Value* mask, const std::string& sem,
+                  const std::string& scope, const ir::Loc& loc);
+Value* atomic_cas(Value* ptr, const Operand& cmp, const Operand& value, const std::string& sem,
+                  const std::string& scope, const ir::Loc& loc);
 void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc);
 void device_print(const std::string& prefix, const std::vector<Value*>& values, const ir::Loc& loc);
 
