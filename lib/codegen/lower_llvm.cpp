@@ -584,7 +584,14 @@ llvm::Value* Lowerer::scalar_op(const Op& op, std::vector<llvm::Value*> a) {
   // Floats: f8 computes in f32; bf16/f16 math in f32; arithmetic native.
   bool widen = is_f8(in) || (bit_width(in) == 16 && is_math(op.kind));
   if (widen) {
-    for (auto& v : a) v = to_f32(v, in);
+    // bf16 % bf16 widens through the bits: from fpext operands LLVM would
+    // shrink the f32 frem back to a bf16 one, which AMDGPU instruction
+    // selection cannot lower (a fatal "no libcall available for frem").
+    auto widen_bits = [&](llvm::Value* v) {
+      llvm::Value* bits = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt16Ty()), b_.getInt32Ty());
+      return b_.CreateBitCast(b_.CreateShl(bits, 16), b_.getFloatTy());
+    };
+    for (auto& v : a) v = in == DType::bf16 && op.kind == OpKind::Rem ? widen_bits(v) : to_f32(v, in);
     llvm::Value* r = float_op(op, a, DType::f32);
     if (op.kind == OpKind::Cmp) return r;
     return from_f32(r, rt.dtype);
@@ -812,7 +819,9 @@ llvm::Value* Lowerer::cast(llvm::Value* v, DType from, DType to, const Op& op) {
     return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
   }
   if (is_float(from) && is_float(to)) {
-    if (is_f8(from) || is_f8(to)) return from_f32(to_f32(v, from), to);
+    // f8 has no LLVM type, and bf16 <-> f16 (one width, neither contains the
+    // other) no single LLVM cast: both go through f32, which holds each exactly.
+    if (is_f8(from) || is_f8(to) || bit_width(from) == bit_width(to)) return from_f32(to_f32(v, from), to);
     return b_.CreateFPCast(v, ty);
   }
   if (is_float(from)) {  // float -> int: truncate, saturate, NaN -> 0
@@ -1080,7 +1089,8 @@ void Lowerer::lower_print(const Op& op) {
       llvm::Value* x = regs[r];
       std::string fmt;
       if (is_float(v->type.dtype)) {
-        x = b_.CreateFPExt(to_f32(x, v->type.dtype), b_.getDoubleTy());
+        // printf takes doubles; an f64 is one already (through f32 it would round).
+        if (v->type.dtype != DType::f64) x = b_.CreateFPExt(to_f32(x, v->type.dtype), b_.getDoubleTy());
         fmt = "%f";
       } else if (v->type.is_ptr) {
         fmt = "%p";
@@ -1090,7 +1100,12 @@ void Lowerer::lower_print(const Op& op) {
       }
       std::vector<llvm::Value*> args = {t_.program_id(b_, 0), t_.program_id(b_, 1), t_.program_id(b_, 2), tid_,
                                         b_.getInt32(int32_t(r)), x};
-      t_.print(b_, "pid (%d, %d, %d) thread %d reg %d " + prefix + " " + fmt + "\n", args);
+      // A target that cannot print says why; the error names the op's line.
+      try {
+        t_.print(b_, "pid (%d, %d, %d) thread %d reg %d " + prefix + " " + fmt + "\n", args);
+      } catch (const Error& e) {
+        unsupported(op, std::string("cannot be lowered: ") + e.what());
+      }
     }
   }
 }

@@ -33,8 +33,14 @@ inline int count(const std::string& text, const std::string& pattern) {
   return int(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
-// Assembles PTX with ptxas; returns its output, or nullopt when absent.
-inline std::optional<std::string> ptxas(const std::string& ptx, const std::string& arch) {
+// What ptxas said of a PTX module.
+struct PtxasRun {
+  bool ok = false;  // it assembled
+  std::string log;  // its output (-v: registers, spills)
+};
+
+// Runs ptxas on PTX; nullopt when ptxas is absent.
+inline std::optional<PtxasRun> run_ptxas(const std::string& ptx, const std::string& arch) {
   const char* tool = "/usr/local/cuda/bin/ptxas";
   if (!std::filesystem::exists(tool)) return std::nullopt;
   auto dir = std::filesystem::temp_directory_path() / ("tiledsl-ptxas-" + std::to_string(::getpid()));
@@ -44,10 +50,17 @@ inline std::optional<std::string> ptxas(const std::string& ptx, const std::strin
                     (dir / "k.cubin").string() + " > " + (dir / "log").string() + " 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream log(dir / "log");
-  std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  PtxasRun run{rc == 0, std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>())};
   std::filesystem::remove_all(dir);
-  if (rc != 0) FAIL("ptxas rejected the PTX:\n" << out);
-  return out;
+  return run;
+}
+
+// Assembles PTX with ptxas; returns its output, or nullopt when absent.
+inline std::optional<std::string> ptxas(const std::string& ptx, const std::string& arch) {
+  auto run = run_ptxas(ptx, arch);
+  if (!run) return std::nullopt;
+  if (!run->ok) FAIL("ptxas rejected the PTX:\n" << run->log);
+  return run->log;
 }
 
 inline void check_assembles(const std::string& ptx, const std::string& arch) {
