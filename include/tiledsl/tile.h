@@ -158,8 +158,10 @@ class tile {
   }
   ~tile() { detail::slot_free(slot_); }
 
-  // A traced value has no C++ truth value at trace time: use tl::if_ or tl::where.
-  explicit operator bool() const = delete;
+  // A traced value has no C++ truth value at trace time (use tl::if_ or
+  // tl::where): tile declares no conversion to bool, so `if (t)` does not
+  // compile. A deleted `explicit operator bool` would say so more loudly, but
+  // it makes the built-in `!` a candidate and `!t` ambiguous.
 
   detail::Value* value() const { return detail::slot_get(slot_); }
   ir::Type type() const { return detail::type_of(value()); }
