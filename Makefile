@@ -56,17 +56,18 @@ fuzz: deps
 	cd $(BUILD)-fuzz && ctest --output-on-failure -j $(JOBS)
 	@cat $(BUILD)-fuzz/work/*/summary.txt
 
-# The unit suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the
-# threaded tests under ThreadSanitizer, in build dirs of their own. LLVM's
-# static archives stay uninstrumented (both sanitizers allow that: memory
-# LLVM owns is not checked, our code's is).
+# The unit suite under AddressSanitizer + UndefinedBehaviorSanitizer (each
+# TEST_CASE a ctest test: one per core, and one that dies does not take the
+# rest with it), and the threaded tests under ThreadSanitizer, in build dirs
+# of their own. LLVM's static archives stay uninstrumented (both sanitizers
+# allow that: memory LLVM owns is not checked, our code's is).
 sanitize: asan tsan
 
 asan: deps
 	@cmake -S . -B $(BUILD)-asan $(SAN_CONFIG) -DCMAKE_CXX_FLAGS_SANITIZE="$(ASAN_FLAGS)" > /dev/null
 	@cmake --build $(BUILD)-asan -j $(JOBS) --target tiledsl_tests
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ./tests/tiledsl_tests
+	  ctest -L unit --output-on-failure -j $(JOBS)
 
 tsan: deps
 	@cmake -S . -B $(BUILD)-tsan $(SAN_CONFIG) -DCMAKE_CXX_FLAGS_SANITIZE="$(TSAN_FLAGS)" \

@@ -5,9 +5,11 @@
 # The seeds are copied into <work dir>/seeds (libFuzzer reads directories);
 # the corpus it grows stays in <work dir>/corpus, so later runs start from
 # where this one stopped. A crash, sanitizer report, leak or an input that
-# runs over 10 s (a hang) fails the run; the reproducer is written under
+# runs over FUZZ_TIMEOUT seconds (default 10, a hang: inputs take
+# milliseconds) fails the run; the reproducer is written under
 # <work dir>/artifacts/ and the message says where to keep it. The line
-# saying how it went is also left in <work dir>/summary.txt.
+# saying how it went is also left in <work dir>/summary.txt. (The timeout is
+# wall-clock time: on a machine loaded by other work, raise it.)
 set -euo pipefail
 bin=$1 seconds=$2 work=$3
 shift 3
@@ -28,7 +30,7 @@ dict=()
 # -rss_limit_mb: over 2 GiB for one input is a bug (e.g. a tile shape
 # allocated eagerly), not a machine limit.
 set +e
-"$bin" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+"$bin" "${dict[@]}" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=65536 \
   -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds" \
   > "$work/log.txt" 2>&1
 rc=$?
