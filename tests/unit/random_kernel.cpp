@@ -1147,7 +1147,8 @@ struct Gen {
     if (has_else) branch(in.else_body, in.else_yields);
     else in.else_yields = inits;
     for (size_t k = 0; k < inits.size(); ++k) {
-      const Val &i0 = V(inits[k]), &t = V(in.yields[k]), &e = V(in.else_yields[k]);
+      // Copies: add_val below may reallocate p.vals.
+      const Val i0 = V(inits[k]), t = V(in.yields[k]), e = V(in.else_yields[k]);
       in.out.push_back(add_val(any_val(i0.dt, i0.shape, std::min({i0.lo, t.lo, e.lo}), std::max({i0.hi, t.hi, e.hi}),
                                        i0.exact && t.exact && e.exact)));
       if (!isf(i0.dt)) p.vals[size_t(in.out.back())].exact = true;
