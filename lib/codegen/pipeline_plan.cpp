@@ -120,9 +120,9 @@ bool Planner::dot_reads(const Op& ld, std::vector<const Op*>& trans) {
   if (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2])) return false;
   for (const Op* u : users_[v]) {
     if (dot_use(u, v)) continue;
-    bool t_ok = u->kind == OpKind::Trans && !users_[u->result()].empty();
-    for (const Op* uu : users_[u->result()]) t_ok = t_ok && dot_use(uu, u->result());
-    if (!t_ok) return false;
+    if (u->kind != OpKind::Trans || users_[u->result()].empty()) return false;  // a store has no result
+    for (const Op* uu : users_[u->result()])
+      if (!dot_use(uu, u->result())) return false;
     trans.push_back(u);
   }
   return true;
