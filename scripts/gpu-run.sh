@@ -50,15 +50,19 @@ for w in $what; do
         echo "sweep $e rc=$?: $(grep -c PASS "$OUT/sweep-$e.log") PASS, $(grep -c FAIL "$OUT/sweep-$e.log") FAIL; $(tail -1 "$OUT/sweep-$e.log")"
         grep FAIL "$OUT/sweep-$e.log" | head -5
       done ;;
-    sanitize)
+    sanitize|sanitize-*)
       # One summary line per tool and program ("ERROR SUMMARY: n errors",
       # or "RACECHECK SUMMARY" ...); the whole reports go to $OUT.
+      # sanitize-<tool> runs one tool (a device call is at most 10 minutes);
+      # SANITIZE_TIMEOUT bounds each program (default 600 s).
       cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-      for tool in memcheck racecheck synccheck; do
+      tools="memcheck racecheck synccheck"
+      [ "$w" != sanitize ] && tools=${w#sanitize-}
+      for tool in $tools; do
         for e in vector_add softmax layernorm gemm attention tiledsl_tests; do
           args=(--device=cuda)
           [ "$e" = tiledsl_tests ] && args=("[gpu]")
-          TILEDSL_CACHE_DIR=/tmp/tl/cache-$tool timeout 600 "$cs" --tool "$tool" --print-limit 20 \
+          TILEDSL_CACHE_DIR=/tmp/tl/cache-$tool timeout "${SANITIZE_TIMEOUT:-600}" "$cs" --tool "$tool" --print-limit 20 \
             "$bin/$e" "${args[@]}" > "/tmp/cs-$tool-$e.log" 2>&1
           rc=$?
           echo "$tool $e rc=$rc: $(grep -E 'SUMMARY' "/tmp/cs-$tool-$e.log" | tail -1) $(grep -E 'PASS|FAIL|test cases' "/tmp/cs-$tool-$e.log" | tail -1)"

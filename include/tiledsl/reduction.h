@@ -64,7 +64,8 @@ tile<int32_t> argmin(const tile<E>& x, int axis, std::source_location w = std::s
 }
 
 // Generic reduction: `combine(tile<E> a, tile<E> b) -> tile<E>` is traced once
-// on scalars and must be associative (the combine order is a balanced tree).
+// on scalars and must be associative and commutative (the interpreter
+// combines in a balanced tree, a GPU in its layout's order: docs/language.md).
 template <class E, class F>
 tile<E> reduce(const tile<E>& x, int axis, F&& combine, std::source_location w = std::source_location::current()) {
   ir::Loc loc = detail::to_loc(w);

@@ -207,6 +207,26 @@ LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_wa
   return LinearLayout(std::move(ins), std::move(outs));
 }
 
+bool scannable(const LinearLayout& l, int axis) {
+  int32_t seen = 0;
+  for (const auto& d : l.in_dims())
+    for (const auto& b : d.bases) {
+      int32_t a = b[size_t(axis)];
+      if (a == 0) continue;
+      if (d.name == kBlock || (a & (a - 1)) || (seen & a)) return false;
+      for (size_t i = 0; i < b.size(); ++i)
+        if (int(i) != axis && b[i] != 0) return false;
+      seen |= a;
+    }
+  return true;
+}
+
+LinearLayout scan_layout(const LinearLayout& operand, const std::vector<int64_t>& shape, int axis, int num_warps,
+                         int warp_size, int ctas) {
+  if (scannable(operand, axis)) return operand;
+  return default_layout(shape, 1, num_warps, warp_size, axis, ctas);
+}
+
 bool reducible(const LinearLayout& l, int axis) {
   // Every lane and warp basis must move along the axis only, or not at all.
   for (const auto& d : l.in_dims()) {
@@ -255,7 +275,9 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
       return default_layout(v->type.shape, 1, plan.num_warps, plan.warp_size, -1, plan.num_ctas);
     }
     case OpKind::Scan:
-      return line_layout(v->type.shape, int(op.attr_int("axis")), plan.num_warps, plan.warp_size, plan.num_ctas);
+      // Every operand in the first one's scan layout (one register count).
+      return scan_layout(plan.of(op.operands[0]), v->type.shape, int(op.attr_int("axis")), plan.num_warps,
+                         plan.warp_size, plan.num_ctas);
     case OpKind::Store:
     case OpKind::AtomicRmw:
     case OpKind::AtomicCas:
@@ -504,7 +526,10 @@ class Assigner {
         return src.slice(axis);
       }
       case OpKind::Scan:
-        return line_layout(res->type.shape, int(op.attr_int("axis")), plan_.num_warps, plan_.warp_size, plan_.num_ctas);
+        if (auto l = operand(0))
+          return scan_layout(*l, res->type.shape, int(op.attr_int("axis")), plan_.num_warps, plan_.warp_size,
+                             plan_.num_ctas);
+        break;
       case OpKind::If:
         for (const auto& sub : op.regions)
           if (const Op* y = sub->terminator(); y && plan_.has(y->operands[k])) return plan_.of(y->operands[k]);

@@ -74,6 +74,14 @@ LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_wa
 // True if a reduction along `axis` can run on `l` with register combines,
 // lane shuffles and one exchange between warps.
 bool reducible(const LinearLayout& l, int axis);
+// True if a scan along `axis` can run on `l` (lower_reduce.cpp): every
+// basis that moves the axis moves it alone, by one bit, each bit once, and
+// none is a CTA's.
+bool scannable(const LinearLayout& l, int axis);
+// The layout a scan along `axis` runs in: the operand's own when
+// scannable, else a default layout with the axis fastest.
+LinearLayout scan_layout(const LinearLayout& operand, const std::vector<int64_t>& shape, int axis, int num_warps,
+                         int warp_size, int ctas);
 
 // Text of the GPU stage: the IR with each tile value's layout listed.
 std::string print_with_layouts(const ir::Function& fn, const LayoutPlan& plan);

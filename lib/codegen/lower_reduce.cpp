@@ -1,6 +1,5 @@
 // Lowering of reductions and scans (see lowerer.h): registers first, then
-// lane shuffles, then one exchange between warps through shared memory;
-// scans walk lines a thread holds whole.
+// lane shuffles, then one exchange between warps through shared memory.
 //
 // The exchange alternates between two small slots of the scratch region, so
 // that back-to-back reductions (a row's max, then its sum) need one barrier
@@ -355,30 +354,193 @@ void Lowerer::lower_reduce(const Op& op) {
   }
 }
 
+// A scan runs in a layout whose bases move the axis by single bits
+// (scannable). Axis bits are merged from the lowest: at each level, blocks
+// of 2^k consecutive elements pair up, and the second block of a pair (in
+// scan order) takes the first one's total as a prefix. The lowest run of
+// register bits is scanned sequentially in each thread; a register bit
+// pairs blocks within a thread, a lane bit across lanes (one shuffle per
+// block total), a run of warp bits through shared memory (each warp's
+// totals, read back by every warp). Prefixes from above the lowest run are
+// kept per segment and applied once at the end, so an element costs one
+// combine per level of its thread's registers and one more at the end,
+// and every thread holds only its part of the axis.
 void Lowerer::lower_scan(const Op& op) {
-  // The operand arrives in a line layout: register bits 0..k-1 walk the
-  // axis, so each thread scans its lines sequentially.
-  int axis = int(op.attr_int("axis"));
-  bool reverse = op.attr_int_or("reverse", 0) != 0;
-  size_t n = op.operands.size();
+  const int axis = int(op.attr_int("axis"));
+  const bool reverse = op.attr_int_or("reverse", 0) != 0;
+  const ir::Region& region = *op.regions[0];
+  const size_t n = op.operands.size();
+  const auto& shape = op.operands[0]->type.shape;
   std::vector<Regs> in;
   for (size_t i = 0; i < n; ++i) in.push_back(operand(op, int(i)));
-  int64_t len = op.operands[0]->type.shape[axis];
-  std::vector<Regs> out(n, Regs(in[0].size()));
-  for (size_t base = 0; base < in[0].size(); base += len) {
-    std::vector<llvm::Value*> acc;
-    for (int64_t k = 0; k < len; ++k) {
-      size_t r = base + (reverse ? len - 1 - k : k);
-      std::vector<llvm::Value*> cur;
-      for (size_t i = 0; i < n; ++i) cur.push_back(in[i][r]);
-      acc = k == 0 ? cur : combine(*op.regions[0], acc, cur);
-      for (size_t i = 0; i < n; ++i) out[i][r] = acc[i];
+  const LinearLayout l = *required_operand_layout(op, 0, plan_);
+  if (!scannable(l, axis))
+    unsupported(op, "along a dimension split across the CTAs of a cluster is not supported yet; use num_ctas = 1");
+  using Tuple = std::vector<llvm::Value*>;
+  auto select = [&](llvm::Value* c, const Tuple& a, const Tuple& b) {
+    Tuple out;
+    for (size_t i = 0; i < n; ++i) out.push_back(b_.CreateSelect(c, a[i], b[i]));
+    return out;
+  };
+  // The axis bits from the lowest, each with the input bit that moves it.
+  struct Level { std::string in; int bit; };
+  std::vector<Level> levels(size_t(ilog2(shape[size_t(axis)])));
+  for (const auto& d : l.in_dims())
+    for (size_t bit = 0; bit < d.bases.size(); ++bit)
+      if (int32_t a = d.bases[bit][size_t(axis)]) levels[size_t(ilog2(a))] = {d.name, int(bit)};
+  // A register's coordinates with the axis bits below `k` cleared: its
+  // block at level k within this thread.
+  auto key = [&](int r, int k) {
+    auto c = reg_coords(l, r);
+    c[size_t(axis)] &= ~((int32_t(1) << k) - 1);
+    return c;
+  };
+  const auto dup = duplicate_regs(l);
+  // 1. The lowest run of register bits: each segment scanned in order.
+  int low = 0;
+  while (low < int(levels.size()) && levels[size_t(low)].in == kReg) ++low;
+  std::map<LinearLayout::Coords, std::vector<std::pair<int32_t, int>>> segs;  // key -> (axis coord, register)
+  for (int r = 0; r < num_regs(l); ++r)
+    if (!dup[r]) segs[key(r, low)].push_back({reg_coords(l, r)[size_t(axis)], r});
+  std::vector<Regs> out(n, Regs(size_t(num_regs(l))));
+  struct Segment { Tuple prefix; llvm::Value* valid; };
+  std::map<LinearLayout::Coords, Segment> seg;
+  std::map<LinearLayout::Coords, Tuple> total;  // block key -> total
+  for (auto& [k, members] : segs) {
+    std::sort(members.begin(), members.end());
+    if (reverse) std::reverse(members.begin(), members.end());
+    Tuple acc;
+    for (auto [along, r] : members) {
+      Tuple cur;
+      for (size_t i = 0; i < n; ++i) cur.push_back(in[i][size_t(r)]);
+      acc = acc.empty() ? cur : combine(region, acc, cur);
+      for (size_t i = 0; i < n; ++i) out[i][size_t(r)] = acc[i];
+    }
+    total[k] = acc;
+    seg[k] = {acc, b_.getFalse()};
+  }
+  // Adds `pre` (valid where `take`) before a segment's prefix.
+  auto prepend = [&](Segment& sg, const Tuple& pre, llvm::Value* take) {
+    Tuple both = combine(region, pre, sg.prefix);
+    Tuple joined = select(sg.valid, both, pre);
+    sg.prefix = select(take, joined, sg.prefix);
+    sg.valid = b_.CreateOr(sg.valid, take);
+  };
+  auto seg_in_block = [&](const LinearLayout::Coords& seg_key, const LinearLayout::Coords& block, int k) {
+    auto c = seg_key;
+    c[size_t(axis)] &= ~((int32_t(1) << k) - 1);
+    return c == block;
+  };
+  // 2. The levels above it.
+  for (int k = low; k < int(levels.size());) {
+    const Level lv = levels[size_t(k)];
+    const int32_t v = int32_t(1) << k;
+    if (lv.in == kReg) {
+      // Pairs of blocks within the thread: (key, key | v).
+      std::map<LinearLayout::Coords, Tuple> next;
+      for (auto& [bk, t] : total) {
+        if (bk[size_t(axis)] & v) continue;
+        auto hi = bk;
+        hi[size_t(axis)] |= v;
+        const auto& first_key = reverse ? hi : bk;
+        const auto& second_key = reverse ? bk : hi;
+        const Tuple& first = total.at(first_key);
+        for (auto& [sk, sg] : seg)
+          if (seg_in_block(sk, second_key, k)) prepend(sg, first, b_.getTrue());
+        next[bk] = combine(region, first, total.at(second_key));
+      }
+      total = std::move(next);
+      ++k;
+    } else if (lv.in == kLane) {
+      // The partner lane's block total; this lane's block is the second
+      // one of the pair when its bit is set (clear, in a reverse scan).
+      llvm::Value* set = b_.CreateICmpNE(b_.CreateAnd(lane_, b_.getInt32(1 << lv.bit)), b_.getInt32(0));
+      llvm::Value* second = reverse ? b_.CreateNot(set) : set;
+      for (auto& [bk, t] : total) {
+        Tuple other;
+        for (auto* x : t) other.push_back(shuffle(x, 1 << lv.bit));
+        for (auto& [sk, sg] : seg)
+          if (seg_in_block(sk, bk, k)) prepend(sg, other, second);
+        t = combine(region, select(second, other, t), select(second, t, other));
+      }
+      ++k;
+    } else if (lv.in == kWarp) {
+      // A run of warp bits: axis bits k .. k + m - 1, one exchange.
+      int m = 0;
+      while (k + m < int(levels.size()) && levels[size_t(k + m)].in == kWarp) ++m;
+      const int32_t run = ((int32_t(1) << m) - 1) << k, below = (int32_t(1) << k) - 1;
+      int64_t numel = 1;
+      for (auto x : shape) numel *= x;
+      std::vector<int64_t> base(n);
+      int64_t bytes = 0;
+      for (size_t i = 0; i < n; ++i) {
+        base[i] = bytes;
+        bytes = (bytes + numel * alloc_size(total.begin()->second[i]->getType()) + 15) / 16 * 16;
+      }
+      need_smem(bytes);
+      auto hw = hw_coords(l);
+      // The flat index of block `bk`'s element whose run bits are `w`
+      // (nullptr: this thread's own) and lower axis bits 0.
+      auto index = [&](const LinearLayout::Coords& bk, llvm::Value* w) {
+        std::vector<llvm::Value*> h = hw;
+        llvm::Value* a = b_.CreateAnd(h[size_t(axis)], b_.getInt32(~(below | (w ? run : 0))));
+        h[size_t(axis)] = w ? b_.CreateOr(a, b_.CreateShl(w, uint64_t(k))) : a;
+        return flat_index(h, bk, shape);
+      };
+      barrier();
+      for (auto& [bk, t] : total)
+        for (size_t i = 0; i < n; ++i) smem_store(t[i], index(bk, nullptr), t[i]->getType(), base[i]);
+      barrier();
+      llvm::Value* mine = b_.CreateAnd(b_.CreateLShr(hw[size_t(axis)], uint64_t(k)), b_.getInt32((1 << m) - 1));
+      for (auto& [bk, t] : total) {
+        // In scan order: warps 0, 1, ... (m-1, ..., 0 in a reverse scan).
+        Tuple pre, all;
+        llvm::Value* any = b_.getFalse();
+        for (int j = 0; j < (1 << m); ++j) {
+          int w = reverse ? (1 << m) - 1 - j : j;
+          Tuple tw;
+          for (size_t i = 0; i < n; ++i)
+            tw.push_back(smem_load(t[i]->getType(), index(bk, b_.getInt32(w)), base[i]));
+          // Warp w comes before this one in scan order.
+          llvm::Value* before = reverse ? b_.CreateICmpUGT(b_.getInt32(w), mine) : b_.CreateICmpULT(b_.getInt32(w), mine);
+          if (j == 0) {
+            pre = tw;
+            any = before;
+          } else {
+            pre = select(before, select(any, combine(region, pre, tw), tw), pre);
+            any = b_.CreateOr(any, before);
+          }
+          all = j == 0 ? tw : combine(region, all, tw);
+        }
+        for (auto& [sk, sg] : seg)
+          if (seg_in_block(sk, bk, k)) prepend(sg, pre, any);
+        t = all;
+      }
+      // The next exchange (or other scratch user) starts with a barrier.
+      k += m;
+    } else {
+      unsupported(op, "along a dimension split across the CTAs of a cluster is not supported yet; use num_ctas = 1");
     }
   }
+  // 3. Each element after its segment's prefix; copies of a register
+  // (broadcast bits) take the first's value.
+  std::map<LinearLayout::Coords, int> first_of;
+  for (auto& [sk, sg] : seg) {
+    for (auto [along, r] : segs.at(sk)) {
+      Tuple cur;
+      for (size_t i = 0; i < n; ++i) cur.push_back(out[i][size_t(r)]);
+      Tuple with = combine(region, sg.prefix, cur);
+      Tuple v = select(sg.valid, with, cur);
+      for (size_t i = 0; i < n; ++i) out[i][size_t(r)] = v[i];
+      first_of[reg_coords(l, r)] = r;
+    }
+  }
+  for (int r = 0; r < num_regs(l); ++r)
+    if (dup[r])
+      for (size_t i = 0; i < n; ++i) out[i][size_t(r)] = out[i][size_t(first_of.at(reg_coords(l, r)))];
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* res = op.result(int(i));
-    vals_[res] = convert(out[i], *required_operand_layout(op, int(i), plan_), plan_.of(res), res->type.shape,
-                         value_type(res->type));
+    vals_[res] = convert(out[i], l, plan_.of(res), res->type.shape, value_type(res->type));
   }
 }
 

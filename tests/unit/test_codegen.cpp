@@ -160,6 +160,13 @@ void carried_twice(ptr<float> out, ptr<float> in, scalar<int32_t> n, scalar<int3
   store(out + offs + 24, x);
 }
 
+// A long scan: each thread holds its part of the axis (2048 f64 over 128
+// threads: 16 registers), not the whole line.
+void long_cumsum(ptr<double> out, ptr<double> in) {
+  auto offs = arange(0, 2048);  // [2048] i32
+  store(out + offs, cumsum(load(in + offs), 0, true));
+}
+
 }  // namespace
 
 TEST_CASE("argmax of bf16, join/reshape into a dot, split to and join of scalars, loops found by the random kernels compile for every target", "[codegen]") {
@@ -238,6 +245,21 @@ TEST_CASE("loops, 2-D reductions and scans lower and assemble", "[codegen]") {
   auto ck = codegen::compile(*k.impl(), aligned(k), "sm_90a");
   CHECK(ck.assembly.find("bar.sync") != std::string::npos);
   check_assembles(ck.assembly, "sm_90a");
+}
+
+TEST_CASE("a long scan is split over the threads, not repeated in each", "[codegen]") {
+  Kernel k = compile(long_cumsum, {.name = "long_cumsum"});
+  for (std::string arch : {"sm_80", "sm_90a"}) {
+    INFO(arch);
+    std::string ptx = codegen::compile(*k.impl(), aligned(k), arch).assembly;
+    // One add a register and level of the thread's part, not 2047 a thread.
+    CHECK(count(ptx, R"(add(\.rn)?\.f64)") < 160);
+    CHECK(count(ptx, R"(shfl\.sync)") > 0);
+    if (auto run = run_ptxas(ptx, arch)) {
+      CHECK(run->ok);
+      CHECK(run->log.find(" 0 bytes spill stores") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("every stage of the pipeline prints", "[codegen]") {

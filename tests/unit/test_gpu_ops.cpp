@@ -227,6 +227,57 @@ TEST_CASE("narrow float conversions round like the interpreter", "[gpu]") {
   }, 0, 0);
 }
 
+// Scans in the layouts they meet: a loaded [2048] row (registers, lanes,
+// warps and a wrapped register bit along the axis), both axes of a 2-D
+// tile, reverse, i32 (exact) and i64 (64-bit shuffles), f32 sums of
+// integers (exact in any order).
+void scans(ptr<int32_t> out, ptr<int64_t> out64, ptr<float> outf, ptr<int32_t> in) {
+  auto i = arange(0, 2048);                       // [2048]
+  auto x = load(in + i);                          // [2048] i32
+  store(out + i, cumsum(x, 0));
+  store(out + 2048 + i, cumsum(x, 0, true));
+  auto r = arange(0, 32), c = arange(0, 64);
+  auto y = load(in + col(r) * 64 + row(c));       // [32, 64] i32
+  store(out + 4096 + col(r) * 64 + row(c), cumsum(y, 0));
+  store(out + 6144 + col(r) * 64 + row(c), cumsum(y, 1, true));
+  store(out + 8192 + col(r) * 64 + row(c), cumprod(y % 3 + 1, 1));
+  auto z = cast<int64_t>(x) * 1000003;            // [2048] i64
+  store(out64 + i, cumsum(z, 0, true));
+  store(outf + col(r) * 64 + row(c), cumsum(cast<float>(y), 0));
+}
+
+TEST_CASE("scans match the interpreter in every layout they meet", "[gpu]") {
+  REQUIRE_GPU();
+  Kernel k1 = compile(scans, {.name = "scans1", .num_warps = 1});
+  Kernel k4 = compile(scans, {.name = "scans4", .num_warps = 4});
+  Kernel k8 = compile(scans, {.name = "scans8", .num_warps = 8});
+  std::vector<int32_t> x(2048);
+  std::mt19937 rng(11);
+  for (auto& v : x) v = int32_t(rng() % 201) - 100;
+  for (const Kernel* k : {&k1, &k4, &k8}) {
+    INFO(k->name());
+    std::vector<int32_t> want32, got32;
+    std::vector<int64_t> want64, got64;
+    std::vector<float> wantf, gotf;
+    for (const char* dev : {"interp", "cuda"}) {
+      Device d = Device::get(dev);
+      auto in = d.upload(x);
+      auto o = d.alloc<int32_t>(10240);
+      auto o64 = d.alloc<int64_t>(2048);
+      auto of = d.alloc<float>(2048);
+      d(*k, Grid{1}, o, o64, of, in);
+      d.synchronize();
+      bool interp = std::string(dev) == "interp";
+      (interp ? want32 : got32) = o.download<int32_t>();
+      (interp ? want64 : got64) = o64.download<int64_t>();
+      (interp ? wantf : gotf) = of.download<float>();
+    }
+    CHECK(want32 == got32);
+    CHECK(want64 == got64);
+    CHECK(wantf == gotf);
+  }
+}
+
 TEST_CASE("reductions, scans and shape ops match the interpreter", "[gpu]") {
   REQUIRE_GPU();
   auto k = compile(reductions, {.name = "reductions"});
