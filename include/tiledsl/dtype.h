@@ -191,18 +191,40 @@ template <> struct dtype_of<float> { static constexpr DType value = DType::f32; 
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
 template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;
 
+namespace detail {
+// v rounded to float with round-to-odd: truncated toward zero, the last bit
+// set when anything was dropped. Rounding that float to a format of at
+// most 22 significant bits (every narrow one) then gives v rounded once.
+inline float to_float_odd(double v) {
+  float f = float(v);
+  if (double(f) == v || std::isnan(v)) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(double(f)) > std::fabs(v)) bits -= 1;  // one step toward zero (inf -> max)
+  return std::bit_cast<float>(bits | 1u);
+}
+// The integer `mag` (a magnitude), negated when `neg`, as a float with
+// round-to-odd (for the same double-rounding-free narrow conversions).
+inline float int_to_float_odd(uint64_t mag, bool neg) {
+  int top = 63 - std::countl_zero(mag | 1);
+  int shift = top > 23 ? top - 23 : 0;
+  uint64_t kept = mag >> shift;
+  if (shift && (mag & ((uint64_t(1) << shift) - 1))) kept |= 1;
+  float f = std::ldexp(float(kept), shift);  // kept < 2^24: exact
+  return neg ? -f : f;
+}
+}  // namespace detail
+
 // Rounds a double to the nearest value representable in a float dtype
 // (the value the GPU would hold after an operation producing that dtype).
+// Narrow formats go through float with round-to-odd, so v is rounded once.
 inline double round_to(DType t, double v) {
   switch (t) {
     case DType::f64: return v;
     case DType::f32: return double(float(v));
-    // Narrow formats: double -> float -> narrow. The double rounding is
-    // exact because float keeps at least 2p+2 bits of every narrow format.
-    case DType::bf16: return float(bf16(float(v)));
-    case DType::f16: return float(f16(float(v)));
-    case DType::f8e4m3: return float(f8e4m3(float(v)));
-    case DType::f8e5m2: return float(f8e5m2(float(v)));
+    case DType::bf16: return float(bf16(detail::to_float_odd(v)));
+    case DType::f16: return float(f16(detail::to_float_odd(v)));
+    case DType::f8e4m3: return float(f8e4m3(detail::to_float_odd(v)));
+    case DType::f8e5m2: return float(f8e5m2(detail::to_float_odd(v)));
     default: return v;
   }
 }

@@ -821,6 +821,8 @@ llvm::Value* Lowerer::cast(llvm::Value* v, DType from, DType to, const Op& op) {
   if (is_float(from) && is_float(to)) {
     // f8 has no LLVM type, and bf16 <-> f16 (one width, neither contains the
     // other) no single LLVM cast: both go through f32, which holds each exactly.
+    // f64 to a narrow format: through f32 with round-to-odd, so once rounded.
+    if (from == DType::f64 && bit_width(to) < 32) return from_f32(f64_to_f32_odd(v), to);
     if (is_f8(from) || is_f8(to) || bit_width(from) == bit_width(to)) return from_f32(to_f32(v, from), to);
     return b_.CreateFPCast(v, ty);
   }
@@ -829,6 +831,7 @@ llvm::Value* Lowerer::cast(llvm::Value* v, DType from, DType to, const Op& op) {
     auto id = is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
     return b_.CreateIntrinsic(id, {ty, x->getType()}, {x});
   }
+  if (is_float(to) && bit_width(to) < 32) return from_f32(int_to_f32_odd(v, from), to);  // rounded once
   if (is_float(to)) {  // int -> float
     bool s = !is_unsigned(from) && from != DType::i1;
     llvm::Type* target = is_f8(to) ? b_.getFloatTy() : ty;
@@ -838,6 +841,43 @@ llvm::Value* Lowerer::cast(llvm::Value* v, DType from, DType to, const Op& op) {
   bool s = !is_unsigned(from) && from != DType::i1;
   (void)op;
   return b_.CreateIntCast(v, ty, s);
+}
+
+llvm::Value* Lowerer::f64_to_f32_odd(llvm::Value* v) {
+  llvm::Value* f = b_.CreateFPTrunc(v, b_.getFloatTy());
+  llvm::Value* back = b_.CreateFPExt(f, b_.getDoubleTy());
+  llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+  // Inexact (NaN stays as it is): one step toward zero where f rounded
+  // away from it, then the last bit set.
+  llvm::Value* inexact = b_.CreateFCmpONE(back, v);
+  llvm::Value* away = b_.CreateFCmpOGT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back),
+                                       b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v));
+  llvm::Value* toward = b_.CreateSub(bits, b_.CreateZExt(away, b_.getInt32Ty()));
+  llvm::Value* odd = b_.CreateOr(toward, b_.getInt32(1));
+  return b_.CreateBitCast(b_.CreateSelect(inexact, odd, bits), b_.getFloatTy());
+}
+
+llvm::Value* Lowerer::int_to_f32_odd(llvm::Value* v, DType from) {
+  // The magnitude as 64 bits, its top 24 bits kept (the rest a sticky last
+  // bit), converted exactly and scaled back by a power of two.
+  bool s = !is_unsigned(from) && from != DType::i1;
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Value* x = b_.CreateIntCast(v, i64, s);
+  llvm::Value* neg = s ? b_.CreateICmpSLT(x, b_.getInt64(0)) : b_.getFalse();
+  llvm::Value* mag = b_.CreateSelect(neg, b_.CreateNeg(x), x);
+  llvm::Value* lz = b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, b_.CreateOr(mag, b_.getInt64(1)), b_.getTrue());
+  llvm::Value* top = b_.CreateSub(b_.getInt64(63), lz);
+  llvm::Value* shift = b_.CreateSelect(b_.CreateICmpUGT(top, b_.getInt64(23)), b_.CreateSub(top, b_.getInt64(23)),
+                                       b_.getInt64(0));
+  llvm::Value* kept = b_.CreateLShr(mag, shift);
+  llvm::Value* dropped = b_.CreateAnd(mag, b_.CreateSub(b_.CreateShl(b_.getInt64(1), shift), b_.getInt64(1)));
+  kept = b_.CreateOr(kept, b_.CreateZExt(b_.CreateICmpNE(dropped, b_.getInt64(0)), i64));
+  llvm::Value* f = b_.CreateUIToFP(b_.CreateTrunc(kept, b_.getInt32Ty()), b_.getFloatTy());  // < 2^24: exact
+  // 2^shift (shift <= 40) as a float: exponent bits only.
+  llvm::Value* scale = b_.CreateBitCast(
+      b_.CreateShl(b_.CreateAdd(b_.CreateTrunc(shift, b_.getInt32Ty()), b_.getInt32(127)), 23), b_.getFloatTy());
+  f = b_.CreateFMul(f, scale);  // exact: a power of two, no overflow
+  return b_.CreateSelect(neg, b_.CreateFNeg(f), f);
 }
 
 MemoryHints Lowerer::hints(const Op& op) {

@@ -161,6 +161,10 @@ class Lowerer {
   llvm::Value* decode_f8(llvm::Value* bits8, DType d);
   llvm::Value* encode_f8(llvm::Value* f, DType d);
   llvm::Value* cast(llvm::Value* v, DType from, DType to, const Op& op);
+  // f32 with round-to-odd from f64 or an integer, for narrow results
+  // rounded once (ops.def cast; dtype.h to_float_odd).
+  llvm::Value* f64_to_f32_odd(llvm::Value* v);
+  llvm::Value* int_to_f32_odd(llvm::Value* v, DType from);
   llvm::Value* to_f32_or_native(llvm::Value* v, DType d) { return is_f8(d) ? to_f32(v, d) : v; }
 
   // ----------------------------------------------------------------- memory

@@ -76,7 +76,7 @@ inline double round_float(double v) {
   static_assert(is_float(D));
   if constexpr (D == DType::f64) return v;
   else if constexpr (D == DType::f32) return double(float(v));
-  else return double(float(typename HostType<D>::type(float(v))));
+  else return double(float(typename HostType<D>::type(tl::detail::to_float_odd(v))));  // rounded once (dtype.h)
 }
 
 // Largest and smallest values of an integer dtype, as doubles (for the
@@ -119,10 +119,13 @@ inline double int_to_float(int64_t v) {
   if constexpr (D == DType::f32) {
     if constexpr (S == DType::u64) return double(float(uint64_t(v)));
     else return double(float(v));
-  } else if constexpr (S == DType::u64) {
-    return round_float<D>(double(uint64_t(v)));
+  } else if constexpr (D == DType::f64) {
+    return S == DType::u64 ? double(uint64_t(v)) : double(v);
   } else {
-    return round_float<D>(double(v));
+    // Narrow: through a round-to-odd float, so the integer is rounded once.
+    bool neg = S != DType::u64 && v < 0;
+    uint64_t mag = neg ? 0 - uint64_t(v) : uint64_t(v);
+    return double(float(typename HostType<D>::type(tl::detail::int_to_float_odd(mag, neg))));
   }
 }
 

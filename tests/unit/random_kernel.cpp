@@ -737,10 +737,6 @@ struct Gen {
     } else if (!isf(from)) {  // int -> float: rounds once
       if (maxabs(av) > cap(to) && maxabs(av) > fmax_of(to) / 4) return false;
       if (is_f8(to) && maxabs(av) > (1 << 24)) return false;
-      if ((to == DType::bf16 || to == DType::f16) && maxabs(av) > (1 << 24) && opts.avoid_known_issues) {
-        avoid("int -> bf16/f16 beyond 2^24: the interpreter rounds twice, through f32 (interp/element.h int_to_float)");
-        return false;
-      }
       r = fval(to, av.shape, av.lo, av.hi, true);
     } else if (!isf(to)) {  // float -> int: truncates, saturates; exact values only
       if (!av.exact) return false;
@@ -750,10 +746,6 @@ struct Gen {
       if (to != DType::i1 && (av.lo < int_min(to) || av.hi > int_max(to))) r = ival(to, av.shape, int_min(to), int_max(to));
     } else {  // float -> float
       if (maxabs(av) > cap(to)) return false;
-      if (from == DType::f64 && bit_width(to) < 32 && opts.avoid_known_issues) {
-        avoid("f64 -> bf16/f16/f8 casts: the interpreter rounds twice, through f32 (dtype.h round_to)");
-        return false;
-      }
       r = fval(to, av.shape, av.lo, av.hi, av.exact);
     }
     Instr in;

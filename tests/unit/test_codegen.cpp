@@ -160,6 +160,15 @@ void carried_twice(ptr<float> out, ptr<float> in, scalar<int32_t> n, scalar<int3
   store(out + offs + 24, x);
 }
 
+// Casts to narrow floats from f64 and integers (rounded once, through a
+// round-to-odd f32).
+void wide_to_narrow(ptr<bf16> out, ptr<f8e4m3> out8, ptr<double> x, ptr<int64_t> i, ptr<uint32_t> j) {
+  auto k = arange(0, 128);  // [128] i32
+  store(out + k, cast<bf16>(load(x + k)) + cast<bf16>(load(i + k)) + cast<bf16>(load(j + k)));
+  store(out8 + k, cast<f8e4m3>(load(x + k)));
+  store(out8 + 128 + k, cast<f8e4m3>(load(i + k)));
+}
+
 // A long scan: each thread holds its part of the axis (2048 f64 over 128
 // threads: 16 registers), not the whole line.
 void long_cumsum(ptr<double> out, ptr<double> in) {
@@ -176,8 +185,9 @@ TEST_CASE("argmax of bf16, join/reshape into a dot, split to and join of scalars
   Kernel join_k = compile(join_pair, {.name = "join_pair"});
   Kernel copy_k = compile(copy_in_loop, {.name = "copy_in_loop"});
   Kernel carried_k = compile(carried_twice, {.name = "carried_twice"});
+  Kernel narrow_k = compile(wide_to_narrow, {.name = "wide_to_narrow"});
   for (std::string arch : {"sm_80", "sm_90a", "gfx90a", "gfx942", "gfx1100"}) {
-    for (const Kernel* k : {&argmax_k, &dot_k, &split_k, &join_k, &copy_k, &carried_k}) {
+    for (const Kernel* k : {&argmax_k, &dot_k, &split_k, &join_k, &copy_k, &carried_k, &narrow_k}) {
       INFO(arch << " " << k->name());
       auto spec = aligned(*k);
       if (k == &carried_k)  // as the random kernel had them: n 9, m 57, trips 4

@@ -529,3 +529,43 @@ TEST_CASE("dot of f64 tiles accumulates in f64: a @ I == a exactly", "[numerics]
   d.synchronize();
   CHECK(out.download<double>() == ha);
 }
+
+namespace {
+// Casts to bf16 of values just past a bf16 midpoint: rounding through f32
+// first would land on the midpoint and round to even (down).
+void narrow_from_wide(ptr<bf16> out, ptr<double> x, ptr<int64_t> i, ptr<int32_t> j) {
+  auto k = arange(0, 4);  // [4] i32
+  store(out + k, cast<bf16>(load(x + k)));
+  store(out + 4 + k, cast<bf16>(load(i + k)));
+  store(out + 8 + k, cast<bf16>(load(j + k)));
+}
+}  // namespace
+
+TEST_CASE("casts to narrow floats round once: f64, i64 and i32 just past a midpoint", "[numerics]") {
+  // 1 + 2^-8 is the midpoint of 1 and 1 + 2^-7 in bf16.
+  const double above = 1 + 0x1p-8 + 0x1p-30, below = 1 + 0x1p-8 - 0x1p-30;
+  CHECK(round_to(DType::bf16, above) == 1 + 0x1p-7);
+  CHECK(round_to(DType::bf16, below) == 1.0);
+  CHECK(round_to(DType::bf16, -above) == -(1 + 0x1p-7));
+  CHECK(round_to(DType::f16, 1 + 0x1p-11 + 0x1p-40) == 1 + 0x1p-10);
+  CHECK(round_to(DType::f8e4m3, 1 + 0x1p-4 + 0x1p-35) == 1 + 0x1p-3);
+  CHECK(round_to(DType::bf16, 1 + 0x1p-8) == 1.0);  // the midpoint itself: to even
+  CHECK(std::isinf(round_to(DType::bf16, 1e300)));
+  CHECK(round_to(DType::bf16, 1e-300) == 0.0);
+  // 2^30 + 2^22 is a bf16 midpoint; + 1 is above it (f32 would drop the 1).
+  const int64_t i_above = (int64_t(1) << 30) + (int64_t(1) << 22) + 1;
+  const int64_t big = (int64_t(1) << 60) + (int64_t(1) << 52) + 1;  // past a midpoint, beyond 2^53
+  Device d = Device::get("interp");
+  Kernel k = compile(narrow_from_wide, {.name = "narrow_from_wide"});
+  auto x = d.upload(std::vector<double>{above, below, -above, 3.0});
+  auto i = d.upload(std::vector<int64_t>{i_above, -i_above, big, std::numeric_limits<int64_t>::min()});
+  auto j = d.upload(std::vector<int32_t>{int32_t(i_above), -int32_t(i_above), int32_t((1 << 30) + (1 << 22)), -7});
+  auto out = d.alloc<bf16>(12);
+  d(k, Grid{1}, out, x, i, j);
+  d.synchronize();
+  std::vector<float> got;
+  for (bf16 v : out.download<bf16>()) got.push_back(float(v));
+  const float a = float(1 + 0x1p-7), ia = float((int64_t(1) << 30) + (int64_t(1) << 23));
+  CHECK(got == std::vector<float>{a, 1.0f, -a, 3.0f, ia, -ia, float((int64_t(1) << 60) + (int64_t(1) << 53)),
+                                  -0x1p63f, ia, -ia, float(int64_t(1) << 30), -7.0f});
+}
