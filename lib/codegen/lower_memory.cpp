@@ -1,0 +1,279 @@
+// Lowering of memory ops (see lowerer.h): tile loads and stores as vector
+// accesses of the widths the layout and axis analysis allow, with masks and
+// cache hints through the target; atomics with their order and scope;
+// device-side assert and print.
+#include "codegen/lowerer.h"
+
+namespace tl::codegen::lowering {
+
+MemoryHints Lowerer::hints(const Op& op) {
+  return {op.attr_str_or("cache", ""), op.attr_str_or("evict", ""), op.attr_int_or("volatile", 0) != 0};
+}
+
+void Lowerer::lower_load(const Op& op) {
+  const ir::Type& rt = op.result()->type;
+  llvm::Type* mt = memory_type(rt.dtype);
+  if (!rt.is_tile()) {
+    llvm::Value* mask = op.operands.size() > 1 ? get(op.operands[1])[0] : nullptr;
+    llvm::Value* other = op.operands.size() > 2 ? to_memory(get(op.operands[2])[0]) : llvm::Constant::getNullValue(mt);
+    vals_[op.result()] = {from_memory(t_.load(b_, mt, get(op.operands[0])[0], mask, other, hints(op)), rt.dtype)};
+    return;
+  }
+  if (auto it = buffer_reads_.find(&op); it != buffer_reads_.end()) return read_buffer(op, it->second);
+  // Loaded by the previous iteration (register prefetch, lower_control.cpp).
+  auto pre = prefetched_.find(&op);
+  vals_[op.result()] = unpack_chunks(pre != prefetched_.end() ? pre->second : load_chunks(op, operand(op, 0), nullptr),
+                                     rt.dtype);
+}
+
+// The elements of vector accesses (as loaded from memory), in order.
+Regs Lowerer::unpack_chunks(const Regs& chunks, DType d) {
+  Regs out;
+  for (llvm::Value* c : chunks) {
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(c->getType());
+    for (unsigned k = 0; k < (vt ? vt->getNumElements() : 1); ++k)
+      out.push_back(from_memory(vt ? b_.CreateExtractElement(c, uint64_t(k)) : c, d));
+  }
+  return out;
+}
+
+// A tile load's vector accesses from `ptrs` (one a vector_width of
+// registers), `other` where the mask (and `live`, when given) is off.
+Regs Lowerer::load_chunks(const Op& op, const Regs& ptrs, llvm::Value* live) {
+  DType d = op.result()->type.dtype;
+  llvm::Type* mt = memory_type(d);
+  Regs mask = op.operands.size() > 1 ? operand(op, 1) : Regs{};
+  Regs other = op.operands.size() > 2 ? operand(op, 2) : Regs{};
+  int vec = vector_width(op, plan_.of(op.result()), d);
+  llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
+  Regs chunks;
+  for (size_t r = 0; r < ptrs.size(); r += vec) {
+    llvm::Value* dflt = llvm::Constant::getNullValue(ty);
+    if (!other.empty()) {
+      dflt = vec == 1 ? to_memory(other[r]) : llvm::UndefValue::get(ty);
+      for (int k = 0; k < vec && vec > 1; ++k) dflt = b_.CreateInsertElement(dflt, to_memory(other[r + k]), uint64_t(k));
+    }
+    llvm::Value* pred = mask.empty() ? live : live ? b_.CreateAnd(live, mask[r]) : mask[r];
+    chunks.push_back(t_.load(b_, ty, ptrs[r], pred, dflt, hints(op)));
+  }
+  return chunks;
+}
+
+llvm::Value* Lowerer::from_memory(llvm::Value* v, DType d) {
+  return d == DType::i1 ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+}
+
+void Lowerer::lower_store(const Op& op) {
+  const ir::Value* ptr = op.operands[0];
+  DType d = op.operands[1]->type.dtype;
+  if (!ptr->type.is_tile()) {
+    // One thread (of the cluster's first CTA) stores a scalar.
+    llvm::Value* pred = b_.CreateICmpEQ(b_.CreateOr(tid_, block_), b_.getInt32(0));
+    if (op.operands.size() > 2) pred = b_.CreateAnd(pred, get(op.operands[2])[0]);
+    t_.store(b_, to_memory(get(op.operands[1])[0]), get(ptr)[0], pred, hints(op));
+    return;
+  }
+  const LinearLayout* lp = &plan_.of(ptr);
+  Regs ptrs, val, mask;
+  // A value computed in another layout (a dot's accumulator, say) is
+  // stored from where it is when its addresses and mask are cheap to
+  // recompute there: no round trip through shared memory.
+  const ir::Value* value = op.operands[1];
+  if (value->type.is_tile() && !is_uniform(value) && !same_threads(plan_.of(value), *lp)) {
+    const LinearLayout& lv = plan_.of(value);
+    int budget = 32;
+    auto p = remat(ptr, lv, budget);
+    std::optional<Regs> m;
+    if (p && op.operands.size() > 2) m = remat(op.operands[2], lv, budget);
+    if (p && (op.operands.size() <= 2 || m)) {
+      lp = &lv;
+      ptrs = std::move(*p);
+      val = get(value);
+      if (m) mask = std::move(*m);
+    }
+  }
+  if (ptrs.empty()) {
+    ptrs = get(ptr);
+    val = operand(op, 1);
+    mask = op.operands.size() > 2 ? operand(op, 2) : Regs{};
+  }
+  const LinearLayout& l = *lp;
+  int vec = vector_width(op, l, d);
+  llvm::Value* owner = owner_predicate(l);
+  auto dup = duplicate_regs(l);
+  for (size_t r = 0; r < ptrs.size(); r += vec) {
+    if (dup[r]) continue;
+    llvm::Value* v;
+    if (vec == 1) {
+      v = to_memory(val[r]);
+    } else {
+      v = llvm::UndefValue::get(llvm::FixedVectorType::get(memory_type(d), vec));
+      for (int k = 0; k < vec; ++k) v = b_.CreateInsertElement(v, to_memory(val[r + k]), uint64_t(k));
+    }
+    llvm::Value* pred = owner;
+    if (!mask.empty()) pred = b_.CreateAnd(pred, mask[r]);
+    t_.store(b_, v, ptrs[r], pred, hints(op));
+  }
+}
+
+// Runs `body` only where `pred` holds; returns the phi of its value and
+// `otherwise` (body may return null for no value).
+llvm::Value* Lowerer::guarded(llvm::Value* pred, const std::function<llvm::Value*()>& body, llvm::Value* otherwise) {
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "guarded", fn_);
+  auto* join_bb = llvm::BasicBlock::Create(ctx_, "guarded.end", fn_);
+  b_.CreateCondBr(pred, then_bb, join_bb);
+  b_.SetInsertPoint(then_bb);
+  llvm::Value* v = body();
+  llvm::BasicBlock* then_end = b_.GetInsertBlock();
+  b_.CreateBr(join_bb);
+  b_.SetInsertPoint(join_bb);
+  if (!v) return nullptr;
+  auto* phi = b_.CreatePHI(v->getType(), 2);
+  phi->addIncoming(v, then_end);
+  phi->addIncoming(otherwise, from);
+  return phi;
+}
+
+void Lowerer::lower_atomic(const Op& op) {
+  const ir::Value* ptr = op.operands[0];
+  bool cas = op.kind == OpKind::AtomicCas;
+  DType d = op.result()->type.dtype;
+  llvm::Type* ty = elem_type(d);
+  bool tile = ptr->type.is_tile();
+  Regs ptrs = get(ptr);
+  std::vector<Regs> args;
+  for (size_t i = 1; i < op.operands.size(); ++i) args.push_back(tile ? operand(op, int(i)) : get(op.operands[i]));
+  const LinearLayout* l = tile ? &plan_.of(ptr) : nullptr;
+  // Each CTA of a cluster must perform its own elements' atomics and see
+  // their old values: replicated ones are not supported yet.
+  if (plan_.num_ctas > 1 && (!tile || l->broadcast_mask(kBlock) || (1 << l->in_bits(kBlock)) < plan_.num_ctas))
+    unsupported(op, "with num_ctas > 1 on a value every CTA of the cluster holds (a scalar or a replicated tile)");
+  llvm::Value* owner = tile ? owner_predicate(*l) : b_.CreateICmpEQ(tid_, b_.getInt32(0));
+  std::vector<bool> dup = tile ? duplicate_regs(*l) : std::vector<bool>{false};
+  MemOrder order = mem_order(op);
+  MemScope scope = mem_scope(op);
+  // No GPU adds or orders f8 numbers atomically (a loop of compare-and-swap
+  // would; none is emitted yet).
+  if (!cas && is_f8(d) && op.attr_str("kind") != "xchg")
+    unsupported(op, op.attr_str("kind") + " on " + std::string(dtype_name(d)) +
+                        " is not supported on GPU targets (xchg and atomic_cas are; f16, bf16 and f32 add, max and "
+                        "min are)");
+  // A bool is a byte (0 or 1) in memory: its atomics are byte atomics, and
+  // add (mod 2) is xor.
+  llvm::Type* mem_ty = d == DType::i1 ? b_.getInt8Ty() : ty;
+  auto to_mem = [&](llvm::Value* v) { return d == DType::i1 ? b_.CreateZExt(v, mem_ty) : v; };
+  auto from_mem = [&](llvm::Value* v) { return d == DType::i1 ? b_.CreateTrunc(v, ty) : v; };
+  Regs old(ptrs.size(), llvm::Constant::getNullValue(ty));
+  for (size_t r = 0; r < ptrs.size(); ++r) {
+    if (dup[r]) continue;
+    llvm::Value* pred = owner;
+    if (!cas && args.size() > 1) pred = b_.CreateAnd(pred, args[1][r]);
+    old[r] = guarded(pred, [&]() -> llvm::Value* {
+      if (cas) {
+        llvm::Type* it = b_.getIntNTy(mem_ty->getPrimitiveSizeInBits());
+        llvm::Value* cmp = b_.CreateBitCast(to_mem(args[0][r]), it);
+        llvm::Value* val = b_.CreateBitCast(to_mem(args[1][r]), it);
+        return from_mem(b_.CreateBitCast(t_.atomic_cas(b_, ptrs[r], cmp, val, order, scope), mem_ty));
+      }
+      auto kind = rmw_kind(op, d);
+      if (d == DType::i1 && kind == llvm::AtomicRMWInst::Add) kind = llvm::AtomicRMWInst::Xor;
+      return from_mem(t_.atomic_rmw(b_, kind, ptrs[r], to_mem(args[0][r]), order, scope));
+    }, llvm::Constant::getNullValue(ty));
+  }
+  // Old values reach every thread that holds the element (duplicates and,
+  // for a scalar, all threads) through shared memory.
+  if (tile) {
+    int64_t numel = ptr->type.numel();
+    need_smem(numel * alloc_size(ty));
+    barrier();
+    auto hw = hw_coords(*l);
+    for (size_t r = 0; r < ptrs.size(); ++r)
+      if (!dup[r]) guarded(owner, [&]() -> llvm::Value* {
+          smem_store(old[r], flat_index(hw, reg_coords(*l, int(r)), ptr->type.shape), ty);
+          return nullptr;
+        }, nullptr);
+    barrier();
+    Regs out;
+    for (size_t r = 0; r < ptrs.size(); ++r) out.push_back(smem_load(ty, flat_index(hw, reg_coords(*l, int(r)), ptr->type.shape)));
+    vals_[op.result()] = out;
+  } else {
+    need_smem(alloc_size(ty));
+    barrier();
+    guarded(owner, [&]() -> llvm::Value* { smem_store(old[0], b_.getInt32(0), ty); return nullptr; }, nullptr);
+    barrier();
+    vals_[op.result()] = {smem_load(ty, b_.getInt32(0))};
+  }
+}
+
+// The verifier admits only these names; absent means Triton's default.
+MemOrder Lowerer::mem_order(const Op& op) {
+  std::string s = op.attr_str_or("sem", "acq_rel");
+  if (s == "relaxed") return MemOrder::relaxed;
+  if (s == "acquire") return MemOrder::acquire;
+  if (s == "release") return MemOrder::release;
+  if (s == "acq_rel") return MemOrder::acq_rel;
+  unsupported(op, "has an unknown memory order '" + s + "'");
+}
+MemScope Lowerer::mem_scope(const Op& op) {
+  std::string s = op.attr_str_or("scope", "gpu");
+  if (s == "cta") return MemScope::cta;
+  if (s == "gpu") return MemScope::gpu;
+  if (s == "sys") return MemScope::sys;
+  unsupported(op, "has an unknown memory scope '" + s + "'");
+}
+
+llvm::AtomicRMWInst::BinOp Lowerer::rmw_kind(const Op& op, DType d) {
+  using B = llvm::AtomicRMWInst::BinOp;
+  const std::string& k = op.attr_str("kind");
+  bool f = is_float(d), s = !is_unsigned(d);
+  if (k == "add") return f ? B::FAdd : B::Add;
+  if (k == "max") return f ? B::FMax : s ? B::Max : B::UMax;
+  if (k == "min") return f ? B::FMin : s ? B::Min : B::UMin;
+  if (k == "xchg") return B::Xchg;
+  if (k == "and") return B::And;
+  if (k == "or") return B::Or;
+  if (k == "xor") return B::Xor;
+  unsupported(op, "has an unknown kind '" + k + "'");
+}
+
+void Lowerer::lower_assert(const Op& op) {
+  Regs c = get(op.operands[0]);
+  llvm::Value* all = b_.getTrue();
+  for (auto* v : c) all = b_.CreateAnd(all, v);
+  guarded(b_.CreateNot(all), [&]() -> llvm::Value* {
+    t_.assert_fail(b_, op.attr_str_or("msg", "device_assert failed"), op.loc.file, op.loc.line);
+    return nullptr;
+  }, nullptr);
+}
+
+void Lowerer::lower_print(const Op& op) {
+  std::string prefix = op.attr_str_or("prefix", "");
+  for (const ir::Value* v : op.operands) {
+    Regs regs = get(v);
+    for (size_t r = 0; r < regs.size(); ++r) {
+      llvm::Value* x = regs[r];
+      std::string fmt;
+      if (is_float(v->type.dtype)) {
+        // printf takes doubles; an f64 is one already (through f32 it would round).
+        if (v->type.dtype != DType::f64) x = b_.CreateFPExt(to_f32(x, v->type.dtype), b_.getDoubleTy());
+        fmt = "%f";
+      } else if (v->type.is_ptr) {
+        fmt = "%p";
+      } else {
+        x = b_.CreateIntCast(x, b_.getInt64Ty(), !is_unsigned(v->type.dtype) && v->type.dtype != DType::i1);
+        fmt = "%lld";
+      }
+      std::vector<llvm::Value*> args = {t_.program_id(b_, 0), t_.program_id(b_, 1), t_.program_id(b_, 2), tid_,
+                                        b_.getInt32(int32_t(r)), x};
+      // A target that cannot print says why; the error names the op's line.
+      try {
+        t_.print(b_, "pid (%d, %d, %d) thread %d reg %d " + prefix + " " + fmt + "\n", args);
+      } catch (const Error& e) {
+        unsupported(op, std::string("cannot be lowered: ") + e.what());
+      }
+    }
+  }
+}
+
+}  // namespace tl::codegen::lowering
