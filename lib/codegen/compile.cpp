@@ -159,13 +159,19 @@ std::string module_text(const llvm::Module& m) {
   return s;
 }
 
+// Whether `item` is in a comma list.
+bool listed(const char* list, const std::string& item) {
+  return (std::string(",") + list + ",").find("," + item + ",") != std::string::npos;
+}
+
 // TILEDSL_DUMP=tile,gpu,llvm,asm prints those stages of every compile to
-// stderr, or writes <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR.
+// stderr, or writes <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
+// TILEDSL_DUMP_KERNEL=name[,name...] keeps the dumps of those kernels only.
 void dump(const std::string& kernel, const std::string& target, const char* stage, const std::string& text) {
   const char* want = std::getenv("TILEDSL_DUMP");
   if (!want) return;
-  std::string list = std::string(",") + want + ",";
-  if (list.find(std::string(",") + stage + ",") == std::string::npos && list.find(",all,") == std::string::npos) return;
+  if (!listed(want, stage) && !listed(want, "all")) return;
+  if (const char* only = std::getenv("TILEDSL_DUMP_KERNEL"); only && *only && !listed(only, kernel)) return;
   if (const char* dir = std::getenv("TILEDSL_DUMP_DIR")) {
     std::filesystem::create_directories(dir);
     std::ofstream(std::filesystem::path(dir) / (kernel + "." + target + "." + stage)) << text;

@@ -5,11 +5,14 @@
 // toolkit is present.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+
+#include <unistd.h>
 
 #include "codegen_checks.h"
 #include "codegen/compile.h"
@@ -270,6 +273,26 @@ TEST_CASE("a long scan is split over the threads, not repeated in each", "[codeg
       CHECK(run->log.find(" 0 bytes spill stores") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("TILEDSL_DUMP_KERNEL keeps the dumps of the kernels it names", "[codegen]") {
+  auto dir = std::filesystem::temp_directory_path() / ("tiledsl-dump-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("TILEDSL_DUMP", "tile,asm", 1);
+  ::setenv("TILEDSL_DUMP_DIR", dir.c_str(), 1);
+  ::setenv("TILEDSL_DUMP_KERNEL", "dumped", 1);
+  Kernel a = compile(vector_add<256>, {.name = "dumped"});
+  Kernel b = compile(vector_add<256>, {.name = "not_dumped"});
+  codegen::compile(*a.impl(), aligned(a), "sm_90a");
+  codegen::compile(*b.impl(), aligned(b), "sm_90a");
+  ::unsetenv("TILEDSL_DUMP");
+  ::unsetenv("TILEDSL_DUMP_DIR");
+  ::unsetenv("TILEDSL_DUMP_KERNEL");
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"dumped.sm_90a.asm", "dumped.sm_90a.tile"});
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("every stage of the pipeline prints", "[codegen]") {
