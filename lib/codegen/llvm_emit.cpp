@@ -1,7 +1,12 @@
 // Target-independent LLVM plumbing: the O3 pipeline, assembly and object
 // emission through a TargetMachine, and branch-guarded memory accesses.
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/lower_llvm.h"
@@ -48,7 +53,27 @@ void branch_masked_store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* 
   b.SetInsertPoint(join);
 }
 
+namespace {
+// TILEDSL_LLVM_ARGS="-time-passes ...": options for LLVM itself (as llc
+// takes them), read once per process before the first kernel is optimized.
+// For looking into the back end; not part of the cache key.
+void apply_llvm_args() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* env = std::getenv("TILEDSL_LLVM_ARGS");
+    if (!env || !*env) return;
+    std::istringstream in(env);
+    std::vector<std::string> words{"tiledsl"};
+    for (std::string w; in >> w;) words.push_back(w);
+    std::vector<const char*> argv;
+    for (const auto& w : words) argv.push_back(w.c_str());
+    llvm::cl::ParseCommandLineOptions(int(argv.size()), argv.data(), "", &llvm::errs());
+  });
+}
+}  // namespace
+
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
+  apply_llvm_args();
   llvm::PassBuilder pb(&tm);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
