@@ -69,6 +69,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iomanip>
 #include <limits>
 #include <map>
@@ -2293,14 +2294,23 @@ std::string in_child(const std::function<std::string()>& fn, int timeout_s) {
   // The child's stderr goes to a file: what LLVM prints before exit(1).
   char err_path[] = "/tmp/tiledsl-rk-stderr-XXXXXX";
   int err_fd = mkstemp(err_path);
+  // The child's temporary files (ptxas inputs) go to a folder of its own,
+  // removed after it, however it ended.
+  char tmp_dir[] = "/tmp/tiledsl-child-XXXXXX";
+  bool have_tmp = mkdtemp(tmp_dir) != nullptr;
   std::fflush(nullptr);  // nothing buffered may be written twice
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
+    if (have_tmp) std::filesystem::remove_all(tmp_dir);
     return fn();
   }
   if (pid == 0) {
+    // A process group of its own: a timeout kills what it started too
+    // (a ptxas it is waiting for).
+    setpgid(0, 0);
+    if (have_tmp) setenv("TMPDIR", tmp_dir, 1);
     close(fds[0]);
     if (err_fd >= 0) dup2(err_fd, 2);
     std::string msg;
@@ -2321,6 +2331,7 @@ std::string in_child(const std::function<std::string()>& fn, int timeout_s) {
     _exit(msg.empty() ? 0 : 1);
   }
   close(fds[1]);
+  setpgid(pid, pid);  // as the child does, whichever runs first
   std::string msg;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   bool timed_out = false;
@@ -2337,9 +2348,14 @@ std::string in_child(const std::function<std::string()>& fn, int timeout_s) {
     msg.append(buf, size_t(n));
   }
   close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
   int status = 0;
+  if (timed_out) kill(-pid, SIGKILL);
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  kill(-pid, SIGKILL);  // what it left running (nothing, normally)
+  if (have_tmp) {
+    std::error_code ec;
+    std::filesystem::remove_all(tmp_dir, ec);
   }
   std::string err;
   if (err_fd >= 0) {
