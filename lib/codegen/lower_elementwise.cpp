@@ -345,12 +345,15 @@ llvm::Value* Lowerer::cast(llvm::Value* v, DType from, DType to, const Op& op) {
     auto id = is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
     return b_.CreateIntrinsic(id, {ty, x->getType()}, {x});
   }
-  if (is_float(to) && bit_width(to) < 32) return from_f32(int_to_f32_odd(v, from), to);  // rounded once
   if (is_float(to)) {  // int -> float
     bool s = !is_unsigned(from) && from != DType::i1;
-    llvm::Type* target = is_f8(to) ? b_.getFloatTy() : ty;
-    llvm::Value* r = s ? b_.CreateSIToFP(v, target) : b_.CreateUIToFP(v, target);
-    return is_f8(to) ? encode_f8(r, to) : r;
+    // To a narrow format: rounded once. Integers of at most 16 bits are
+    // exact in f32; wider ones go through a round-to-odd f32.
+    if (bit_width(to) < 32) {
+      if (bit_width(from) > 16) return from_f32(int_to_f32_odd(v, from), to);
+      return from_f32(s ? b_.CreateSIToFP(v, b_.getFloatTy()) : b_.CreateUIToFP(v, b_.getFloatTy()), to);
+    }
+    return s ? b_.CreateSIToFP(v, ty) : b_.CreateUIToFP(v, ty);
   }
   bool s = !is_unsigned(from) && from != DType::i1;
   (void)op;

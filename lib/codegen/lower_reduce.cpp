@@ -426,28 +426,30 @@ void Lowerer::lower_scan(const Op& op) {
     sg.prefix = select(take, joined, sg.prefix);
     sg.valid = b_.CreateOr(sg.valid, take);
   };
-  auto seg_in_block = [&](const LinearLayout::Coords& seg_key, const LinearLayout::Coords& block, int k) {
-    auto c = seg_key;
-    c[size_t(axis)] &= ~((int32_t(1) << k) - 1);
-    return c == block;
+  // The block (at level k) a segment lies in.
+  auto block_of = [&](LinearLayout::Coords seg_key, int k) {
+    seg_key[size_t(axis)] &= ~((int32_t(1) << k) - 1);
+    return seg_key;
   };
   // 2. The levels above it.
   for (int k = low; k < int(levels.size());) {
     const Level lv = levels[size_t(k)];
     const int32_t v = int32_t(1) << k;
     if (lv.in == kReg) {
-      // Pairs of blocks within the thread: (key, key | v).
+      // Pairs of blocks within the thread: (key, key | v); the second in
+      // scan order takes the first's total.
+      for (auto& [sk, sg] : seg) {
+        auto bk = block_of(sk, k);
+        if (bool(bk[size_t(axis)] & v) == reverse) continue;  // in the first block
+        bk[size_t(axis)] ^= v;
+        prepend(sg, total.at(bk), b_.getTrue());
+      }
       std::map<LinearLayout::Coords, Tuple> next;
       for (auto& [bk, t] : total) {
         if (bk[size_t(axis)] & v) continue;
         auto hi = bk;
         hi[size_t(axis)] |= v;
-        const auto& first_key = reverse ? hi : bk;
-        const auto& second_key = reverse ? bk : hi;
-        const Tuple& first = total.at(first_key);
-        for (auto& [sk, sg] : seg)
-          if (seg_in_block(sk, second_key, k)) prepend(sg, first, b_.getTrue());
-        next[bk] = combine(region, first, total.at(second_key));
+        next[bk] = reverse ? combine(region, total.at(hi), t) : combine(region, t, total.at(hi));
       }
       total = std::move(next);
       ++k;
@@ -456,12 +458,13 @@ void Lowerer::lower_scan(const Op& op) {
       // one of the pair when its bit is set (clear, in a reverse scan).
       llvm::Value* set = b_.CreateICmpNE(b_.CreateAnd(lane_, b_.getInt32(1 << lv.bit)), b_.getInt32(0));
       llvm::Value* second = reverse ? b_.CreateNot(set) : set;
+      std::map<LinearLayout::Coords, Tuple> other;
+      for (auto& [bk, t] : total)
+        for (auto* x : t) other[bk].push_back(shuffle(x, 1 << lv.bit));
+      for (auto& [sk, sg] : seg) prepend(sg, other.at(block_of(sk, k)), second);
       for (auto& [bk, t] : total) {
-        Tuple other;
-        for (auto* x : t) other.push_back(shuffle(x, 1 << lv.bit));
-        for (auto& [sk, sg] : seg)
-          if (seg_in_block(sk, bk, k)) prepend(sg, other, second);
-        t = combine(region, select(second, other, t), select(second, t, other));
+        const Tuple& o = other.at(bk);
+        t = combine(region, select(second, o, t), select(second, t, o));
       }
       ++k;
     } else if (lv.in == kWarp) {
@@ -492,6 +495,7 @@ void Lowerer::lower_scan(const Op& op) {
         for (size_t i = 0; i < n; ++i) smem_store(t[i], index(bk, nullptr), t[i]->getType(), base[i]);
       barrier();
       llvm::Value* mine = b_.CreateAnd(b_.CreateLShr(hw[size_t(axis)], uint64_t(k)), b_.getInt32((1 << m) - 1));
+      std::map<LinearLayout::Coords, std::pair<Tuple, llvm::Value*>> prefix;  // block -> (earlier warps, any)
       for (auto& [bk, t] : total) {
         // In scan order: warps 0, 1, ... (m-1, ..., 0 in a reverse scan).
         Tuple pre, all;
@@ -512,9 +516,12 @@ void Lowerer::lower_scan(const Op& op) {
           }
           all = j == 0 ? tw : combine(region, all, tw);
         }
-        for (auto& [sk, sg] : seg)
-          if (seg_in_block(sk, bk, k)) prepend(sg, pre, any);
+        prefix[bk] = {pre, any};
         t = all;
+      }
+      for (auto& [sk, sg] : seg) {
+        const auto& [pre, any] = prefix.at(block_of(sk, k));
+        prepend(sg, pre, any);
       }
       // The next exchange (or other scratch user) starts with a barrier.
       k += m;
