@@ -134,11 +134,20 @@ void Lowerer::issue_copy(const Op& ld, const PipelinePlan& p, size_t li, const s
   int vec = vector_width(ld, l, v->type.dtype);
   auto hw = hw_coords(l);
   auto dup = duplicate_regs(l);
-  for (int r = 0; r < num_regs(l); r += vec) {
-    if (dup[r]) continue;
-    llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
-    t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(v->type.dtype), pred);
-  }
+  auto copies = [&]() -> llvm::Value* {
+    for (int r = 0; r < num_regs(l); r += vec) {
+      if (dup[r]) continue;
+      llvm::Value* pred = mask.empty() ? live : b_.CreateAnd(live, mask[r]);
+      t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(v->type.dtype), pred);
+    }
+    return nullptr;
+  };
+  // Lanes and warps that replicate the tile leave its copy to their owner
+  // (readers wait for the whole CTA's copies at a barrier anyway): a copy
+  // whose predicate is off still writes zeros, so they branch around it.
+  llvm::Value* owner = owner_predicate(l);
+  if (owner == b_.getTrue()) copies();
+  else guarded(owner, copies, nullptr);
 }
 
 // Whether induction value `iv` is below `loop`'s upper bound.

@@ -8,6 +8,8 @@
 // form and assembles without spills.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include "codegen_checks.h"
 #include "gpu_oracle.h"
 #include "tiledsl/tiledsl.h"
@@ -289,4 +291,36 @@ TEST_CASE("pipelined loads lower to register prefetch or cp.async and assemble",
   std::string tptx = ptx_of(tiles);
   CHECK(count(tptx, R"(cp\.async\.wait_group 1;)") == 1);
   check_assembles(tptx, "sm_90a");
+}
+
+// The basic block (its label) that each cp.async of LLVM IR `ir` lies in.
+static std::vector<std::string> copy_blocks(const std::string& ir) {
+  std::vector<std::string> blocks;
+  std::string block = "entry";
+  std::istringstream in(ir);
+  for (std::string line; std::getline(in, line);) {
+    if (auto colon = line.find(':'); colon != std::string::npos && !line.empty() && line[0] != ' ' &&
+                                     line.find("define") == std::string::npos)
+      block = line.substr(0, colon);
+    if (line.find("cp.async.c") != std::string::npos) blocks.push_back(block);
+  }
+  return blocks;
+}
+
+// A tile that several threads hold (32 f32 on 4 warps: every warp, and
+// lanes 8-31 of each) is copied by its owners alone; the others branch
+// around the copy, which would write zeros even with its predicate off
+// (compute-sanitizer's racecheck reported each replica's copy as a
+// write-write race). A tile with no replicas copies with no branch.
+TEST_CASE("pipelined copies of a replicated tile are issued by its owners alone", "[codegen]") {
+  using namespace codegen_checks;
+  auto ir_of = [](const Kernel& k) {
+    return codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Llvm);
+  };
+  auto replicated = copy_blocks(ir_of(compile(small_sum, {.name = "small_sum", .num_warps = 4})));
+  REQUIRE(!replicated.empty());
+  for (const auto& b : replicated) CHECK(b.rfind("guarded", 0) == 0);
+  auto whole = copy_blocks(ir_of(compile(tiles_sum<64, 32, true>, {.name = "tiles_sum", .num_warps = 4})));
+  REQUIRE(!whole.empty());
+  for (const auto& b : whole) CHECK(b.rfind("guarded", 0) != 0);
 }
