@@ -31,10 +31,11 @@ struct Setup {
   tl::Device dev;
   bool small = false;      // --small: the sizes CI runs on the interpreter
   bool on_interp = false;  // the CPU interpreter (slow): pick modest sizes
+  int reps = 20;           // --reps=N: launches timed on a GPU
 };
 
 // Parses `--device=NAME` (default: tl::Device::get(), the best available,
-// which TILEDSL_DEVICE overrides), `--small`, and `--target=T --emit=STAGE`
+// which TILEDSL_DEVICE overrides), `--small`, `--reps=N`, and `--target=T --emit=STAGE`
 // (print each kernel's STAGE — tile, gpu, llvm or asm — as compiled for
 // target T, default sm_90a, without a device). Unknown options print the
 // usage and exit with status 2.
@@ -47,15 +48,23 @@ inline Setup parse_args(int argc, char** argv, std::string_view what) {
       device = std::string(a.substr(9));
     } else if (a == "--small") {
       s.small = true;
+    } else if (a.starts_with("--reps=")) {
+      s.reps = std::atoi(std::string(a.substr(7)).c_str());
+      if (s.reps < 1) {
+        std::fprintf(stderr, "%s: --reps: expected a positive count, found '%.*s'\n", argv[0],
+                     int(a.size() - 7), a.data() + 7);
+        std::exit(2);
+      }
     } else if (a.starts_with("--target=")) {
       target = std::string(a.substr(9));
     } else if (a.starts_with("--emit=")) {
       emit = std::string(a.substr(7));
     } else {
       std::fprintf(stderr,
-                   "%s: %.*s\nusage: %s [--device=NAME] [--small] [--target=T --emit=STAGE]\n"
+                   "%s: %.*s\nusage: %s [--device=NAME] [--small] [--reps=N] [--target=T --emit=STAGE]\n"
                    "  --device=NAME  interp, or a GPU back end; default: the best available\n"
                    "  --small        the small sizes CI checks on the interpreter\n"
+                   "  --reps=N       launches timed on a GPU after a warm-up (default 20)\n"
                    "  --target=T     interp|sm_80|sm_86|sm_89|sm_90|sm_90a|gfx90a|gfx942|gfx1100 (default sm_90a)\n"
                    "  --emit=STAGE   tile|gpu|llvm|asm: print the kernels at that stage for T, run nothing\n",
                    argv[0], int(what.size()), what.data(), argv[0]);
@@ -175,15 +184,15 @@ std::vector<double> to_double(const std::vector<T>& v) {
 
 // Milliseconds per launch of `launch` (which enqueues one kernel launch).
 // On a GPU: a warm-up launch, then the mean of `reps` launches timed with
-// device events. On the interpreter a launch is slow and the same every
-// time: one launch timed with the host clock.
-inline double time_ms(Setup& s, const std::function<void()>& launch, int reps = 20) {
+// device events (`s.reps` of them, --reps). On the interpreter a launch is
+// slow and the same every time: one launch timed with the host clock.
+inline double time_ms(Setup& s, const std::function<void()>& launch) {
   if (inspecting) {
     launch();  // prints the kernel
     return 0;
   }
-  if (!s.on_interp) return s.dev.time_ms(launch, reps);  // the mean
-  reps = 1;
+  if (!s.on_interp) return s.dev.time_ms(launch, s.reps);  // the mean
+  int reps = 1;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) launch();
   s.dev.synchronize();

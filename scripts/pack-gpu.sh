@@ -17,6 +17,6 @@ cp "$BUILD"/examples/* "$stage/bin/"
 cp "$BUILD"/bench/bench_* "$stage/bin/" 2>/dev/null || true
 strip --strip-unneeded "$stage"/lib/*.so* "$stage"/bin/* 2>/dev/null || true
 mkdir -p dist
-tar -C "$stage" -cJf dist/tiledsl-gpu.tar.xz lib bin
+XZ_OPT=${XZ_OPT:--T0} tar -C "$stage" -cJf dist/tiledsl-gpu.tar.xz lib bin  # xz on every core
 rm -rf "$stage"
 ls -la dist/tiledsl-gpu.tar.xz

@@ -1090,7 +1090,7 @@ TEST_CASE("cuda: kernels sharing a name run their own code", "[gpu]") {
   }
 }
 
-TEST_CASE("cuda: a cached entry the device cannot use is recompiled", "[gpu]") {
+TEST_CASE("cuda: a cached entry the device cannot use is recompiled", "[gpu][bad-image]") {
   // The process-wide cache's entry of a real launch, replaced by (a) a
   // payload that is no CUDA entry and (b) a well-formed CUDA entry whose
   // cubin the driver refuses. Before, each failed every later process
