@@ -2,6 +2,7 @@
 // registers, barriers, warp shuffles, fast f32 math, vprintf, and PTX
 // emission through LLVM's NVPTX back end. The driver JIT-links the PTX.
 #include <mutex>
+#include <regex>
 
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -16,6 +17,25 @@
 
 namespace tl::codegen {
 namespace {
+
+// ptxas (CUDA 13's driver JIT, on the H200) computes 16-bit integers in
+// 32-bit registers and takes the result of neg.s16 as already sign-
+// extended: -(-32768) comes back +32768 through a later cvt.s32.s16,
+// setp.lt.s16, shr.s16 or mul.wide.s16 (PTX makes 16-bit arithmetic
+// machine-specific; sub.s16 from a zero register, not + add and every other
+// op measured wrap correctly). LLVM selects neg.s16 for every 8- and 16-bit
+// negation (i8 lives in 16-bit registers), so the PTX text is rewritten:
+// each neg.s16 becomes not.b16 and add.s16 1, its guard on both. Likewise
+// abs.s16, as shr/xor/sub (|-32768| wraps to -32768).
+std::string avoid_neg16(std::string ptx) {
+  if (ptx.find("neg.s16") == std::string::npos && ptx.find("abs.s16") == std::string::npos) return ptx;
+  static const std::regex neg(R"((\t| )*(@!?%p\d+ +)?neg\.s16\s+(%rs\d+),\s*(%rs\d+);)");
+  static const std::regex abs(R"((\t| )*(@!?%p\d+ +)?abs\.s16\s+(%rs\d+),\s*(%rs\d+);)");
+  ptx = std::regex_replace(ptx, neg, "\t$2not.b16 \t$3, $4;\n\t$2add.s16 \t$3, $3, 1;");
+  return std::regex_replace(ptx, abs,
+                            "\t{ .reg .b16 %abs_t; $2shr.s16 %abs_t, $4, 15; $2xor.b16 $3, $4, %abs_t; "
+                            "$2sub.s16 $3, $3, %abs_t; }");
+}
 
 using llvm::Intrinsic::ID;
 
@@ -415,7 +435,7 @@ class NvptxTarget final : public Target {
   }
   std::string emit_assembly(llvm::Module& m) const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return emit_assembly_text(m, *tm_);
+    return avoid_neg16(emit_assembly_text(m, *tm_));
   }
   std::vector<uint8_t> emit_binary(llvm::Module&) const override { return {}; }
 

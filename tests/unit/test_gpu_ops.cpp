@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
+#include <type_traits>
 
+#include "codegen_checks.h"
 #include "gpu_oracle.h"
 #include "tiledsl/tiledsl.h"
 
@@ -42,6 +45,27 @@ void int_ops(ptr<int32_t> out, ptr<int32_t> a_ptr, ptr<int32_t> b_ptr, scalar<in
                        minimum(a, b), maximum(a, b), cast<int32_t>(a < b), where(a == b, a, b),
                        cast<int32_t>(cast<uint8_t>(a)), cast<int32_t>(cast<float>(a) * 1.5f), cast<int32_t>(cast<int8_t>(a))};
   for (int i = 0; i < int(std::size(r)); ++i) store(out + i * n + offs, r[i], m);
+}
+
+// 8- and 16-bit integer arithmetic wraps at its own width before its
+// result is widened, compared or shifted. (PTX leaves 16-bit arithmetic
+// machine-specific: ptxas computes it in 32-bit registers, and neg.s16 of
+// -32768 came back +32768 through the cvt.s32.s16 after it; random kernel
+// seed 5777 found it.) Every result of a, b in T: itself, widened, < b, >> 1.
+template <class T>
+void narrow_int_ops(ptr<int32_t> out, ptr<T> raw, ptr<T> a_ptr, ptr<T> b_ptr, scalar<int32_t> n) {
+  auto offs = program_id(0) * BLOCK + arange(0, BLOCK);  // [BLOCK] i32
+  auto m = offs < n;
+  auto a = load(a_ptr + offs, m, T(1));  // [BLOCK] T
+  auto b = load(b_ptr + offs, m, T(1));  // [BLOCK] T
+  auto one = full<T>({BLOCK}, T(1));
+  tile<T> r[] = {-a, a + b, a - b, a * b, a << one, abs(a), T(0) - a};
+  for (int i = 0; i < int(std::size(r)); ++i) {
+    store(out + (3 * i) * n + offs, cast<int32_t>(r[i]), m);
+    store(out + (3 * i + 1) * n + offs, cast<int32_t>(r[i] < b), m);
+    store(out + (3 * i + 2) * n + offs, cast<int32_t>(r[i] >> one), m);
+    store(raw + i * n + offs, r[i], m);  // the narrow bits themselves
+  }
 }
 
 // Round trips through the narrow float formats.
@@ -198,6 +222,49 @@ TEST_CASE("float elementwise ops match the interpreter", "[gpu]") {
   }, 2e-5, 2e-6);  // approximate exp2/lg2/sin/cos/rsqrt units: a few ulps
 }
 
+// Float % is fmod: the result has the dividend's sign, a zero result too
+// (-3 % 3 is -0). NVPTX expands frem to x - trunc(x / y) * y, which gives
+// +0 there; random kernel seed 5738 saw it through a bitcast. The sign is
+// compared as bits, on both devices.
+template <class T>
+void float_rem(ptr<int32_t> out, ptr<T> a_ptr, ptr<T> b_ptr) {
+  auto offs = arange(0, 8);  // [8] i32
+  using I = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
+  auto r = load(a_ptr + offs) % load(b_ptr + offs);  // [8] T
+  store(out + offs, cast<int32_t>(bitcast<I>(r) < I(0)));
+}
+
+template <class T>
+static std::vector<int32_t> rem_signs(Device& d) {
+  auto k = compile(float_rem<T>, {.name = "float_rem"});
+  auto a = d.upload(std::vector<T>{T(-3), T(3), T(-2.5), T(2.5), T(-0.0), T(0.0), T(-6), T(6)});
+  auto b = d.upload(std::vector<T>{T(3), T(-3), T(0.5), T(-0.5), T(1), T(-1), T(-4), T(-4)});
+  auto out = d.alloc<int32_t>(8);
+  d(k, Grid{1}, out, a, b);
+  d.synchronize();
+  return out.download<int32_t>();
+}
+
+TEST_CASE("float % keeps the dividend's sign (zero included)", "[codegen]") {
+  Device interp = Device::get("interp");
+  std::vector<int32_t> want = {1, 0, 1, 0, 1, 0, 1, 0};
+  CHECK(rem_signs<float>(interp) == want);
+  CHECK(rem_signs<f16>(interp) == want);
+  CHECK(rem_signs<double>(interp) == want);
+  for (const char* t : {"sm_90a", "gfx942"}) {
+    auto k = compile(float_rem<float>, {.name = "float_rem"});
+    std::string text = codegen::emit_stage(*k.impl(), codegen_checks::aligned(k), t, codegen::Stage::Llvm);
+    INFO(t);
+    CHECK(codegen_checks::count(text, R"(llvm\.copysign)") >= 1);
+  }
+  if (gpu_oracle::have_gpu()) {
+    Device gpu = Device::get("cuda");
+    CHECK(rem_signs<float>(gpu) == want);
+    CHECK(rem_signs<f16>(gpu) == want);
+    CHECK(rem_signs<double>(gpu) == want);
+  }
+}
+
 TEST_CASE("integer ops, comparisons and casts match the interpreter", "[gpu]") {
   REQUIRE_GPU();
   auto k = compile(int_ops, {.name = "int_ops"});
@@ -213,6 +280,52 @@ TEST_CASE("integer ops, comparisons and casts match the interpreter", "[gpu]") {
     d.synchronize();
     return std::vector<std::vector<int32_t>>{out.download<int32_t>()};
   }, 0, 0);
+}
+
+template <class T>
+static void check_narrow_int_ops() {
+  auto k = compile(narrow_int_ops<T>, {.name = "narrow_int_ops"});
+  same_on_both<int32_t>([&](Device& d) {
+    using L = std::numeric_limits<T>;
+    // The edges of T's range against the small values, then random ones.
+    std::vector<T> edge = {L::min(), T(L::min() + 1), T(-1), T(0), T(1), T(2), T(L::max() - 1), L::max()};
+    std::vector<T> ha, hb;
+    for (T x : edge)
+      for (T y : edge) ha.push_back(x), hb.push_back(y);
+    std::mt19937 rng(12);
+    while (ha.size() < size_t(N)) ha.push_back(T(rng())), hb.push_back(T(rng()));
+    auto a = d.upload(ha), b = d.upload(hb);
+    auto out = d.alloc<int32_t>(21 * N);
+    auto raw = d.alloc<T>(7 * N);
+    d(k, Grid{uint32_t(cdiv(N, BLOCK))}, out, raw, a, b, N);
+    d.synchronize();
+    std::vector<int32_t> bits;
+    for (T x : raw.template download<T>()) bits.push_back(int32_t(x));
+    return std::vector<std::vector<int32_t>>{out.download<int32_t>(), bits};
+  }, 0, 0);
+}
+
+// Without a GPU: the PTX holds none of the neg.s16 / abs.s16 that ptxas
+// gets wrong at -32768 (see avoid_neg16 in the NVPTX back end), and
+// assembles.
+TEST_CASE("8- and 16-bit negation and abs avoid neg.s16 and abs.s16 in PTX", "[codegen]") {
+  using namespace codegen_checks;
+  auto ptx_of = [](const Kernel& k) {
+    return codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
+  };
+  for (const std::string& ptx : {ptx_of(compile(narrow_int_ops<int16_t>, {.name = "narrow_int_ops"})),
+                                 ptx_of(compile(narrow_int_ops<int8_t>, {.name = "narrow_int_ops"}))}) {
+    CHECK(count(ptx, R"(neg\.s16|abs\.s16)") == 0);
+    CHECK(count(ptx, R"(not\.b16)") >= 2);  // -a and 0 - a
+    check_assembles(ptx, "sm_90a");
+  }
+}
+
+TEST_CASE("8- and 16-bit integer arithmetic wraps at its width on the GPU", "[gpu]") {
+  REQUIRE_GPU();
+  check_narrow_int_ops<int16_t>();
+  check_narrow_int_ops<int8_t>();
+  check_narrow_int_ops<uint8_t>();
 }
 
 TEST_CASE("narrow float conversions round like the interpreter", "[gpu]") {
@@ -324,10 +437,19 @@ TEST_CASE("atomics match the interpreter", "[gpu]") {
   CHECK(maxes_want == maxes_got);
 }
 
-TEST_CASE("a bandwidth kernel runs at a sane fraction of the copy rate", "[gpu]") {
+// The vectorized path: each thread's 4 contiguous f32 move as one 16-byte
+// load of each input and one 16-byte store of each of the 22 results.
+TEST_CASE("a bandwidth kernel's loads and stores are vectorized", "[codegen]") {
+  auto k = compile(float_ops, {.name = "float_ops"});
+  std::string ptx = codegen::emit_stage(*k.impl(), codegen_checks::aligned(k), "sm_90a", codegen::Stage::Asm);
+  CHECK(codegen_checks::count(ptx, R"(ld\.global[.a-z0-9_:]*\.v4\.b32)") == 2);
+  CHECK(codegen_checks::count(ptx, R"(st\.global[.a-z0-9_:]*\.v4\.b32)") == 22);
+}
+
+// Its speed, for the log: not a target (those live in bench/; under
+// compute-sanitizer it runs 1000 times slower).
+TEST_CASE("a bandwidth kernel's speed on the device", "[gpu]") {
   REQUIRE_GPU();
-  // Not a speed target (those live in bench/): a smoke check that the
-  // vectorized path is taken on the device, reported for the log.
   auto k = compile(float_ops, {.name = "float_ops"});
   Device d = Device::get("cuda");
   const int n = 1 << 22;
@@ -336,5 +458,4 @@ TEST_CASE("a bandwidth kernel runs at a sane fraction of the copy rate", "[gpu]"
   double ms = d.time_ms([&] { d(k, Grid{uint32_t(n / BLOCK)}, out, a, b, n); }, 5);
   double gbps = (2.0 + 22.0) * n * 4 / (ms * 1e-3) / 1e9;
   WARN("float_ops over 2^22 elements: " << ms << " ms, " << gbps << " GB/s");
-  CHECK(gbps > 100);
 }
