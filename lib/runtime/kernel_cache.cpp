@@ -18,7 +18,11 @@
 
 #include "tiledsl/detail/ir_types.h"
 
-#ifndef TILEDSL_BUILD_ID
+// Written by CMake at configure time (a timestamp); "dev" in builds without
+// it (the fuzz targets).
+#if __has_include("tiledsl_build_id.h")
+#include "tiledsl_build_id.h"
+#else
 #define TILEDSL_BUILD_ID "dev"
 #endif
 
