@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "codegen/dot_layout.h"
-#include "codegen/linear_layout.h"
 #include "ir/ir.h"
 #include "transforms/axis_analysis.h"
 

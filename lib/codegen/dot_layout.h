@@ -16,10 +16,22 @@
 #include <optional>
 #include <string>
 
-#include "codegen/linear_layout.h"
+#include "ir/linear_layout.h"
 #include "tiledsl/dtype.h"
 
 namespace tl::codegen {
+
+// The layout vocabulary of lib/ir/linear_layout.h, under the names the GPU
+// stages use (until layouts live on the IR's types).
+using ir::blocked_layout;
+using ir::dim_name;
+using ir::kBlock;
+using ir::kLane;
+using ir::kOffset;
+using ir::kReg;
+using ir::kWarp;
+using ir::LinearLayout;
+using ir::swizzled_shared_layout;
 
 // One matrix instruction as a back end describes it. Register order within
 // each fragment layout is the order the instruction takes its operands in,

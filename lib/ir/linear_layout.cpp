@@ -4,7 +4,7 @@
 // bits (each column the packed output bits of its basis vector) and runs
 // Gaussian elimination; the earliest input bit that spans a new direction
 // becomes a pivot, so a right inverse never uses a broadcast or duplicate bit.
-#include "codegen/linear_layout.h"
+#include "ir/linear_layout.h"
 
 #include <algorithm>
 #include <bit>
@@ -12,7 +12,7 @@
 
 #include "tiledsl/detail/ir_types.h"
 
-namespace tl::codegen {
+namespace tl::ir {
 
 namespace {
 [[noreturn]] void fail(const std::string& msg) { throw Error("linear layout: " + msg); }
@@ -426,4 +426,4 @@ LinearLayout swizzled_shared_layout(const std::vector<int64_t>& shape, int vec, 
   return LinearLayout({off}, {{dim_name(0), int32_t(shape[0])}, {dim_name(1), int32_t(shape[1])}});
 }
 
-}  // namespace tl::codegen
+}  // namespace tl::ir

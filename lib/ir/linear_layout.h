@@ -1,4 +1,5 @@
-// Linear layouts: the one layout abstraction of the GPU stages.
+// Linear layouts: the one layout abstraction of the GPU stages. It lives in
+// lib/ir, beside the types that are to carry it (docs/gpu-ir-plan.md, step 1).
 //
 // A layout maps hardware indices to tile coordinates. Each input dimension
 // (register, lane, warp, block, or a shared-memory offset) is a number of
@@ -20,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace tl::codegen {
+namespace tl::ir {
 
 class LinearLayout {
  public:
@@ -128,4 +129,4 @@ LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector
 LinearLayout swizzled_shared_layout(const std::vector<int64_t>& shape, int vec, int per_phase, int max_phase,
                                     const std::vector<int>& order);
 
-}  // namespace tl::codegen
+}  // namespace tl::ir

@@ -477,8 +477,8 @@ void check_dot_kernel() {
 // backends/amdgpu/matrix_unit.cpp (from Triton's and IREE's AMD layouts and
 // AMD's RDNA3 WMMA sample), lane by lane, not against the bases that build them.
 TEST_CASE("amdgpu: MFMA and WMMA fragment layouts follow the ISA's lane formulas", "[amdgpu]") {
-  using codegen::kLane;
-  using codegen::kReg;
+  using ir::kLane;
+  using ir::kReg;
   for (const auto& t : kTargets) {
     for (DType in : {DType::bf16, DType::f16, DType::i8, DType::u8, DType::f32, DType::f64}) {
       INFO("target " << t << ", " << dtype_name(in));
@@ -508,12 +508,12 @@ TEST_CASE("amdgpu: MFMA and WMMA fragment layouts follow the ISA's lane formulas
         for (int j = 0; j < per_lane; ++j) {
           // MFMA: lane group l / 16 holds K / 4 consecutive k; WMMA: all of K, lanes 16-31 copies.
           int k = wmma ? j : per_lane * (l / 16) + j;
-          CHECK(mi->a.apply({{kReg, j}, {kLane, l}}) == codegen::LinearLayout::Coords{l % 16, k});
-          CHECK(mi->b.apply({{kReg, j}, {kLane, l}}) == codegen::LinearLayout::Coords{k, l % 16});
+          CHECK(mi->a.apply({{kReg, j}, {kLane, l}}) == ir::LinearLayout::Coords{l % 16, k});
+          CHECK(mi->b.apply({{kReg, j}, {kLane, l}}) == ir::LinearLayout::Coords{k, l % 16});
         }
         for (int i = 0; i < acc_regs; ++i) {
           int m = wmma ? 2 * i + l / 16 : 4 * (l / 16) + i;
-          CHECK(mi->c.apply({{kReg, i}, {kLane, l}}) == codegen::LinearLayout::Coords{m, l % 16});
+          CHECK(mi->c.apply({{kReg, i}, {kLane, l}}) == ir::LinearLayout::Coords{m, l % 16});
         }
       }
     }

@@ -4,10 +4,10 @@
 
 #include <set>
 
-#include "codegen/linear_layout.h"
+#include "ir/linear_layout.h"
 
-using tl::codegen::LinearLayout;
-using namespace tl::codegen;
+using tl::ir::LinearLayout;
+using namespace tl::ir;
 
 namespace {
 // Every (register, lane, warp) index of `l` applied, as a multiset of coords.
