@@ -1,6 +1,7 @@
 # The two commands of the README. Both install what is missing, configure
 # and build; `run` then runs the gemm example on the best device present,
-# `test` runs the whole suite: the ctest suite, then the fuzz targets for a
+# `test` runs the whole suite: the ctest suite, then a consumer project
+# against the installed package (`make consumer`), the fuzz targets for a
 # bounded time (`make fuzz`) and the unit tests under sanitizers
 # (`make sanitize`), each also a target of its own.
 BUILD ?= build
@@ -28,7 +29,7 @@ space := $(subst ,, )
 TSAN_TEST_SPEC = $(subst $(space),$(comma),$(patsubst %,[%],$(TSAN_TAGS)))
 comma := ,
 
-.PHONY: all deps configure build run test fuzz sanitize asan tsan clean
+.PHONY: all deps configure build run test consumer fuzz sanitize asan tsan clean
 
 all: build
 
@@ -46,7 +47,20 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	@$(MAKE) --no-print-directory fuzz sanitize
+	@$(MAKE) --no-print-directory consumer fuzz sanitize
+
+# A project of its own using the installed package (cmake --install into
+# $(BUILD)/install, then find_package), and the same program built from the
+# pkg-config file; each runs its kernel on the interpreter.
+consumer: build
+	@cmake --install $(BUILD) --prefix $(CURDIR)/$(BUILD)/install > /dev/null
+	@cmake -S tests/consumer -B $(BUILD)/consumer -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/install > /dev/null
+	@cmake --build $(BUILD)/consumer -j $(JOBS)
+	$(BUILD)/consumer/consumer
+	$(CXX) -o $(BUILD)/consumer/consumer-pc tests/consumer/consumer.cpp \
+	  $$(PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/install/lib/pkgconfig pkg-config --cflags --libs tiledsl) \
+	  -Wl,-rpath,$(CURDIR)/$(BUILD)/install/lib
+	$(BUILD)/consumer/consumer-pc
 
 # libFuzzer targets (fuzz/CMakeLists.txt): built against the LLVM-free part
 # of the library, each run for FUZZ_SECONDS (all at once, one per core).

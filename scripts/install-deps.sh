@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(
-  build-essential cmake
+  build-essential cmake pkg-config
   catch2 libbenchmark-dev
   llvm-22-dev llvm-22 llvm-22-tools lld-22 liblld-22-dev
   zlib1g-dev libzstd-dev xz-utils
