@@ -10,12 +10,12 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 stage=$(mktemp -d)
 mkdir -p "$stage/lib" "$stage/bin"
-cp "$BUILD/libtiledsl.so" "$stage/lib/"
+cp -a "$BUILD"/libtiledsl.so* "$stage/lib/"  # the versioned file and its links
 cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/" 2>/dev/null || true
 cp "$BUILD/tests/tiledsl_tests" "$stage/bin/"
 cp "$BUILD"/examples/* "$stage/bin/"
 cp "$BUILD"/bench/bench_* "$stage/bin/" 2>/dev/null || true
-strip --strip-unneeded "$stage"/lib/*.so* "$stage"/bin/* 2>/dev/null || true
+find "$stage/lib" "$stage/bin" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true  # files, not links
 mkdir -p dist
 XZ_OPT=${XZ_OPT:--T0} tar -C "$stage" -cJf dist/tiledsl-gpu.tar.xz lib bin  # xz on every core
 rm -rf "$stage"
