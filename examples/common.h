@@ -192,12 +192,11 @@ inline double time_ms(Setup& s, const std::function<void()>& launch) {
     return 0;
   }
   if (!s.on_interp) return s.dev.time_ms(launch, s.reps);  // the mean
-  int reps = 1;
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) launch();
+  launch();
   s.dev.synchronize();
   auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::milli>(t1 - t0).count() / reps;
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
 // Milliseconds spent in `fn` (used for the trace + compile step).

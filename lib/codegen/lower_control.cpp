@@ -145,9 +145,7 @@ void Lowerer::issue_copy(const Op& ld, const PipelinePlan& p, size_t li, const s
   // Lanes and warps that replicate the tile leave its copy to their owner
   // (readers wait for the whole CTA's copies at a barrier anyway): a copy
   // whose predicate is off still writes zeros, so they branch around it.
-  llvm::Value* owner = owner_predicate(l);
-  if (owner == b_.getTrue()) copies();
-  else guarded(owner, copies, nullptr);
+  guarded(owner_predicate(l), copies, nullptr);
 }
 
 // Whether induction value `iv` is below `loop`'s upper bound.

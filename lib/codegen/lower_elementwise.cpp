@@ -196,9 +196,9 @@ llvm::Value* Lowerer::float_op(const Op& op, const std::vector<llvm::Value*>& a,
         if (llvm::Value* fast = t_.fast_divide(b_, a[0], a[1])) return fast;
       return b_.CreateFDiv(a[0], a[1]);
     case OpKind::Rem:
-      // fmod: the result takes the dividend's sign, zero included. NVPTX
-      // expands frem to x - trunc(x / y) * y, which gives +0 for -x % x;
-      // the copysign restores -0 (and costs one logic op).
+      // fmod: the result takes the dividend's sign, zero included. A back
+      // end may expand frem as x - trunc(x / y) * y, which gives +0 for
+      // -x % x; the copysign restores -0 (and costs one logic op).
       return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b_.CreateFRem(a[0], a[1]), a[0]);
     case OpKind::Minimum: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a[0], a[1]);
     case OpKind::Maximum: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a[0], a[1]);

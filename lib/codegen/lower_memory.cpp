@@ -119,6 +119,9 @@ void Lowerer::lower_store(const Op& op) {
 // Runs `body` only where `pred` holds; returns the phi of its value and
 // `otherwise` (body may return null for no value).
 llvm::Value* Lowerer::guarded(llvm::Value* pred, const std::function<llvm::Value*()>& body, llvm::Value* otherwise) {
+  // A predicate known while lowering (an owner test of a tile no thread
+  // replicates, say) needs no branch.
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(pred)) return c->isOne() ? body() : otherwise;
   llvm::BasicBlock* from = b_.GetInsertBlock();
   auto* then_bb = llvm::BasicBlock::Create(ctx_, "guarded", fn_);
   auto* join_bb = llvm::BasicBlock::Create(ctx_, "guarded.end", fn_);
