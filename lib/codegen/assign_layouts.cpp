@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <sstream>
 
-#include "ir/printer.h"
 
 namespace tl::codegen {
 
@@ -45,7 +43,14 @@ bool is_memory_op(const Op& op) {
 }
 }  // namespace
 
+bool same_threads(const LinearLayout& a, const LinearLayout& b) {
+  for (const auto& in : {kLane, kWarp, kBlock})
+    if (a.bases(in) != b.bases(in)) return false;
+  return true;
+}
+
 const LinearLayout& LayoutPlan::of(const Value* v) const {
+  if (v->type.layout) return fn->layout_of(v->type);
   auto it = layouts.find(v);
   if (it == layouts.end()) throw Error("internal: no layout for a " + v->type.str() + " value");
   return it->second;
@@ -259,7 +264,9 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
     case OpKind::Reshape:
       return reshape_layout(res(0), v->type.shape);
     case OpKind::Join:
-      return std::nullopt;  // the result is built from the operands' layout
+      // The result is built from the first operand's layout; the second
+      // joins it in the same one.
+      return i == 0 ? std::nullopt : std::optional(plan.of(op.operands[0]));
     case OpKind::Split:
       // Scalars from a [2] tile: every thread holds both elements, in order.
       if (!is_tile(op.results[0].get()))
@@ -594,38 +601,41 @@ class Assigner {
 
 }  // namespace
 
-LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
+// Writes the plan into the function: its launch shape as attributes, and
+// each tile's layout into its type, numbered in the order the printer
+// meets values (arguments, then each op's results before its regions), so
+// #l1 is the first layout a reader sees.
+void write_types(ir::Function& fn, LayoutPlan& plan) {
+  fn.attrs["num_warps"] = int64_t(plan.num_warps);
+  fn.attrs["warp_size"] = int64_t(plan.warp_size);
+  fn.attrs["num_ctas"] = int64_t(plan.num_ctas);
+  auto write = [&](Value* v) {
+    if (is_tile(v)) v->type.layout = fn.intern_layout(plan.of(v));
+  };
+  std::function<void(ir::Region&)> region = [&](ir::Region& r) {
+    for (auto& op : r.ops) {
+      for (auto& res : op->results) write(res.get());
+      for (auto& sub : op->regions) {
+        for (auto& a : sub->args) write(a.get());
+        region(*sub);
+      }
+    }
+  };
+  for (auto& a : fn.body.args) write(a.get());
+  region(fn.body);
+  plan.layouts.clear();
+  plan.fn = &fn;
+}
+
+LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
                           int warp_size, const MatrixInstrPicker& pick, int num_ctas) {
   LayoutPlan plan;
   plan.num_warps = num_warps;
   plan.warp_size = warp_size;
   plan.num_ctas = num_ctas;
   Assigner(plan, axis, pick).run(fn);
+  write_types(fn, plan);
   return plan;
-}
-
-std::string print_with_layouts(const ir::Function& fn, const LayoutPlan& plan) {
-  // Same numbering as the printer: arguments, then each op's results before
-  // its regions' arguments and contents.
-  std::ostringstream layouts;
-  int next = 0;
-  std::function<void(const Value*)> note = [&](const Value* v) {
-    int id = next++;
-    if (plan.has(v)) layouts << "//   %" << id << " : " << plan.of(v).str() << "\n";
-  };
-  std::function<void(const ir::Region&)> walk = [&](const ir::Region& r) {
-    for (const auto& op : r.ops) {
-      for (const auto& res : op->results) note(res.get());
-      for (const auto& sub : op->regions) {
-        for (const auto& a : sub->args) note(a.get());
-        walk(*sub);
-      }
-    }
-  };
-  for (const auto& a : fn.body.args) note(a.get());
-  walk(fn.body);
-  return ir::print(fn) + "// layouts (num_warps = " + std::to_string(plan.num_warps) +
-         ", warp size = " + std::to_string(plan.warp_size) + "):\n" + layouts.str();
 }
 
 }  // namespace tl::codegen

@@ -13,6 +13,12 @@
 // else. Where an operand's layout still differs from what its op needs, the
 // lowering converts it (register permutation, or through shared memory);
 // `required_operand_layout` is the one rule both sides use.
+//
+// The result is written into the function, which becomes GPU IR: its
+// attributes record the launch shape and every tile's type names its layout
+// in the function's layout table (ir.h). The plan keeps what the IR does
+// not hold yet: each dot's instruction and operand layouts, and the
+// pipelining depth.
 #pragma once
 
 #include <functional>
@@ -31,23 +37,29 @@ struct LayoutPlan {
   int num_stages = 3;  // default software-pipelining depth of loops
   bool fp_fusion = true;  // a multiply feeding an add may fuse (CompileOptions)
   int num_ctas = 1;       // CTAs of a cluster a program's tiles are split over
-  std::unordered_map<const ir::Value*, LinearLayout> layouts;  // every tile value
-  std::unordered_map<const ir::Op*, DotLayouts> dots;            // every dot
+  const ir::Function* fn = nullptr;  // the GPU IR, whose types hold the layouts
+  std::unordered_map<const ir::Value*, LinearLayout> layouts;  // while assigning: those placed so far
+  std::unordered_map<const ir::Op*, DotLayouts> dots;          // every dot
 
+  // The layout of tile `v`: its type's, or while assigning, the one placed.
   const LinearLayout& of(const ir::Value* v) const;
-  bool has(const ir::Value* v) const { return layouts.count(v) != 0; }
+  bool has(const ir::Value* v) const { return v->type.layout != 0 || layouts.count(v) != 0; }
 };
 
 // The target's matrix instruction for a dot, or nullopt for the FMA form.
 using MatrixInstrPicker = std::function<std::optional<MatrixInstr>(const ir::Op& dot)>;
 
-LayoutPlan assign_layouts(const ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
+LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
                           int warp_size, const MatrixInstrPicker& pick = {}, int num_ctas = 1);
 
 // The layout op `op` needs for tile operand `i`, given the plan's layouts of
 // its results; null-equivalent (empty optional) when any layout will do
 // (scalars, or ops that take their operand's layout as it is).
 std::optional<LinearLayout> required_operand_layout(const ir::Op& op, int i, const LayoutPlan& plan);
+
+// Whether two layouts put the same elements in the same lanes, warps and
+// CTAs (a conversion between them only permutes registers).
+bool same_threads(const LinearLayout& a, const LinearLayout& b);
 
 // Layout rules of the shape ops (also used by the lowering).
 // The coalesced blocked layout: `vec` elements per thread along `fast_dim`
@@ -82,7 +94,5 @@ bool scannable(const LinearLayout& l, int axis);
 LinearLayout scan_layout(const LinearLayout& operand, const std::vector<int64_t>& shape, int axis, int num_warps,
                          int warp_size, int ctas);
 
-// Text of the GPU stage: the IR with each tile value's layout listed.
-std::string print_with_layouts(const ir::Function& fn, const LayoutPlan& plan);
 
 }  // namespace tl::codegen

@@ -12,9 +12,11 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/assign_layouts.h"
+#include "codegen/convert_layouts.h"
 #include "codegen/lower_llvm.h"
 #include "codegen/target.h"
 #include "ir/printer.h"
+#include "ir/verifier.h"
 
 namespace tl::codegen {
 
@@ -130,23 +132,31 @@ std::optional<MatrixInstr> pick_instr(const Target& t, const ir::Op& dot, int nu
   return t.matrix_instr(in, dot.attr_str_or("input_precision", "tf32") == "tf32");
 }
 
+// The GPU stage of one compile: its own copy of the kernel's Tile IR (the
+// kernel is compiled for other targets and specializations too), which
+// layout assignment turns into GPU IR and convert_layouts completes with
+// the conversions between layouts, verified before it is lowered.
 struct Pipeline {
   const detail::KernelImpl& kernel;
   const Target& target;
+  std::unique_ptr<ir::Function> gpu;
   transforms::AxisAnalysis axis;
   LayoutPlan plan;
 
   Pipeline(const detail::KernelImpl& k, const Specialization& spec, const Target& t)
-      : kernel(k), target(t), axis(*k.fn, spec.args),
-        plan(assign_layouts(*k.fn, axis, k.options.num_warps, t.warp_size(), [&t, &k](const ir::Op& dot) {
+      : kernel(k), target(t), gpu(ir::clone(*k.fn)), axis(*gpu, spec.args),
+        plan(assign_layouts(*gpu, axis, k.options.num_warps, t.warp_size(), [&t, &k](const ir::Op& dot) {
           return pick_instr(t, dot, k.options.num_warps);
         }, k.options.num_ctas)) {
     plan.num_stages = k.options.num_stages;
     plan.fp_fusion = k.options.fp_fusion;
+    convert_layouts(*gpu, plan);
+    ir::verify(*gpu);
+    axis = transforms::AxisAnalysis(*gpu, spec.args);  // the conversions' values too
   }
 
   LoweredKernel lower(llvm::LLVMContext& ctx) const {
-    LoweredKernel l = lower_to_llvm(ctx, *kernel.fn, plan, axis, target, kernel.name);
+    LoweredKernel l = lower_to_llvm(ctx, *gpu, plan, axis, target, kernel.name);
     target.optimize(*l.module);
     return l;
   }
@@ -198,7 +208,7 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
   check_num_warps(kernel, t);
   Pipeline p(kernel, spec, t);
   dump(kernel.name, target, "tile", ir::print(*kernel.fn));
-  dump(kernel.name, target, "gpu", print_with_layouts(*kernel.fn, p.plan));
+  dump(kernel.name, target, "gpu", ir::print(*p.gpu));
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx);
   dump(kernel.name, target, "llvm", module_text(*l.module));
@@ -220,7 +230,7 @@ std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& s
   const Target& t = get_target(target);
   check_num_warps(kernel, t);
   Pipeline p(kernel, spec, t);
-  if (stage == Stage::Gpu) return print_with_layouts(*kernel.fn, p.plan);
+  if (stage == Stage::Gpu) return ir::print(*p.gpu);
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx);
   if (stage == Stage::Llvm) return module_text(*l.module);

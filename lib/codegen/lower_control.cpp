@@ -400,13 +400,6 @@ void Lowerer::lower_for(const Op& op) {
   }
   b_.SetInsertPoint(exit);
   if (pipe) finish_pipeline(*pipe);
-  // A result the plan placed apart from its carried value (a later loop
-  // took it as its own init first) moves to its own layout here.
-  for (size_t k = 0; k < nc; ++k) {
-    const ir::Value *arg = body.args[k + 1].get(), *res = op.results[k].get();
-    if (res->type.is_tile() && !(plan_.of(arg) == plan_.of(res)))
-      vals_[res] = convert_or_remat(arg, carried[k], plan_.of(res));
-  }
   for (const auto& o : body.ops)
     for (int i = 0; i < 2; ++i) hoisted_.erase({o.get(), i});
 }

@@ -13,6 +13,8 @@
 // Everything target-specific goes through the Target interface.
 #include "codegen/lowerer.h"
 
+#include <limits>
+
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -138,21 +140,7 @@ std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std
   return c;
 }
 
-// Whether two layouts put the same elements in the same lanes and warps
-// (a conversion between them only permutes registers).
-namespace {
-std::vector<LinearLayout::Coords> bases_of(const LinearLayout& l, const std::string& in) {
-  for (const auto& d : l.in_dims())
-    if (d.name == in) return d.bases;
-  return {};
-}
-}  // namespace
 
-bool Lowerer::same_threads(const LinearLayout& a, const LinearLayout& b) {
-  for (const auto& in : {kLane, kWarp, kBlock})
-    if (bases_of(a, in) != bases_of(b, in)) return false;
-  return true;
-}
 
 // Runtime coordinates contributed by this thread's lane and warp (and its
 // CTA's rank in a cluster).
@@ -273,11 +261,11 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
   // what it needs. The leading barrier protects the previous user. Within
   // a CTA only: each must hold what it needs (its part, or all of it).
   if (from.in_bits(kBlock) > 0 || to.in_bits(kBlock) > 0) {
-    auto fb = bases_of(from, kBlock);
+    auto fb = from.bases(kBlock);
     bool replicated = std::all_of(fb.begin(), fb.end(), [](const auto& c) {
       return std::all_of(c.begin(), c.end(), [](int32_t x) { return x == 0; });
     });
-    if (!replicated && fb != bases_of(to, kBlock))
+    if (!replicated && fb != to.bases(kBlock))
       throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
                   "conversion across CTAs), which is not supported yet; use num_ctas = 1");
   }
@@ -296,15 +284,34 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
   return out;
 }
 
-// Operand i of `op`, in the layout the op needs.
+// Operand i of `op`, which convert_layouts put in the layout the op needs.
 Regs Lowerer::operand(const Op& op, int i) {
   const ir::Value* v = op.operands[i];
   const Regs& regs = get(v);
   if (!v->type.is_tile()) return regs;
   auto req = required_operand_layout(op, i, plan_);
-  if (!req) return regs;
-  if (is_uniform(v)) return Regs(num_regs(*req), regs[0]);
-  return convert_or_remat(v, regs, *req);
+  if (req && !(*req == plan_.of(v)))
+    throw Error("internal: operand #" + std::to_string(i) + " of '" + std::string(op.name()) +
+                "' is not in the layout the op needs (convert_layouts did not convert it)");
+  return regs;
+}
+
+// A layout conversion (convert_layouts.h): the value recomputed in the new
+// layout from its producers, or moved there (registers permuted, or a round
+// trip through shared memory).
+void Lowerer::lower_convert_layout(const Op& op) {
+  const ir::Value* v = op.operands[0];
+  const LinearLayout& to = plan_.of(op.result());
+  if (is_uniform(v)) {
+    vals_[op.result()] = Regs(num_regs(to), get(v)[0]);
+  } else if (op.attr_int_or("remat", 0)) {
+    int budget = std::numeric_limits<int>::max();
+    auto r = remat(v, to, budget);
+    if (!r) throw Error("internal: a convert_layout {remat = 1} of a value that cannot be recomputed");
+    vals_[op.result()] = std::move(*r);
+  } else {
+    vals_[op.result()] = convert(get(v), plan_.of(v), to, v->type.shape, value_type(v->type));
+  }
 }
 
 Regs Lowerer::convert_or_remat(const ir::Value* v, const Regs& regs, const LinearLayout& to) {
@@ -325,6 +332,7 @@ Regs Lowerer::convert_or_remat(const ir::Value* v, const Regs& regs, const Linea
 std::optional<Regs> Lowerer::remat(const ir::Value* v, const LinearLayout& l, int& budget) {
   if (!v->type.is_tile()) return get(v);
   const Op* d = v->def;
+  if (d && d->kind == OpKind::ConvertLayout) return remat(d->operands[0], l, budget);  // the same values
   if (!d || --budget < 0) return std::nullopt;
   int n = num_regs(l);
   switch (d->kind) {
@@ -368,11 +376,12 @@ bool Lowerer::is_uniform(const ir::Value* v) {
   return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
 }
 
-// A value converted to `to` (for loop-carried values and if results).
+// `v`, which convert_layouts put in the layout of `like` (a loop's
+// carried values, an if's results, a join's first operand).
 Regs Lowerer::in_layout(const ir::Value* v, const ir::Value* like) {
-  if (!v->type.is_tile()) return get(v);
-  if (is_uniform(v)) return Regs(num_regs(plan_.of(like)), get(v)[0]);
-  return convert_or_remat(v, get(v), plan_.of(like));
+  if (v->type.is_tile() && !(plan_.of(v) == plan_.of(like)))
+    throw Error("internal: a value is not in the layout it is carried or joined in (convert_layouts did not convert it)");
+  return get(v);
 }
 
 const Regs& Lowerer::get(const ir::Value* v) {
@@ -422,9 +431,17 @@ void Lowerer::lower_op(const Op& op) {
     case OpKind::Splat:
       vals_[op.result()] = Regs(width_of(op.result()), get(op.operands[0])[0]);
       return;
+    case OpKind::Trans:
+      // One only a dot reads is left to the dot's staging (convert_layouts):
+      // its operand may come in another layout.
+      if (auto req = required_operand_layout(op, 0, plan_); req && !(*req == plan_.of(op.operands[0]))) {
+        const ir::Value* v = op.operands[0];
+        vals_[op.result()] = is_uniform(v) ? Regs(num_regs(*req), get(v)[0]) : convert_or_remat(v, get(v), *req);
+        return;
+      }
+      [[fallthrough]];
     case OpKind::Broadcast:
     case OpKind::ExpandDims:
-    case OpKind::Trans:
     case OpKind::Reshape:
       // Their operand layouts are derived from the result's with the same
       // registers: the values pass through unchanged.
@@ -472,6 +489,7 @@ void Lowerer::lower_op(const Op& op) {
     case OpKind::For: return lower_for(op);
     case OpKind::If: return lower_if(op);
     case OpKind::Yield: return;
+    case OpKind::ConvertLayout: return lower_convert_layout(op);
     default:
       if (ir::op_is_elementwise(op.kind)) return lower_elementwise(op);
       unsupported(op, "has no GPU lowering");

@@ -73,30 +73,12 @@ void Lowerer::lower_store(const Op& op) {
     t_.store(b_, to_memory(get(op.operands[1])[0]), get(ptr)[0], pred, hints(op));
     return;
   }
+  // convert_layouts put the value, addresses and mask in one layout: the
+  // addresses' own, or the value's where the addresses were cheap to
+  // recompute there (a dot's accumulator, say, stored from where it is).
   const LinearLayout* lp = &plan_.of(ptr);
-  Regs ptrs, val, mask;
-  // A value computed in another layout (a dot's accumulator, say) is
-  // stored from where it is when its addresses and mask are cheap to
-  // recompute there: no round trip through shared memory.
-  const ir::Value* value = op.operands[1];
-  if (value->type.is_tile() && !is_uniform(value) && !same_threads(plan_.of(value), *lp)) {
-    const LinearLayout& lv = plan_.of(value);
-    int budget = 32;
-    auto p = remat(ptr, lv, budget);
-    std::optional<Regs> m;
-    if (p && op.operands.size() > 2) m = remat(op.operands[2], lv, budget);
-    if (p && (op.operands.size() <= 2 || m)) {
-      lp = &lv;
-      ptrs = std::move(*p);
-      val = get(value);
-      if (m) mask = std::move(*m);
-    }
-  }
-  if (ptrs.empty()) {
-    ptrs = get(ptr);
-    val = operand(op, 1);
-    mask = op.operands.size() > 2 ? operand(op, 2) : Regs{};
-  }
+  Regs ptrs = get(ptr), val = operand(op, 1);
+  Regs mask = op.operands.size() > 2 ? operand(op, 2) : Regs{};
   const LinearLayout& l = *lp;
   int vec = vector_width(op, l, d);
   llvm::Value* owner = owner_predicate(l);

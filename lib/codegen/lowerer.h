@@ -98,7 +98,6 @@ class Lowerer {
   // ------------------------------------------------------------ layout math
   std::vector<llvm::Value*> hw_coords_of(const LinearLayout& l, const std::string& in);  // lane or warp
   std::vector<llvm::Value*> hw_coords(const LinearLayout& l);
-  static bool same_threads(const LinearLayout& a, const LinearLayout& b);
   static LinearLayout::Coords reg_coords(const LinearLayout& l, int r) { return l.apply({{kReg, r}}); }
   std::vector<int> run_leaders(const ir::Value* v);
   void start_cluster(const ir::Function& fn);
@@ -134,6 +133,7 @@ class Lowerer {
   Regs convert(const Regs& regs, const LinearLayout& from, const LinearLayout& to, const std::vector<int64_t>& shape,
                llvm::Type* ty);
   Regs operand(const Op& op, int i);
+  void lower_convert_layout(const Op& op);
   Regs convert_or_remat(const ir::Value* v, const Regs& regs, const LinearLayout& to);
   std::optional<Regs> remat(const ir::Value* v, const LinearLayout& l, int& budget);
   static bool is_uniform(const ir::Value* v);

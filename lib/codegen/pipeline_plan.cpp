@@ -36,7 +36,7 @@ bool clonable(const Op& op) {
   switch (op.kind) {
     case OpKind::Constant: case OpKind::Splat: case OpKind::Broadcast: case OpKind::ExpandDims:
     case OpKind::Arange: case OpKind::Trans: case OpKind::Reshape: case OpKind::ProgramId:
-    case OpKind::NumPrograms:
+    case OpKind::NumPrograms: case OpKind::ConvertLayout:
       return true;
     default:
       return ir::op_is_elementwise(op.kind) && op.regions.empty();
@@ -233,6 +233,15 @@ std::optional<PipelinePlan> Planner::run() {
       p.skip.insert(c.load);
       p.skip.insert(c.trans.begin(), c.trans.end());
     }
+  }
+  // Conversions feeding only what lives in shared memory (a load's mask,
+  // say) are not lowered in the body either: only the lead slice needs them.
+  for (bool more = true; more;) {
+    more = false;
+    for (const auto& o : body_.ops)
+      if (o->kind == OpKind::ConvertLayout && !p.skip.count(o.get()) && !users_[o->result()].empty() &&
+          std::all_of(users_[o->result()].begin(), users_[o->result()].end(), [&](const Op* u) { return p.skip.count(u) != 0; }))
+        p.skip.insert(o.get()), more = true;
   }
   // Invariant loads alone make no pipeline: measured, a layernorm whose
   // weights alone took the shared memory lost the L1 they hit in

@@ -70,7 +70,7 @@ struct PipelinePlan {
   bool invariant_group = false;         // invariant copies commit apart; iteration 0 waits at first read
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order
   std::vector<size_t> lead_args;        // carried values (index k of args[k + 1]) those ops read
-  std::set<const ir::Op*> skip;         // loads read by dots, their trans: never in registers
+  std::set<const ir::Op*> skip;         // loads read by dots, their trans and conversions: never in registers
 
   int slots() const { return early_refill ? stages - 1 : stages; }
 };

@@ -179,3 +179,57 @@ bool defined_in(const Value* v, const Region& r) {
 }
 
 }  // namespace tl::ir
+
+namespace tl::ir {
+
+int32_t Function::intern_layout(const LinearLayout& l) {
+  for (size_t i = 0; i < layouts.size(); ++i)
+    if (layouts[i] == l) return int32_t(i + 1);
+  layouts.push_back(l);
+  return int32_t(layouts.size());
+}
+
+const LinearLayout& Function::layout_of(const Type& t) const {
+  if (t.layout < 1 || size_t(t.layout) > layouts.size())
+    throw Error("internal: no layout #l" + std::to_string(t.layout) + " for a " + t.str() + " value in function @" +
+                name);
+  return layouts[size_t(t.layout - 1)];
+}
+
+namespace {
+// Copies regions op by op, mapping each old value to its copy; operands
+// are defined before their uses (SSA), so every lookup finds its copy.
+struct Cloner {
+  std::unordered_map<const Value*, Value*> map;
+
+  Value* get(const Value* v) {
+    auto it = map.find(v);
+    if (it == map.end()) throw Error("internal: clone of a function using a value defined outside it");
+    return it->second;
+  }
+  void region(const Region& from, Region& to) {
+    for (const auto& a : from.args) map[a.get()] = to.add_arg(a->type);
+    for (const auto& op : from.ops) {
+      auto c = std::make_unique<Op>(op->kind);
+      for (const Value* v : op->operands) c->operands.push_back(get(v));
+      c->attrs = op->attrs;
+      c->loc = op->loc;
+      for (const auto& sub : op->regions) region(*sub, *c->add_region());
+      for (const auto& r : op->results) map[r.get()] = c->add_result(r->type);
+      to.append(std::move(c));
+    }
+  }
+};
+}  // namespace
+
+std::unique_ptr<Function> clone(const Function& fn) {
+  auto out = std::make_unique<Function>();
+  out->name = fn.name;
+  out->loc = fn.loc;
+  out->attrs = fn.attrs;
+  out->layouts = fn.layouts;
+  Cloner().region(fn.body, out->body);
+  return out;
+}
+
+}  // namespace tl::ir

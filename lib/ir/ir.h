@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/linear_layout.h"
 #include "tiledsl/detail/ir_types.h"
 
 namespace tl::ir {
@@ -97,10 +98,25 @@ class Function {
   std::string name;
   Region body;  // body.args are the kernel parameters
   Loc loc;
+  // The GPU IR's: the kernel's launch shape (num_warps, warp_size,
+  // num_ctas), and the layout table its types number into (Type::layout k
+  // is layouts[k - 1], printed #lk). Both empty in the Tile IR.
+  Attrs attrs;
+  std::vector<LinearLayout> layouts;
 
   Function() = default;
   Function(const Function&) = delete;
+
+  bool is_gpu() const { return attrs.count("num_warps") != 0; }
+  // The number of `l` in the table, added when it is not there yet.
+  int32_t intern_layout(const LinearLayout& l);
+  // The layout a GPU IR type numbers; throws tl::Error for none.
+  const LinearLayout& layout_of(const Type& t) const;
 };
+
+// A copy of `fn` with fresh values (the GPU stage rewrites its own copy of
+// a kernel's Tile IR, which other targets compile too).
+std::unique_ptr<Function> clone(const Function& fn);
 
 class Module {
  public:

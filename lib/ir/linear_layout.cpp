@@ -82,6 +82,13 @@ int LinearLayout::out_index(const std::string& out) const {
   return -1;
 }
 
+const std::vector<LinearLayout::Coords>& LinearLayout::bases(const std::string& in) const {
+  static const std::vector<Coords> none;
+  for (const auto& d : ins_)
+    if (d.name == in) return d.bases;
+  return none;
+}
+
 int LinearLayout::in_bits(const std::string& in) const {
   for (const auto& d : ins_)
     if (d.name == in) return int(d.bases.size());
@@ -280,6 +287,10 @@ LinearLayout LinearLayout::slice(int out) const {
   if (out < 0 || out >= int(outs_.size())) fail("slice: no output dimension " + std::to_string(out));
   std::vector<OutDim> outs = outs_;
   outs.erase(outs.begin() + out);
+  // A tile's dimensions are named by position (dim0, dim1, ...): those
+  // after the removed one move down a place, as the tile's shape does.
+  for (size_t i = size_t(out); i < outs.size(); ++i)
+    if (outs[i].name == dim_name(int(i) + 1)) outs[i].name = dim_name(int(i));
   std::vector<InDim> ins;
   for (const auto& d : ins_) {
     InDim n{d.name, {}};

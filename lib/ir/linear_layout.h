@@ -72,6 +72,7 @@ class LinearLayout {
   const std::vector<InDim>& in_dims() const { return ins_; }
   const std::vector<OutDim>& out_dims() const { return outs_; }
   int in_bits(const std::string& in) const;   // 0 when absent
+  const std::vector<Coords>& bases(const std::string& in) const;  // empty when absent
   int32_t in_size(const std::string& in) const { return int32_t(1) << in_bits(in); }
   int32_t out_size(const std::string& out) const;  // 1 when absent
   int out_index(const std::string& out) const;     // -1 when absent
@@ -92,6 +93,7 @@ class LinearLayout {
 
   // Removes output dimension `out` (a slice layout): its coordinates are
   // dropped, and register bits that became duplicates or zero are removed.
+  // Output dimensions named by position (dimK) after it are renamed.
   LinearLayout slice(int out) const;
 
   // Renames an input dimension (e.g. to compose shared-memory layouts).

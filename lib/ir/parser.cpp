@@ -181,10 +181,17 @@ class Parser {
     return scalar_type(dtype());
   }
 
-  // element | tile<DxDx...xelement>
+  // element | tile<DxDx...xelement[, #layout]> | smem<DxDx...xelement, #layout> | token
   Type type() {
     skip_ws();
-    if (src_.substr(pos_, 5) != "tile<") return element();
+    if (src_.substr(pos_, 5) == "token" && !is_ident_char(at(pos_ + 5))) {
+      pos_ += 5;
+      Type t;
+      t.kind = TypeKind::token;
+      return t;
+    }
+    bool shared = src_.substr(pos_, 5) == "smem<";
+    if (!shared && src_.substr(pos_, 5) != "tile<") return element();
     pos_ += 5;
     std::vector<int64_t> shape;
     while (is_digit(cur())) {
@@ -199,10 +206,80 @@ class Parser {
     }
     if (shape.empty()) fail("tile dimension");
     Type t = element();
+    if (shared) t.kind = TypeKind::shared;
+    if (cur() == ',' || shared) {
+      expect(',');
+      skip_ws();
+      t.layout = layout_ref();
+    }
     if (cur() != '>') fail("'>'");
     ++pos_;
     t.shape = std::move(shape);
     return t;
+  }
+
+  // ---- layouts -------------------------------------------------------------
+  // "#name" of a layout of the function's table (defined above the function).
+  int32_t layout_ref() {
+    size_t start = pos_;
+    if (cur() != '#') fail("'#' and a layout name");
+    ++pos_;
+    std::string name = ident("layout name");
+    auto it = layout_names_.find(name);
+    if (it == layout_names_.end()) fail_at(start, "a layout defined above the function");
+    return it->second;
+  }
+
+  // "#name = {" in-dim: [(c,...), ...] ... "->" out-dim:size ... "}", one a line.
+  void layout_definition() {
+    size_t start = pos_;
+    ++pos_;  // '#'
+    std::string name = ident("layout name");
+    expect('=');
+    expect('{');
+    std::vector<LinearLayout::InDim> ins;
+    std::vector<LinearLayout::OutDim> outs;
+    while (true) {
+      skip_ws();
+      if (cur() == '-' && at(pos_ + 1) == '>') break;
+      LinearLayout::InDim d{ident("an input dimension name or '->'"), {}};
+      expect(':');
+      expect('[');
+      skip_ws();
+      while (cur() == '(') {
+        ++pos_;
+        LinearLayout::Coords c;
+        skip_ws();
+        if (cur() != ')') {
+          c.push_back(int32_t(integer()));
+          while (skip_ws(), cur() == ',') ++pos_, c.push_back(int32_t(integer()));
+        }
+        expect(')');
+        d.bases.push_back(std::move(c));
+        skip_ws();
+        if (cur() == ',') ++pos_, skip_ws();
+      }
+      expect(']');
+      ins.push_back(std::move(d));
+    }
+    pos_ += 2;
+    while (true) {
+      skip_ws();
+      if (cur() == '}') break;
+      LinearLayout::OutDim o{ident("an output dimension name or '}'"), 0};
+      expect(':');
+      skip_ws();
+      o.size = int32_t(integer());
+      outs.push_back(std::move(o));
+    }
+    ++pos_;
+    try {
+      layouts_.emplace_back(std::move(ins), std::move(outs));
+    } catch (const Error& e) {
+      throw Error(where(start) + ": expected a valid layout, found " + e.what());
+    }
+    if (!layout_names_.emplace(name, int32_t(layouts_.size())).second)
+      fail_at(start, "a layout name not defined before");
   }
 
   // ---- attributes ----------------------------------------------------------
@@ -356,7 +433,13 @@ class Parser {
 
   // ---- functions, regions, ops ---------------------------------------------
   std::unique_ptr<Function> function() {
+    layouts_.clear();
+    layout_names_.clear();
     skip_ws();
+    while (cur() == '#') {
+      layout_definition();
+      skip_ws();
+    }
     if (!peek_word_inline("func")) fail("'func'");
     pos_ += 4;
     skip_ws();
@@ -381,6 +464,12 @@ class Parser {
       }
     }
     expect(')');
+    fn->layouts = std::move(layouts_);
+    if (peek_word_inline("attributes")) {
+      pos_ += 10;
+      expect_inline('{');
+      fn->attrs = attributes();
+    }
     if (auto l = loc_suffix()) fn->loc = *l;
     expect('{');
     ops(fn->body);
@@ -508,6 +597,8 @@ class Parser {
   std::string file_;
   size_t pos_ = 0;
   int depth_ = 0;  // regions open around the current position
+  std::vector<LinearLayout> layouts_;                     // the table of the function being read
+  std::unordered_map<std::string, int32_t> layout_names_;  // its names, to Type::layout
   std::unordered_map<std::string, Value*> scope_;
   std::vector<std::string> scope_names_;  // definition order, for popping scopes
 };

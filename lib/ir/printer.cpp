@@ -57,6 +57,16 @@ std::string format_attr(const Attr& a) {
   return out + "]";
 }
 
+std::string format_attrs(const Attrs& attrs) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : attrs) {  // std::map: sorted by key
+    out += (first ? "" : ", ") + key + " = " + format_attr(value);
+    first = false;
+  }
+  return out + "}";
+}
+
 class FunctionPrinter {
  public:
   FunctionPrinter(const Function& fn, const PrintOptions& opts) : fn_(fn), opts_(opts) {}
@@ -65,13 +75,16 @@ class FunctionPrinter {
     for (const auto& a : fn_.body.args) number(a.get());
     number_region_contents(fn_.body);
 
-    out_ = "func @" + fn_.name + "(";
+    for (size_t i = 0; i < fn_.layouts.size(); ++i)
+      out_ += "#l" + std::to_string(i + 1) + " = {" + fn_.layouts[i].str() + "}\n";
+    out_ += "func @" + fn_.name + "(";
     for (size_t i = 0; i < fn_.body.args.size(); ++i) {
       const Value* a = fn_.body.args[i].get();
       out_ += (i ? ", " : "") + name(a) + ": " + a->type.str();
     }
     out_ += ")";
-    if (opts_.locations && fn_.loc.known()) out_ += " " + format_loc(fn_.loc);
+    if (!fn_.attrs.empty()) out_.append(" attributes ").append(format_attrs(fn_.attrs));
+    if (opts_.locations && fn_.loc.known()) out_.append(" ").append(format_loc(fn_.loc));
     out_ += " {\n";
     print_ops(fn_.body, 1);
     out_ += "}\n";
@@ -95,7 +108,9 @@ class FunctionPrinter {
     if (!v) return "%<null>";
     auto it = ids_.find(v);
     // A value from outside the function: only reachable in broken IR.
-    return it == ids_.end() ? "%<undefined>" : "%" + std::to_string(it->second);
+    if (it == ids_.end()) return "%<undefined>";
+    std::string s = "%";  // appended, not "%" + ...: GCC 12 warns wrongly (-Wrestrict) on that
+    return s += std::to_string(it->second);
   }
 
   static std::string format_loc(const Loc& loc) { return "loc(" + quote(loc.file) + ":" + std::to_string(loc.line) + ")"; }
@@ -115,15 +130,7 @@ class FunctionPrinter {
     if (!op.results.empty()) out_ += " = ";
     out_ += op.name();
     for (size_t i = 0; i < op.operands.size(); ++i) out_ += (i ? ", " : " ") + name(op.operands[i]);
-    if (!op.attrs.empty()) {
-      out_ += " {";
-      bool first = true;
-      for (const auto& [key, value] : op.attrs) {  // std::map: sorted by key
-        out_ += (first ? "" : ", ") + key + " = " + format_attr(value);
-        first = false;
-      }
-      out_ += "}";
-    }
+    if (!op.attrs.empty()) out_ += " " + format_attrs(op.attrs);
     if (!op.results.empty()) {
       out_ += " : ";
       for (size_t i = 0; i < op.results.size(); ++i) out_ += (i ? ", " : "") + op.results[i]->type.str();

@@ -10,6 +10,14 @@
 // op-specific rules, then its regions (recursively, with the op's enclosing
 // values visible). Regions may nest kMaxRegionDepth deep (ir.h), which
 // bounds this recursion.
+//
+// GPU IR (a function with attributes {num_warps, warp_size, num_ctas}) is
+// checked by the same rules, with layouts ignored where the Tile IR's rules
+// compare types, and further: operands are in the layouts their ops need
+// where that does not depend on the target (gpu_layouts); each layout of the table has as many lanes
+// and warps as the attributes say, and at most as many CTAs; every tile and
+// buffer type names a layout whose outputs are its dimensions; the GPU IR's
+// own ops (buffers, async copies, waits, barriers) appear only there.
 #include "ir/verifier.h"
 
 #include <algorithm>
@@ -34,6 +42,15 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 
 bool is_pow2(int64_t d) { return d > 0 && (d & (d - 1)) == 0; }
 
+// Equal but for layouts: the Tile IR's rules, which the GPU IR keeps until
+// layout conversions are ops of their own.
+bool same_types(const std::vector<Type>& a, const std::vector<Type>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a[i].same_ignoring_layout(b[i])) return false;
+  return true;
+}
+
 // A numeric (non-pointer) element type.
 bool is_numeric(const Type& t) { return !t.is_ptr; }
 bool is_int_elem(const Type& t) { return !t.is_ptr && is_int(t.dtype); }
@@ -46,6 +63,11 @@ std::string elem_str(const Type& t) { return t.scalar().str(); }
 class Verifier {
  public:
   void function(const Function& fn) {
+    fn_ = &fn;
+    if (fn.is_gpu()) gpu_function(fn);
+    else if (!fn.layouts.empty() || !fn.attrs.empty())
+      throw Error(fn.loc.str() + ": 'func @" + fn.name + "' expects a layout table and attributes only in GPU IR " +
+                  "(attributes {num_warps, warp_size, num_ctas}), found them without 'num_warps'");
     for (const auto& a : fn.body.args) {
       check_type_at(fn.loc, "func @" + fn.name, a->type, "argument");
       visible_.insert(a.get());
@@ -73,7 +95,66 @@ class Verifier {
     if (!problem.empty())
       throw Error(loc.str() + ": '" + what + "' expects " + role +
                   " of rank 0..3 with power-of-two dims, found " + problem + " in " + t.str());
+    check_layout_at(loc, what, t, role);
   }
+  // ---- the GPU IR: launch shape and layouts --------------------------------
+  void gpu_function(const Function& fn) {
+    std::string what = "'func @" + fn.name + "' expects ";
+    for (const char* key : {"num_warps", "warp_size", "num_ctas"}) {
+      auto it = fn.attrs.find(key);
+      if (it == fn.attrs.end() || !std::holds_alternative<int64_t>(it->second) ||
+          !is_pow2(std::get<int64_t>(it->second)))
+        throw Error(fn.loc.str() + ": " + what + "attribute '" + key + "' to be a power of two, found " +
+                    (it == fn.attrs.end() ? std::string("none") : "another value"));
+    }
+    for (size_t i = 0; i < fn.layouts.size(); ++i) {
+      const LinearLayout& l = fn.layouts[i];
+      std::string name = "#l" + std::to_string(i + 1);
+      for (const auto& d : l.in_dims()) {
+        std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
+        if (want.empty() && d.name != kReg && d.name != kOffset)
+          throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +
+                      "block and offset, found '" + d.name + "'");
+        // A layout may name fewer CTAs than the cluster has: every CTA of
+        // the rest holds the same part (as a zero basis would say).
+        if (want.empty()) continue;
+        int64_t have = int64_t(1) << d.bases.size(), need = std::get<int64_t>(fn.attrs.at(want));
+        if (d.name == kBlock ? have > need : have != need)
+          throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have " + (d.name == kBlock ? "at most " : "") +
+                      std::to_string(need) + " " + d.name + "s (" + want + "), found " + std::to_string(have));
+      }
+    }
+  }
+
+  // A type's layout: in GPU IR every tile and buffer has one, whose outputs
+  // are its dimensions (dim0:size0 ...); scalars and tokens have none, and
+  // the Tile IR has no layouts at all. No op takes a buffer or a token yet.
+  void check_layout_at(const Loc& loc, const std::string& what, const Type& t, const std::string& role) const {
+    auto bad = [&](const std::string& expected) {
+      throw Error(loc.str() + ": '" + what + "' expects " + role + " " + expected + ", found " + t.str());
+    };
+    if (!fn_->is_gpu()) {
+      if (!t.is_scalar() && !t.is_tile()) bad("of a tile or scalar type (buffers and tokens are GPU IR)");
+      if (t.layout) bad("without a layout (Tile IR)");
+      return;
+    }
+    if (t.is_scalar() || t.is_token()) {
+      if (t.layout) bad(std::string("without a layout (a ") + (t.is_token() ? "token)" : "scalar)"));
+      return;
+    }
+    if (!t.layout) bad("with a layout (GPU IR)");
+    if (t.layout < 0 || size_t(t.layout) > fn_->layouts.size())
+      bad("with a layout of the function's table (#l1 to #l" + std::to_string(fn_->layouts.size()) + ")");
+    const LinearLayout& l = fn_->layout_of(t);
+    // A tile's layout maps threads' registers; a buffer's, element offsets.
+    bool ok = int(l.out_dims().size()) == t.rank();
+    for (const auto& d : l.in_dims())
+      if (t.is_shared() ? d.name != kOffset && d.name != kBlock : d.name == kOffset) ok = false;
+    for (int d = 0; ok && d < t.rank(); ++d)
+      ok = l.out_dims()[size_t(d)].name == dim_name(d) && l.out_dims()[size_t(d)].size == t.shape[size_t(d)];
+    if (!ok) bad("whose layout covers its shape (#l" + std::to_string(t.layout) + " is " + l.str() + ")");
+  }
+
   void check_type(const Op& op, const Type& t, const std::string& role) const {
     check_type_at(op.loc, std::string(op.name()), t, role);
   }
@@ -146,7 +227,7 @@ class Verifier {
 
   // ---- type relations -----------------------------------------------------
   void same_type(const Op& op, const Type& want, const Type& found, const std::string& role) const {
-    require(want == found, op, role + " of type " + want.str(), found.str());
+    require(want.same_ignoring_layout(found), op, role + " of type " + want.with_layout(0).str(), found.str());
   }
   // Elementwise: every operand and result shares the first operand's shape.
   void same_shapes(const Op& op) const {
@@ -190,6 +271,7 @@ class Verifier {
             fail(*inner, "to be the last op of its region", "ops after it");
       }
       check_op(op);
+      if (fn_->is_gpu()) gpu_layouts(op);
       // IR built through the API (not parsed or traced) meets the limit
       // here, before the recursion below could exhaust the stack.
       if (!op.regions.empty() && depth + 1 > kMaxRegionDepth)
@@ -212,13 +294,53 @@ class Verifier {
     std::vector<Type> got;
     for (auto* v : term->operands)
       if (v) got.push_back(v->type);
-    require(got == want, op, which + " region to yield " + types_str(want), types_str(got));
+    require(same_types(got, want), op, which + " region to yield " + types_str(want), types_str(got));
   }
 
   std::vector<Type> result_types(const Op& op) const {
     std::vector<Type> ts;
     for (const auto& r : op.results) ts.push_back(r->type);
     return ts;
+  }
+
+  // ---- GPU IR: operands in the layouts of their ops -------------------------
+  // Target-independent rules only (a broadcast's or a dot's operand layouts
+  // follow from the target's choices, which the GPU passes check): an
+  // elementwise op's or a load's tile operands are in its result's layout, a
+  // store's or an atomic's in its address's, a loop's initial values,
+  // results and yields in its carried layouts, an if's yields in its
+  // results'.
+  void same_layout(const Op& op, const Value* v, int32_t want, const std::string& what) const {
+    if (v->type.is_tile() && v->type.layout != want)
+      fail(op, what + " in layout #l" + std::to_string(want), v->type.str());
+  }
+  void gpu_layouts(const Op& op) const {
+    std::string whose;
+    const Value* like = nullptr;
+    if ((op_is_elementwise(op.kind) || op.kind == OpKind::Load) && !op.results.empty() && res(op).is_tile())
+      like = op.result(), whose = "its result's";
+    else if ((op.kind == OpKind::Store || op.kind == OpKind::AtomicRmw || op.kind == OpKind::AtomicCas) &&
+             opnd(op, 0).is_tile())
+      like = op.operands[0], whose = "its address's";
+    if (like)
+      for (size_t i = 0; i < op.operands.size(); ++i)
+        same_layout(op, op.operands[i], like->type.layout, "operand #" + std::to_string(i) + " (" + whose + " layout)");
+    if (op.kind == OpKind::For && op.operands.size() >= 3) {
+      const Region& body = *op.regions[0];
+      const Op* y = body.terminator();
+      for (size_t k = 0; k < op.results.size() && k + 1 < body.args.size(); ++k) {
+        int32_t l = body.args[k + 1]->type.layout;
+        std::string n = "carried value #" + std::to_string(k);
+        same_layout(op, op.operands[3 + k], l, "the initial " + n);
+        same_layout(op, op.result(int(k)), l, "the result of " + n);
+        if (y && k < y->operands.size()) same_layout(op, y->operands[k], l, "the yielded " + n);
+      }
+    }
+    if (op.kind == OpKind::If)
+      for (const auto& sub : op.regions)
+        if (const Op* y = sub->terminator())
+          for (size_t k = 0; k < y->operands.size() && k < op.results.size(); ++k)
+            same_layout(op, y->operands[k], op.result(int(k))->type.layout, "yield #" + std::to_string(k) + " (its result's layout)");
   }
 
   // ---- per-op rules --------------------------------------------------------
@@ -484,6 +606,19 @@ class Verifier {
       case OpKind::For:
         for_op(op);
         break;
+
+      case OpKind::ConvertLayout:
+      case OpKind::LocalAlloc:
+      case OpKind::LocalSlot:
+      case OpKind::LocalLoad:
+      case OpKind::LocalStore:
+      case OpKind::AsyncCopy:
+      case OpKind::AsyncCommit:
+      case OpKind::AsyncWait:
+      case OpKind::Barrier:
+      case OpKind::DotWait:
+        gpu_op(op);
+        break;
       case OpKind::If: {
         operands(op, 1, 1);
         require(opnd(op, 0) == scalar_type(DType::i1), op, "a scalar i1 condition", opnd(op, 0).str());
@@ -586,6 +721,105 @@ class Verifier {
               "float inputs, or i8 inputs with an i32 accumulator", elem_str(a) + " x " + elem_str(b) + " + " + acc.str());
     same_type(op, acc, res(op), "a result");
     if (op.has_attr("input_precision")) str_in(op, "input_precision", {"ieee", "tf32"});
+    optional_str(op, "instr");  // GPU IR: the matrix instruction chosen
+    optional_int(op, "async");  // GPU IR: issued without waiting (dot_wait waits)
+  }
+
+  // ---- the GPU IR's own ops ------------------------------------------------
+  void gpu_op(const Op& op) const {
+    require(fn_->is_gpu(), op, "to be in GPU IR (a function with attributes {num_warps, ...})", "it in Tile IR");
+    auto shared = [&](int i) -> const Type& {
+      require(opnd(op, i).is_shared(), op, "operand #" + std::to_string(i) + " to be a buffer (smem<...>)",
+              opnd(op, i).str());
+      return opnd(op, i);
+    };
+    auto tokens_from = [&](size_t first) {
+      for (size_t i = first; i < op.operands.size(); ++i)
+        require(opnd(op, int(i)).is_token(), op, "operand #" + std::to_string(i) + " to be a token", opnd(op, int(i)).str());
+    };
+    auto pending = [&] {
+      require(int_attr(op, "pending") >= 0, op, "'pending' of at least 0", std::to_string(int_attr(op, "pending")));
+    };
+    auto token_result = [&] {
+      results(op, 1);
+      require(res(op).is_token(), op, "a token result", res(op).str());
+    };
+    auto buffer_tile = [&](const Type& buf) { return Type{buf.dtype, buf.is_ptr, buf.shape}; };
+    switch (op.kind) {
+      case OpKind::ConvertLayout:
+        operands(op, 1, 1);
+        results(op, 1);
+        require(opnd(op, 0).is_tile(), op, "a tile operand", opnd(op, 0).str());
+        same_type(op, opnd(op, 0), res(op), "a result");
+        break;
+      case OpKind::LocalAlloc:
+        operands(op, 0, 1);
+        results(op, 1);
+        require(res(op).is_shared() && !res(op).is_ptr, op, "a buffer result of numbers (smem<...>)", res(op).str());
+        if (!op.operands.empty()) same_type(op, buffer_tile(res(op)), opnd(op, 0), "an initial value");
+        break;
+      case OpKind::LocalSlot: {
+        operands(op, 2, 2);
+        results(op, 1);
+        const Type& buf = shared(0);
+        require(buf.rank() >= 2, op, "a buffer with a leading slot dimension", buf.str());
+        require(opnd(op, 1) == scalar_type(DType::i32), op, "an i32 slot index", opnd(op, 1).str());
+        Type want = buf;
+        want.shape.erase(want.shape.begin());
+        same_type(op, want, res(op), "a result");
+        break;
+      }
+      case OpKind::LocalLoad:
+        operands(op, 1, 2);
+        results(op, 1);
+        tokens_from(1);
+        same_type(op, buffer_tile(shared(0)), res(op), "a result");
+        break;
+      case OpKind::LocalStore:
+        operands(op, 2, 2);
+        results(op, 0);
+        same_type(op, buffer_tile(shared(0)), opnd(op, 1), "a stored value");
+        break;
+      case OpKind::AsyncCopy: {
+        operands(op, 2, 4);
+        token_result();
+        const Type& buf = shared(0);
+        const Type& ptr = opnd(op, 1);
+        require(ptr.is_ptr && ptr.is_tile(), op, "a tile of pointers", ptr.str());
+        same_type(op, Type{buf.dtype, true, buf.shape}, ptr, "pointers to the buffer's elements");
+        if (op.operands.size() > 2) same_type(op, tile_like(ptr, DType::i1), opnd(op, 2), "a mask");
+        if (op.operands.size() > 3) same_type(op, buffer_tile(buf), opnd(op, 3), "an 'other' value");
+        optional_str(op, "cache");
+        optional_str(op, "evict");
+        break;
+      }
+      case OpKind::AsyncCommit:
+        token_result();
+        tokens_from(0);
+        break;
+      case OpKind::AsyncWait:
+        token_result();
+        tokens_from(0);
+        pending();
+        break;
+      case OpKind::Barrier:
+        operands(op, 0, 0);
+        results(op, 0);
+        break;
+      case OpKind::DotWait:
+        pending();
+        require(same_types(result_types(op), operand_types(op)) , op, "results typed as its operands " +
+                types_str(operand_types(op)), types_str(result_types(op)));
+        break;
+      default:
+        break;
+    }
+  }
+
+  std::vector<Type> operand_types(const Op& op) const {
+    std::vector<Type> ts;
+    for (const Value* v : op.operands) ts.push_back(v->type);
+    return ts;
   }
 
   void for_op(const Op& op) const {
@@ -597,19 +831,20 @@ class Verifier {
     same_type(op, lo, opnd(op, 2), "a step");
     std::vector<Type> carried;
     for (size_t i = 3; i < op.operands.size(); ++i) carried.push_back(op.operands[i]->type);
-    require(result_types(op) == carried, op, "results typed as the initial values " + types_str(carried),
+    require(same_types(result_types(op), carried), op, "results typed as the initial values " + types_str(carried),
             types_str(result_types(op)));
     std::vector<Type> args{lo};
     args.insert(args.end(), carried.begin(), carried.end());
     const Region& body = *op.regions[0];
     std::vector<Type> got;
     for (const auto& a : body.args) got.push_back(a->type);
-    require(got == args, op, "body arguments (induction variable, carried...) " + types_str(args), types_str(got));
+    require(same_types(got, args), op, "body arguments (induction variable, carried...) " + types_str(args), types_str(got));
     yields(op, body, carried, "body");
     optional_int(op, "num_stages");
   }
 
   std::unordered_set<const Value*> visible_;
+  const Function* fn_ = nullptr;
 };
 
 }  // namespace

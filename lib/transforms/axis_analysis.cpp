@@ -164,6 +164,9 @@ void AxisAnalysis::visit(const ir::Op& op) {
         out.divisibility[0] = highest_pow2_divisor(start);
         break;
       }
+      case K::ConvertLayout:  // the same values, held elsewhere
+        out = in(0);
+        break;
       case K::Splat:
         out.divisibility.assign(rank, in(0).divisibility[0]);
         out.constancy = shape;

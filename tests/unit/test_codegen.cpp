@@ -299,8 +299,19 @@ TEST_CASE("every stage of the pipeline prints", "[codegen]") {
   Kernel k = compile(vector_add<256>, {.name = "vector_add"});
   auto spec = aligned(k);
   using codegen::Stage;
-  CHECK(codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Tile).find("func @vector_add") == 0);
-  CHECK(codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Gpu).find("// layouts") != std::string::npos);
+  std::string tile = codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Tile);
+  CHECK(tile.find("func @vector_add") == 0);
+  // The GPU IR: a layout table above the function, launch attributes, and
+  // a layout on every tile type.
+  std::string gpu = codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Gpu);
+  CHECK(gpu.find("#l1 = {register: [") == 0);
+  CHECK(gpu.find("func @vector_add(") != std::string::npos);
+  CHECK(gpu.find("attributes {num_ctas = 1, num_warps = 4, warp_size = 32}") != std::string::npos);
+  CHECK(gpu.find("tile<256xf32, #l1>") != std::string::npos);
+  CHECK(gpu.find("xf32>") == std::string::npos);  // no tile without a layout
+  CHECK(codegen::emit_stage(*k.impl(), spec, "gfx942", Stage::Gpu).find("warp_size = 64") != std::string::npos);
+  // The GPU stage rewrites its own copy: the kernel's Tile IR is unchanged.
+  CHECK(codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Tile) == tile);
   CHECK(codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Llvm).find("define ptx_kernel void @vector_add") !=
         std::string::npos);
   CHECK(codegen::emit_stage(*k.impl(), spec, "sm_80", Stage::Asm).find(".target sm_80") != std::string::npos);

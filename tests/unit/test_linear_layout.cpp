@@ -119,6 +119,12 @@ TEST_CASE("slicing drops a dimension and its repeated registers", "[layout]") {
   CHECK(s.in_bits(kReg) == 1);               // the 2 repeats along dim0
   CHECK(s.broadcast_mask(kLane) == 0b00111);  // the 8 lanes along dim1 now agree
   CHECK(s.constant_along(kLane, 0) == false);
+  // Along dim0 instead: what is left, dim1, is the slice's dim0 (tiles name
+  // their dimensions by position).
+  auto r = l.slice(0);
+  REQUIRE(r.out_dims().size() == 1);
+  CHECK(r.out_dims()[0].name == "dim0");
+  CHECK(r.out_size("dim0") == 32);
 }
 
 TEST_CASE("swizzled shared layout spreads rows over banks", "[layout]") {

@@ -37,34 +37,60 @@ struct Loc {
   bool operator==(const Loc&) const = default;
 };
 
-// The type of a value: an element (a dtype, or a pointer to one) and a shape.
-// Rank 0 is a scalar. `layout` is reserved for the GPU stage (0 = none).
+// What a value is. The Tile IR has only `value`: a scalar, or a tile of
+// elements. The GPU IR adds the things its passes create: a buffer in
+// shared memory (`shared`: a shape and element, with the buffer's layout
+// from offsets to coordinates; several slots are a leading dimension), and
+// the token an asynchronous copy or wait produces (`token`).
+enum class TypeKind : uint8_t { value, shared, token };
+
+// The type of a value: an element (a dtype, or a pointer to one) and a
+// shape. Rank 0 is a scalar. `layout` is the GPU IR's: the number of the
+// tile's or buffer's layout in its function's layout table (#l1, #l2, ...),
+// 0 for none (every Tile IR type, and scalars).
 struct Type {
   DType dtype = DType::f32;
   bool is_ptr = false;  // element is a pointer to `dtype` (global memory)
   std::vector<int64_t> shape;
+  int32_t layout = 0;
+  TypeKind kind = TypeKind::value;
 
-  bool is_scalar() const { return shape.empty(); }
-  bool is_tile() const { return !shape.empty(); }
+  bool is_scalar() const { return kind == TypeKind::value && shape.empty(); }
+  bool is_tile() const { return kind == TypeKind::value && !shape.empty(); }
+  bool is_shared() const { return kind == TypeKind::shared; }
+  bool is_token() const { return kind == TypeKind::token; }
   int rank() const { return int(shape.size()); }
   int64_t numel() const {
     int64_t n = 1;
     for (auto d : shape) n *= d;
     return n;
   }
-  // Same element, other shape.
+  // Same element, other shape (and no layout).
   Type with_shape(std::vector<int64_t> s) const { return Type{dtype, is_ptr, std::move(s)}; }
   Type scalar() const { return Type{dtype, is_ptr, {}}; }
   Type with_dtype(DType d) const { return Type{d, false, shape}; }
+  Type with_layout(int32_t l) const {
+    Type t = *this;
+    t.layout = l;
+    return t;
+  }
   bool operator==(const Type&) const = default;
+  // Equal but for the layout (what the Tile IR's rules of an op check).
+  bool same_ignoring_layout(const Type& o) const {
+    return dtype == o.dtype && is_ptr == o.is_ptr && shape == o.shape && kind == o.kind;
+  }
 
-  // Text form: "f32", "ptr<bf16>", "tile<64x32xf32>", "tile<128xptr<f16>>".
+  // Text form: "f32", "ptr<bf16>", "tile<64x32xf32>", "tile<128xptr<f16>>";
+  // in the GPU IR "tile<64x32xf32, #l2>", "smem<3x64x32xbf16, #l4>", "token".
   std::string str() const {
+    if (kind == TypeKind::token) return "token";
     std::string e = is_ptr ? "ptr<" + std::string(dtype_name(dtype)) + ">" : std::string(dtype_name(dtype));
-    if (shape.empty()) return e;
-    std::string s = "tile<";
+    if (shape.empty() && kind == TypeKind::value) return e;
+    std::string s = kind == TypeKind::shared ? "smem<" : "tile<";
     for (auto d : shape) s += std::to_string(d) + "x";
-    return s + e + ">";
+    s += e;
+    if (layout) s += ", #l" + std::to_string(layout);
+    return s + ">";
   }
 };
 

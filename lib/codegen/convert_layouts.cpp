@@ -1,0 +1,182 @@
+// Layout conversions as ops (see convert_layouts.h): one walk over the GPU
+// IR in program order; each op's operands are brought to the layouts it
+// needs, with the conversions inserted before it (a loop result's after
+// the loop).
+#include "codegen/convert_layouts.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+bool rematerializable(const Value* v, int& budget) {
+  if (!v->type.is_tile()) return true;
+  const Op* d = v->def;
+  if (d && d->kind == OpKind::ConvertLayout) return rematerializable(d->operands[0], budget);
+  if (!d || --budget < 0) return false;
+  switch (d->kind) {
+    case OpKind::Constant:
+    case OpKind::Splat:
+    case OpKind::Arange:
+      return true;
+    case OpKind::ExpandDims:
+    case OpKind::Broadcast:
+      return rematerializable(d->operands[0], budget);
+    default:
+      break;
+  }
+  if (!ir::op_is_elementwise(d->kind) || d->results.size() != 1 || !d->regions.empty()) return false;
+  for (const Value* x : d->operands)
+    if (!rematerializable(x, budget)) return false;
+  return true;
+}
+
+namespace {
+
+bool is_uniform(const Value* v) {
+  return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
+}
+
+class Converter {
+ public:
+  Converter(ir::Function& fn, const LayoutPlan& plan) : fn_(fn), plan_(plan) {}
+
+  void run() {
+    note_users(fn_.body);
+    region(fn_.body);
+  }
+
+ private:
+  void region(ir::Region& r) {
+    for (auto it = r.ops.begin(); it != r.ops.end(); ++it) {
+      Op& op = **it;
+      for (auto& sub : op.regions) region(*sub);
+      if (op.kind == OpKind::Trans && feeds_dots_only(op)) continue;  // staged with the dot's operand
+      switch (op.kind) {
+        case OpKind::For: loop(r, it); break;
+        case OpKind::Yield: yield(r, it); break;
+        case OpKind::Store: store(r, it); break;
+        default: operands(r, it); break;
+      }
+    }
+  }
+
+  void note_users(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const Value* v : op->operands) users_[v].push_back(op.get());
+      for (const auto& sub : op->regions) note_users(*sub);
+    }
+  }
+
+  // A trans whose result only a dot's A or B reads: the dot's lowering
+  // stages the pair, through shared memory or the pipeline's buffers.
+  bool feeds_dots_only(const Op& trans) {
+    const auto& us = users_[trans.result()];
+    return !us.empty() && std::all_of(us.begin(), us.end(), [&](const Op* u) {
+      return u->kind == OpKind::Dot && u->operands[2] != trans.result();
+    });
+  }
+
+  // `v` in layout `to`, converted before `at` (or `v` itself when it is
+  // there already). Splats and constants are made again in `to`; values
+  // held by other threads that are cheap to recompute within `budget` ops
+  // are recomputed (remat), others moved.
+  // (Layouts are taken by value: interning one may grow the table that
+  // plan_.of refers into.)
+  Value* convert(ir::Region& r, ir::Region::iterator at, Value* v, LinearLayout to, int budget = kRematBudget,
+                 bool force_remat = false) {
+    LinearLayout from = plan_.of(v);
+    if (from == to) return v;
+    ir::Builder b(&r, at);
+    b.loc = (*at)->loc;
+    ir::Type t = v->type.with_layout(fn_.intern_layout(to));
+    if (is_uniform(v)) {
+      const Op& d = *v->def;
+      return b.create1(d.kind, {d.operands.begin(), d.operands.end()}, t, d.attrs);
+    }
+    ir::Attrs attrs;
+    if (force_remat || (!same_threads(from, to) && rematerializable(v, budget))) attrs["remat"] = int64_t(1);
+    return b.create1(OpKind::ConvertLayout, {v}, t, attrs);
+  }
+
+  // Every tile operand in the layout `op` needs. The layouts are worked out
+  // first, from the operands as they are (the ones a reduction needs
+  // follow from its first operand's).
+  void operands(ir::Region& r, ir::Region::iterator it) {
+    Op& op = **it;
+    std::vector<std::optional<LinearLayout>> want(op.operands.size());
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      if (op.kind == OpKind::Dot && i < 2) continue;  // staged by the dot's lowering
+      want[i] = required_operand_layout(op, int(i), plan_);
+    }
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (want[i]) op.operands[i] = convert(r, it, op.operands[i], *want[i]);
+  }
+
+  // A loop's initial values in its carried layouts; a result placed apart
+  // from its carried value (a later loop took it as its own initial value
+  // first) moves to its own layout after the loop.
+  void loop(ir::Region& r, ir::Region::iterator it) {
+    Op& op = **it;
+    ir::Region& body = *op.regions[0];
+    for (size_t k = 0; k < op.results.size(); ++k) {
+      Value* arg = body.args[k + 1].get();
+      if (!arg->type.is_tile()) continue;
+      op.operands[3 + k] = convert(r, it, op.operands[3 + k], plan_.of(arg));
+      Value* res = op.result(int(k));
+      if (res->type.layout == arg->type.layout) continue;
+      ir::Type placed = res->type;
+      res->type.layout = arg->type.layout;
+      ir::Builder b(&r, std::next(it));
+      b.loc = op.loc;
+      Value* moved = b.create1(OpKind::ConvertLayout, {res}, placed);
+      ir::replace_uses(r, res, moved);
+      moved->def->operands[0] = res;
+    }
+  }
+
+  // A loop's yields in its carried layouts, an if's in its results'.
+  void yield(ir::Region& r, ir::Region::iterator it) {
+    Op& y = **it;
+    const Op* parent = r.parent;
+    if (!parent || (parent->kind != OpKind::For && parent->kind != OpKind::If)) return;
+    for (size_t k = 0; k < y.operands.size(); ++k) {
+      const Value* like = parent->kind == OpKind::For ? parent->regions[0]->args[k + 1].get() : parent->results[k].get();
+      if (like->type.is_tile()) y.operands[k] = convert(r, it, y.operands[k], plan_.of(like));
+    }
+  }
+
+  // A store of a value computed in another layout than its addresses
+  // (threads other than the addresses' own hold it) stores it from where
+  // it is when the addresses and mask are cheap to recompute there.
+  void store(ir::Region& r, ir::Region::iterator it) {
+    Op& op = **it;
+    Value *ptr = op.operands[0], *value = op.operands[1];
+    if (ptr->type.is_tile() && value->type.is_tile() && !is_uniform(value) &&
+        !same_threads(plan_.of(value), plan_.of(ptr))) {
+      int budget = kStoreRematBudget;
+      bool cheap = rematerializable(ptr, budget) && (op.operands.size() <= 2 || rematerializable(op.operands[2], budget));
+      if (cheap) {
+        LinearLayout lv = plan_.of(value);
+        for (size_t i = 0; i < op.operands.size(); ++i)
+          if (i != 1) op.operands[i] = convert(r, it, op.operands[i], lv, 0, /*force_remat=*/true);
+        return;
+      }
+    }
+    operands(r, it);
+  }
+
+  ir::Function& fn_;
+  const LayoutPlan& plan_;
+  std::unordered_map<const Value*, std::vector<const Op*>> users_;  // of the IR before the pass
+};
+
+}  // namespace
+
+void convert_layouts(ir::Function& fn, const LayoutPlan& plan) { Converter(fn, plan).run(); }
+
+}  // namespace tl::codegen

@@ -1,0 +1,50 @@
+// Layout conversions as ops (GPU IR): after layout assignment, wherever an
+// operand's layout is not the one its user needs (required_operand_layout,
+// the rule layout assignment used), this pass puts the conversion in the
+// IR, right before the user:
+//
+//   %c = convert_layout %x : tile<64x64xf32, #l4>            moves the data
+//   %c = convert_layout %x {remat = 1} : tile<64x64xi32, #l4>  recomputes it
+//
+// The second form is chosen for cheap values held by other threads (index
+// arithmetic and masks built from aranges, scalars, broadcasts and
+// elementwise ops, within a budget of ops): the lowering recomputes them in
+// the new layout from their producers, which costs a few integer ops per
+// register instead of a round trip through shared memory. Splats and
+// constants are not converted but made again in the layout their user
+// needs (they hold one value in every register).
+//
+// Also converted: a loop's initial values and yields to its carried
+// layout, an if's yields to its results' layouts, and a loop result
+// whose layout differs from its carried value's (after the loop). A store
+// of a value computed in another layout than its addresses (a dot's
+// accumulator, say) converts the addresses and mask to the value's layout
+// when they are cheap to recompute there, else the value to theirs.
+//
+// Not converted here (the ops' lowering still does it): a dot's A and B
+// operands, and the operand of a trans only they read, which reach their
+// fragment layouts through shared memory or matrix loads (the
+// shared-memory step of docs/gpu-ir-plan.md makes those explicit), and the layouts reductions, scans, joins and splits produce
+// their results in before moving them to the result's layout.
+//
+// After the pass, every tile operand is in its user's layout, which the
+// lowering checks.
+#pragma once
+
+#include "codegen/assign_layouts.h"
+
+namespace tl::codegen {
+
+void convert_layouts(ir::Function& fn, const LayoutPlan& plan);
+
+// The remat budgets: the ops a recomputation may take for an operand, and
+// for a store's addresses and mask together.
+inline constexpr int kRematBudget = 24;
+inline constexpr int kStoreRematBudget = 32;
+
+// Whether `v` can be recomputed in another layout from its producers
+// within `budget` ops (which it decrements): the rule the lowering's
+// recomputation follows. Conversions on the way are looked through.
+bool rematerializable(const ir::Value* v, int& budget);
+
+}  // namespace tl::codegen
