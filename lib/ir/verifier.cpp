@@ -12,7 +12,7 @@
 // bounds this recursion.
 //
 // GPU IR (a function with attributes {num_warps, warp_size, num_ctas}) is
-// checked by the same rules, with layouts ignored where the Tile IR's rules
+// checked by the same rules (its own in verifier_gpu.cpp), with layouts ignored where the Tile IR's rules
 // compare types, and further: operands are in the layouts their ops need
 // where that does not depend on the target (gpu_layouts); each layout of the table has as many lanes
 // and warps as the attributes say, and at most as many CTAs; every tile and
@@ -23,48 +23,19 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "ir/verifier_rules.h"
+
 namespace tl::ir {
 
 namespace {
 
-std::string types_str(const std::vector<Type>& ts) {
-  if (ts.empty()) return "()";
-  std::string s = "(";
-  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].str();
-  return s + ")";
-}
+using namespace verify_rules;
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-bool is_pow2(int64_t d) { return d > 0 && (d & (d - 1)) == 0; }
-
-// Equal but for layouts: the Tile IR's rules, which the GPU IR keeps until
-// layout conversions are ops of their own.
-bool same_types(const std::vector<Type>& a, const std::vector<Type>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!a[i].same_ignoring_layout(b[i])) return false;
-  return true;
-}
-
-// A numeric (non-pointer) element type.
-bool is_numeric(const Type& t) { return !t.is_ptr; }
-bool is_int_elem(const Type& t) { return !t.is_ptr && is_int(t.dtype); }
-bool is_float_elem(const Type& t) { return !t.is_ptr && is_float(t.dtype); }
-bool is_i1(const Type& t) { return !t.is_ptr && t.dtype == DType::i1; }
-// The element a pointer points to, as a value type of the pointer's shape.
-Type pointee(const Type& ptr) { return Type{ptr.dtype, false, ptr.shape}; }
-std::string elem_str(const Type& t) { return t.scalar().str(); }
-
-class Verifier {
+class Verifier : public Rules {
  public:
   void function(const Function& fn) {
     fn_ = &fn;
-    if (fn.is_gpu()) gpu_function(fn);
+    if (fn.is_gpu()) GpuRules(fn).function();
     else if (!fn.layouts.empty() || !fn.attrs.empty())
       throw Error(fn.loc.str() + ": 'func @" + fn.name + "' expects a layout table and attributes only in GPU IR " +
                   "(attributes {num_warps, warp_size, num_ctas}), found them without 'num_warps'");
@@ -76,14 +47,6 @@ class Verifier {
   }
 
  private:
-  // ---- error reporting ---------------------------------------------------
-  [[noreturn]] void fail(const Op& op, const std::string& expected, const std::string& found) const {
-    throw Error(op.loc.str() + ": '" + std::string(op.name()) + "' expects " + expected + ", found " + found);
-  }
-  void require(bool ok, const Op& op, const std::string& expected, const std::string& found) const {
-    if (!ok) fail(op, expected, found);
-  }
-
   void check_type_at(const Loc& loc, const std::string& what, const Type& t, const std::string& role) const {
     std::string problem;
     if (t.rank() > 3) problem = "rank " + std::to_string(t.rank());
@@ -95,147 +58,10 @@ class Verifier {
     if (!problem.empty())
       throw Error(loc.str() + ": '" + what + "' expects " + role +
                   " of rank 0..3 with power-of-two dims, found " + problem + " in " + t.str());
-    check_layout_at(loc, what, t, role);
+    GpuRules(*fn_).type(loc, what, t, role);
   }
-  // ---- the GPU IR: launch shape and layouts --------------------------------
-  void gpu_function(const Function& fn) {
-    std::string what = "'func @" + fn.name + "' expects ";
-    for (const char* key : {"num_warps", "warp_size", "num_ctas"}) {
-      auto it = fn.attrs.find(key);
-      if (it == fn.attrs.end() || !std::holds_alternative<int64_t>(it->second) ||
-          !is_pow2(std::get<int64_t>(it->second)))
-        throw Error(fn.loc.str() + ": " + what + "attribute '" + key + "' to be a power of two, found " +
-                    (it == fn.attrs.end() ? std::string("none") : "another value"));
-    }
-    for (size_t i = 0; i < fn.layouts.size(); ++i) {
-      const LinearLayout& l = fn.layouts[i];
-      std::string name = "#l" + std::to_string(i + 1);
-      for (const auto& d : l.in_dims()) {
-        std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
-        if (want.empty() && d.name != kReg && d.name != kOffset)
-          throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +
-                      "block and offset, found '" + d.name + "'");
-        // A layout may name fewer CTAs than the cluster has: every CTA of
-        // the rest holds the same part (as a zero basis would say).
-        if (want.empty()) continue;
-        int64_t have = int64_t(1) << d.bases.size(), need = std::get<int64_t>(fn.attrs.at(want));
-        if (d.name == kBlock ? have > need : have != need)
-          throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have " + (d.name == kBlock ? "at most " : "") +
-                      std::to_string(need) + " " + d.name + "s (" + want + "), found " + std::to_string(have));
-      }
-    }
-  }
-
-  // A type's layout: in GPU IR every tile and buffer has one, whose outputs
-  // are its dimensions (dim0:size0 ...); scalars and tokens have none, and
-  // the Tile IR has no layouts at all. No op takes a buffer or a token yet.
-  void check_layout_at(const Loc& loc, const std::string& what, const Type& t, const std::string& role) const {
-    auto bad = [&](const std::string& expected) {
-      throw Error(loc.str() + ": '" + what + "' expects " + role + " " + expected + ", found " + t.str());
-    };
-    if (!fn_->is_gpu()) {
-      if (!t.is_scalar() && !t.is_tile()) bad("of a tile or scalar type (buffers and tokens are GPU IR)");
-      if (t.layout) bad("without a layout (Tile IR)");
-      return;
-    }
-    if (t.is_scalar() || t.is_token()) {
-      if (t.layout) bad(std::string("without a layout (a ") + (t.is_token() ? "token)" : "scalar)"));
-      return;
-    }
-    if (!t.layout) bad("with a layout (GPU IR)");
-    if (t.layout < 0 || size_t(t.layout) > fn_->layouts.size())
-      bad("with a layout of the function's table (#l1 to #l" + std::to_string(fn_->layouts.size()) + ")");
-    const LinearLayout& l = fn_->layout_of(t);
-    // A tile's layout maps threads' registers; a buffer's, element offsets.
-    bool ok = int(l.out_dims().size()) == t.rank();
-    for (const auto& d : l.in_dims())
-      if (t.is_shared() ? d.name != kOffset && d.name != kBlock : d.name == kOffset) ok = false;
-    for (int d = 0; ok && d < t.rank(); ++d)
-      ok = l.out_dims()[size_t(d)].name == dim_name(d) && l.out_dims()[size_t(d)].size == t.shape[size_t(d)];
-    if (!ok) bad("whose layout covers its shape (#l" + std::to_string(t.layout) + " is " + l.str() + ")");
-  }
-
   void check_type(const Op& op, const Type& t, const std::string& role) const {
     check_type_at(op.loc, std::string(op.name()), t, role);
-  }
-
-  // ---- counts and attributes ----------------------------------------------
-  void operands(const Op& op, size_t lo, size_t hi) const {
-    size_t n = op.operands.size();
-    if (n >= lo && n <= hi) return;
-    std::string want = lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
-    fail(op, want + " operands", std::to_string(n));
-  }
-  void operands_at_least(const Op& op, size_t lo) const {
-    require(op.operands.size() >= lo, op, "at least " + std::to_string(lo) + " operands",
-            std::to_string(op.operands.size()));
-  }
-  void results(const Op& op, size_t n) const {
-    require(op.results.size() == n, op, std::to_string(n) + " results", std::to_string(op.results.size()));
-  }
-  void regions(const Op& op, size_t n) const {
-    require(op.regions.size() == n, op, std::to_string(n) + " regions", std::to_string(op.regions.size()));
-  }
-  const Type& opnd(const Op& op, int i) const { return op.operands[i]->type; }
-  const Type& res(const Op& op, int i = 0) const { return op.results[i]->type; }
-
-  int64_t int_attr(const Op& op, const std::string& key) const {
-    auto it = op.attrs.find(key);
-    require(it != op.attrs.end(), op, "integer attribute '" + key + "'", "none");
-    require(std::holds_alternative<int64_t>(it->second), op, "integer attribute '" + key + "'",
-            "another kind");
-    return std::get<int64_t>(it->second);
-  }
-  const std::string& str_attr(const Op& op, const std::string& key) const {
-    auto it = op.attrs.find(key);
-    require(it != op.attrs.end(), op, "string attribute '" + key + "'", "none");
-    require(std::holds_alternative<std::string>(it->second), op, "string attribute '" + key + "'",
-            "another kind");
-    return std::get<std::string>(it->second);
-  }
-  const std::vector<int64_t>& ints_attr(const Op& op, const std::string& key) const {
-    auto it = op.attrs.find(key);
-    require(it != op.attrs.end(), op, "integer array attribute '" + key + "'", "none");
-    require(std::holds_alternative<std::vector<int64_t>>(it->second), op,
-            "integer array attribute '" + key + "'", "another kind");
-    return std::get<std::vector<int64_t>>(it->second);
-  }
-  void optional_int(const Op& op, const std::string& key) const {
-    if (op.has_attr(key)) int_attr(op, key);
-  }
-  void optional_str(const Op& op, const std::string& key) const {
-    if (op.has_attr(key)) str_attr(op, key);
-  }
-  // A string attribute that is absent, empty or one of `allowed`.
-  void optional_str_in(const Op& op, const std::string& key, std::initializer_list<const char*> allowed) const {
-    if (op.has_attr(key) && !str_attr(op, key).empty()) str_in(op, key, allowed);
-  }
-  // An atomic's memory order and scope (absent: acq_rel, gpu).
-  void atomic_sync(const Op& op) const {
-    if (op.has_attr("sem")) str_in(op, "sem", {"relaxed", "acquire", "release", "acq_rel"});
-    if (op.has_attr("scope")) str_in(op, "scope", {"cta", "gpu", "sys"});
-  }
-  void str_in(const Op& op, const std::string& key, std::initializer_list<const char*> allowed) const {
-    const std::string& v = str_attr(op, key);
-    std::string want;
-    for (const char* a : allowed) {
-      if (v == a) return;
-      want += (want.empty() ? "" : "|") + std::string("\"") + a + "\"";
-    }
-    fail(op, "'" + key + "' to be one of " + want, "\"" + v + "\"");
-  }
-
-  // ---- type relations -----------------------------------------------------
-  void same_type(const Op& op, const Type& want, const Type& found, const std::string& role) const {
-    require(want.same_ignoring_layout(found), op, role + " of type " + want.with_layout(0).str(), found.str());
-  }
-  // Elementwise: every operand and result shares the first operand's shape.
-  void same_shapes(const Op& op) const {
-    const auto& shape = opnd(op, 0).shape;
-    for (auto* v : op.operands)
-      require(v->type.shape == shape, op, "operands of one shape " + shape_str(shape), v->type.str());
-    for (const auto& r : op.results)
-      require(r->type.shape == shape, op, "result of shape " + shape_str(shape), r->type.str());
   }
 
   // ---- regions and dominance ----------------------------------------------
@@ -271,7 +97,7 @@ class Verifier {
             fail(*inner, "to be the last op of its region", "ops after it");
       }
       check_op(op);
-      if (fn_->is_gpu()) gpu_layouts(op);
+      if (fn_->is_gpu()) GpuRules(*fn_).layouts(op);
       // IR built through the API (not parsed or traced) meets the limit
       // here, before the recursion below could exhaust the stack.
       if (!op.regions.empty() && depth + 1 > kMaxRegionDepth)
@@ -295,52 +121,6 @@ class Verifier {
     for (auto* v : term->operands)
       if (v) got.push_back(v->type);
     require(same_types(got, want), op, which + " region to yield " + types_str(want), types_str(got));
-  }
-
-  std::vector<Type> result_types(const Op& op) const {
-    std::vector<Type> ts;
-    for (const auto& r : op.results) ts.push_back(r->type);
-    return ts;
-  }
-
-  // ---- GPU IR: operands in the layouts of their ops -------------------------
-  // Target-independent rules only (a broadcast's or a dot's operand layouts
-  // follow from the target's choices, which the GPU passes check): an
-  // elementwise op's or a load's tile operands are in its result's layout, a
-  // store's or an atomic's in its address's, a loop's initial values,
-  // results and yields in its carried layouts, an if's yields in its
-  // results'.
-  void same_layout(const Op& op, const Value* v, int32_t want, const std::string& what) const {
-    if (v->type.is_tile() && v->type.layout != want)
-      fail(op, what + " in layout #l" + std::to_string(want), v->type.str());
-  }
-  void gpu_layouts(const Op& op) const {
-    std::string whose;
-    const Value* like = nullptr;
-    if ((op_is_elementwise(op.kind) || op.kind == OpKind::Load) && !op.results.empty() && res(op).is_tile())
-      like = op.result(), whose = "its result's";
-    else if ((op.kind == OpKind::Store || op.kind == OpKind::AtomicRmw || op.kind == OpKind::AtomicCas) &&
-             opnd(op, 0).is_tile())
-      like = op.operands[0], whose = "its address's";
-    if (like)
-      for (size_t i = 0; i < op.operands.size(); ++i)
-        same_layout(op, op.operands[i], like->type.layout, "operand #" + std::to_string(i) + " (" + whose + " layout)");
-    if (op.kind == OpKind::For && op.operands.size() >= 3) {
-      const Region& body = *op.regions[0];
-      const Op* y = body.terminator();
-      for (size_t k = 0; k < op.results.size() && k + 1 < body.args.size(); ++k) {
-        int32_t l = body.args[k + 1]->type.layout;
-        std::string n = "carried value #" + std::to_string(k);
-        same_layout(op, op.operands[3 + k], l, "the initial " + n);
-        same_layout(op, op.result(int(k)), l, "the result of " + n);
-        if (y && k < y->operands.size()) same_layout(op, y->operands[k], l, "the yielded " + n);
-      }
-    }
-    if (op.kind == OpKind::If)
-      for (const auto& sub : op.regions)
-        if (const Op* y = sub->terminator())
-          for (size_t k = 0; k < y->operands.size() && k < op.results.size(); ++k)
-            same_layout(op, y->operands[k], op.result(int(k))->type.layout, "yield #" + std::to_string(k) + " (its result's layout)");
   }
 
   // ---- per-op rules --------------------------------------------------------
@@ -617,7 +397,7 @@ class Verifier {
       case OpKind::AsyncWait:
       case OpKind::Barrier:
       case OpKind::DotWait:
-        gpu_op(op);
+        GpuRules(*fn_).op(op);
         break;
       case OpKind::If: {
         operands(op, 1, 1);
@@ -648,7 +428,6 @@ class Verifier {
   }
 
   // `t`'s shape with element `d`.
-  static Type tile_like(const Type& t, DType d) { return Type{d, false, t.shape}; }
 
   void binary(const Op& op, bool integer_only) const {
     operands(op, 2, 2);
@@ -723,103 +502,6 @@ class Verifier {
     if (op.has_attr("input_precision")) str_in(op, "input_precision", {"ieee", "tf32"});
     optional_str(op, "instr");  // GPU IR: the matrix instruction chosen
     optional_int(op, "async");  // GPU IR: issued without waiting (dot_wait waits)
-  }
-
-  // ---- the GPU IR's own ops ------------------------------------------------
-  void gpu_op(const Op& op) const {
-    require(fn_->is_gpu(), op, "to be in GPU IR (a function with attributes {num_warps, ...})", "it in Tile IR");
-    auto shared = [&](int i) -> const Type& {
-      require(opnd(op, i).is_shared(), op, "operand #" + std::to_string(i) + " to be a buffer (smem<...>)",
-              opnd(op, i).str());
-      return opnd(op, i);
-    };
-    auto tokens_from = [&](size_t first) {
-      for (size_t i = first; i < op.operands.size(); ++i)
-        require(opnd(op, int(i)).is_token(), op, "operand #" + std::to_string(i) + " to be a token", opnd(op, int(i)).str());
-    };
-    auto pending = [&] {
-      require(int_attr(op, "pending") >= 0, op, "'pending' of at least 0", std::to_string(int_attr(op, "pending")));
-    };
-    auto token_result = [&] {
-      results(op, 1);
-      require(res(op).is_token(), op, "a token result", res(op).str());
-    };
-    auto buffer_tile = [&](const Type& buf) { return Type{buf.dtype, buf.is_ptr, buf.shape}; };
-    switch (op.kind) {
-      case OpKind::ConvertLayout:
-        operands(op, 1, 1);
-        results(op, 1);
-        require(opnd(op, 0).is_tile(), op, "a tile operand", opnd(op, 0).str());
-        same_type(op, opnd(op, 0), res(op), "a result");
-        break;
-      case OpKind::LocalAlloc:
-        operands(op, 0, 1);
-        results(op, 1);
-        require(res(op).is_shared() && !res(op).is_ptr, op, "a buffer result of numbers (smem<...>)", res(op).str());
-        if (!op.operands.empty()) same_type(op, buffer_tile(res(op)), opnd(op, 0), "an initial value");
-        break;
-      case OpKind::LocalSlot: {
-        operands(op, 2, 2);
-        results(op, 1);
-        const Type& buf = shared(0);
-        require(buf.rank() >= 2, op, "a buffer with a leading slot dimension", buf.str());
-        require(opnd(op, 1) == scalar_type(DType::i32), op, "an i32 slot index", opnd(op, 1).str());
-        Type want = buf;
-        want.shape.erase(want.shape.begin());
-        same_type(op, want, res(op), "a result");
-        break;
-      }
-      case OpKind::LocalLoad:
-        operands(op, 1, 2);
-        results(op, 1);
-        tokens_from(1);
-        same_type(op, buffer_tile(shared(0)), res(op), "a result");
-        break;
-      case OpKind::LocalStore:
-        operands(op, 2, 2);
-        results(op, 0);
-        same_type(op, buffer_tile(shared(0)), opnd(op, 1), "a stored value");
-        break;
-      case OpKind::AsyncCopy: {
-        operands(op, 2, 4);
-        token_result();
-        const Type& buf = shared(0);
-        const Type& ptr = opnd(op, 1);
-        require(ptr.is_ptr && ptr.is_tile(), op, "a tile of pointers", ptr.str());
-        same_type(op, Type{buf.dtype, true, buf.shape}, ptr, "pointers to the buffer's elements");
-        if (op.operands.size() > 2) same_type(op, tile_like(ptr, DType::i1), opnd(op, 2), "a mask");
-        if (op.operands.size() > 3) same_type(op, buffer_tile(buf), opnd(op, 3), "an 'other' value");
-        optional_str(op, "cache");
-        optional_str(op, "evict");
-        break;
-      }
-      case OpKind::AsyncCommit:
-        token_result();
-        tokens_from(0);
-        break;
-      case OpKind::AsyncWait:
-        token_result();
-        tokens_from(0);
-        pending();
-        break;
-      case OpKind::Barrier:
-        operands(op, 0, 0);
-        results(op, 0);
-        break;
-      case OpKind::DotWait:
-        pending();
-        require(same_types(result_types(op), operand_types(op)) , op, "results typed as its operands " +
-                types_str(operand_types(op)), types_str(result_types(op)));
-        break;
-      default:
-        break;
-    }
-  }
-
-  std::vector<Type> operand_types(const Op& op) const {
-    std::vector<Type> ts;
-    for (const Value* v : op.operands) ts.push_back(v->type);
-    return ts;
   }
 
   void for_op(const Op& op) const {

@@ -1,0 +1,200 @@
+// GPU IR verifier rules (see verifier.h, verifier_rules.h): the launch
+// attributes and the layout table of a GPU IR function, the layouts on its
+// types, the target-independent rules of which layout an operand is in,
+// and the GPU IR's own ops (buffers, async copies and waits, barriers,
+// conversions).
+#include "ir/verifier_rules.h"
+
+namespace tl::ir::verify_rules {
+
+// ---- the GPU IR: launch shape and layouts --------------------------------
+void GpuRules::function() const {
+  const Function& fn = fn_;
+  std::string what = "'func @" + fn.name + "' expects ";
+  for (const char* key : {"num_warps", "warp_size", "num_ctas"}) {
+    auto it = fn.attrs.find(key);
+    if (it == fn.attrs.end() || !std::holds_alternative<int64_t>(it->second) ||
+        !is_pow2(std::get<int64_t>(it->second)))
+      throw Error(fn.loc.str() + ": " + what + "attribute '" + key + "' to be a power of two, found " +
+                  (it == fn.attrs.end() ? std::string("none") : "another value"));
+  }
+  for (size_t i = 0; i < fn.layouts.size(); ++i) {
+    const LinearLayout& l = fn.layouts[i];
+    std::string name = "#l" + std::to_string(i + 1);
+    for (const auto& d : l.in_dims()) {
+      std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
+      if (want.empty() && d.name != kReg && d.name != kOffset)
+        throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +
+                    "block and offset, found '" + d.name + "'");
+      // A layout may name fewer CTAs than the cluster has: every CTA of
+      // the rest holds the same part (as a zero basis would say).
+      if (want.empty()) continue;
+      int64_t have = int64_t(1) << d.bases.size(), need = std::get<int64_t>(fn.attrs.at(want));
+      if (d.name == kBlock ? have > need : have != need)
+        throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have " + (d.name == kBlock ? "at most " : "") +
+                    std::to_string(need) + " " + d.name + "s (" + want + "), found " + std::to_string(have));
+    }
+  }
+}
+
+// A type's layout: in GPU IR every tile and buffer has one, whose outputs
+// are its dimensions (dim0:size0 ...); scalars and tokens have none, and
+// the Tile IR has no layouts, buffers or tokens at all.
+void GpuRules::type(const Loc& loc, const std::string& what, const Type& t, const std::string& role) const {
+  auto bad = [&](const std::string& expected) {
+    throw Error(loc.str() + ": '" + what + "' expects " + role + " " + expected + ", found " + t.str());
+  };
+  if (!fn_.is_gpu()) {
+    if (!t.is_scalar() && !t.is_tile()) bad("of a tile or scalar type (buffers and tokens are GPU IR)");
+    if (t.layout) bad("without a layout (Tile IR)");
+    return;
+  }
+  if (t.is_scalar() || t.is_token()) {
+    if (t.layout) bad(std::string("without a layout (a ") + (t.is_token() ? "token)" : "scalar)"));
+    return;
+  }
+  if (!t.layout) bad("with a layout (GPU IR)");
+  if (t.layout < 0 || size_t(t.layout) > fn_.layouts.size())
+    bad("with a layout of the function's table (#l1 to #l" + std::to_string(fn_.layouts.size()) + ")");
+  const LinearLayout& l = fn_.layout_of(t);
+  // A tile's layout maps threads' registers; a buffer's, element offsets.
+  bool ok = int(l.out_dims().size()) == t.rank();
+  for (const auto& d : l.in_dims())
+    if (t.is_shared() ? d.name != kOffset && d.name != kBlock : d.name == kOffset) ok = false;
+  for (int d = 0; ok && d < t.rank(); ++d)
+    ok = l.out_dims()[size_t(d)].name == dim_name(d) && l.out_dims()[size_t(d)].size == t.shape[size_t(d)];
+  if (!ok) bad("whose layout covers its shape (#l" + std::to_string(t.layout) + " is " + l.str() + ")");
+}
+
+// ---- GPU IR: operands in the layouts of their ops -------------------------
+// Target-independent rules only (a broadcast's or a dot's operand layouts
+// follow from the target's choices, which the GPU passes check): an
+// elementwise op's or a load's tile operands are in its result's layout, a
+// store's or an atomic's in its address's, a loop's initial values,
+// results and yields in its carried layouts, an if's yields in its
+// results'.
+void GpuRules::same_layout(const Op& op, const Value* v, int32_t want, const std::string& what) const {
+  if (v->type.is_tile() && v->type.layout != want)
+    fail(op, what + " in layout #l" + std::to_string(want), v->type.str());
+}
+void GpuRules::layouts(const Op& op) const {
+  std::string whose;
+  const Value* like = nullptr;
+  if ((op_is_elementwise(op.kind) || op.kind == OpKind::Load) && !op.results.empty() && res(op).is_tile())
+    like = op.result(), whose = "its result's";
+  else if ((op.kind == OpKind::Store || op.kind == OpKind::AtomicRmw || op.kind == OpKind::AtomicCas) &&
+           opnd(op, 0).is_tile())
+    like = op.operands[0], whose = "its address's";
+  if (like)
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      same_layout(op, op.operands[i], like->type.layout, "operand #" + std::to_string(i) + " (" + whose + " layout)");
+  if (op.kind == OpKind::For && op.operands.size() >= 3) {
+    const Region& body = *op.regions[0];
+    const Op* y = body.terminator();
+    for (size_t k = 0; k < op.results.size() && k + 1 < body.args.size(); ++k) {
+      int32_t l = body.args[k + 1]->type.layout;
+      std::string n = "carried value #" + std::to_string(k);
+      same_layout(op, op.operands[3 + k], l, "the initial " + n);
+      same_layout(op, op.result(int(k)), l, "the result of " + n);
+      if (y && k < y->operands.size()) same_layout(op, y->operands[k], l, "the yielded " + n);
+    }
+  }
+  if (op.kind == OpKind::If)
+    for (const auto& sub : op.regions)
+      if (const Op* y = sub->terminator())
+        for (size_t k = 0; k < y->operands.size() && k < op.results.size(); ++k)
+          same_layout(op, y->operands[k], op.result(int(k))->type.layout, "yield #" + std::to_string(k) + " (its result's layout)");
+}
+
+// ---- the GPU IR's own ops ------------------------------------------------
+void GpuRules::op(const Op& op) const {
+  require(fn_.is_gpu(), op, "to be in GPU IR (a function with attributes {num_warps, ...})", "it in Tile IR");
+  auto shared = [&](int i) -> const Type& {
+    require(opnd(op, i).is_shared(), op, "operand #" + std::to_string(i) + " to be a buffer (smem<...>)",
+            opnd(op, i).str());
+    return opnd(op, i);
+  };
+  auto tokens_from = [&](size_t first) {
+    for (size_t i = first; i < op.operands.size(); ++i)
+      require(opnd(op, int(i)).is_token(), op, "operand #" + std::to_string(i) + " to be a token", opnd(op, int(i)).str());
+  };
+  auto pending = [&] {
+    require(int_attr(op, "pending") >= 0, op, "'pending' of at least 0", std::to_string(int_attr(op, "pending")));
+  };
+  auto token_result = [&] {
+    results(op, 1);
+    require(res(op).is_token(), op, "a token result", res(op).str());
+  };
+  auto buffer_tile = [&](const Type& buf) { return Type{buf.dtype, buf.is_ptr, buf.shape}; };
+  switch (op.kind) {
+    case OpKind::ConvertLayout:
+      operands(op, 1, 1);
+      results(op, 1);
+      require(opnd(op, 0).is_tile(), op, "a tile operand", opnd(op, 0).str());
+      same_type(op, opnd(op, 0), res(op), "a result");
+      break;
+    case OpKind::LocalAlloc:
+      operands(op, 0, 1);
+      results(op, 1);
+      require(res(op).is_shared() && !res(op).is_ptr, op, "a buffer result of numbers (smem<...>)", res(op).str());
+      if (!op.operands.empty()) same_type(op, buffer_tile(res(op)), opnd(op, 0), "an initial value");
+      break;
+    case OpKind::LocalSlot: {
+      operands(op, 2, 2);
+      results(op, 1);
+      const Type& buf = shared(0);
+      require(buf.rank() >= 2, op, "a buffer with a leading slot dimension", buf.str());
+      require(opnd(op, 1) == scalar_type(DType::i32), op, "an i32 slot index", opnd(op, 1).str());
+      Type want = buf;
+      want.shape.erase(want.shape.begin());
+      same_type(op, want, res(op), "a result");
+      break;
+    }
+    case OpKind::LocalLoad:
+      operands(op, 1, 2);
+      results(op, 1);
+      tokens_from(1);
+      same_type(op, buffer_tile(shared(0)), res(op), "a result");
+      break;
+    case OpKind::LocalStore:
+      operands(op, 2, 2);
+      results(op, 0);
+      same_type(op, buffer_tile(shared(0)), opnd(op, 1), "a stored value");
+      break;
+    case OpKind::AsyncCopy: {
+      operands(op, 2, 4);
+      token_result();
+      const Type& buf = shared(0);
+      const Type& ptr = opnd(op, 1);
+      require(ptr.is_ptr && ptr.is_tile(), op, "a tile of pointers", ptr.str());
+      same_type(op, Type{buf.dtype, true, buf.shape}, ptr, "pointers to the buffer's elements");
+      if (op.operands.size() > 2) same_type(op, tile_like(ptr, DType::i1), opnd(op, 2), "a mask");
+      if (op.operands.size() > 3) same_type(op, buffer_tile(buf), opnd(op, 3), "an 'other' value");
+      optional_str(op, "cache");
+      optional_str(op, "evict");
+      break;
+    }
+    case OpKind::AsyncCommit:
+      token_result();
+      tokens_from(0);
+      break;
+    case OpKind::AsyncWait:
+      token_result();
+      tokens_from(0);
+      pending();
+      break;
+    case OpKind::Barrier:
+      operands(op, 0, 0);
+      results(op, 0);
+      break;
+    case OpKind::DotWait:
+      pending();
+      require(same_types(result_types(op), operand_types(op)) , op, "results typed as its operands " +
+              types_str(operand_types(op)), types_str(result_types(op)));
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace tl::ir::verify_rules
