@@ -12,11 +12,10 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/assign_layouts.h"
-#include "codegen/convert_layouts.h"
 #include "codegen/lower_llvm.h"
+#include "codegen/pipeline.h"
 #include "codegen/target.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
 
 namespace tl::codegen {
 
@@ -108,60 +107,6 @@ bool parse_stage(const std::string& name, Stage& out) {
 // ---------------------------------------------------------------- pipeline
 namespace {
 
-// Whether a dot's operands are tiles (possibly transposed) loaded next to
-// it, in its own region: those a warpgroup instruction reads from shared
-// memory as they land. Others keep the register-operand instruction: a
-// dot's result feeding the next, or an operand loaded before the dot's
-// loop (attention's Q), which would be stored again every iteration.
-bool operands_loaded(const ir::Op& dot) {
-  for (int i = 0; i < 2; ++i) {
-    const ir::Op* def = dot.operands[i]->def;
-    if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
-    if (!def || def->kind != ir::OpKind::Load || def->parent != dot.parent) return false;
-  }
-  return true;
-}
-
-// The instruction for a dot: a warpgroup one where it fits, else the
-// target's register-operand one.
-std::optional<MatrixInstr> pick_instr(const Target& t, const ir::Op& dot, int num_warps) {
-  DType in = dot.operands[0]->type.dtype;
-  const auto &as = dot.operands[0]->type.shape, &bs = dot.operands[1]->type.shape;
-  if (operands_loaded(dot))
-    if (auto wg = t.warpgroup_instr(in, as[0], bs[1], as[1], num_warps)) return wg;
-  return t.matrix_instr(in, dot.attr_str_or("input_precision", "tf32") == "tf32");
-}
-
-// The GPU stage of one compile: its own copy of the kernel's Tile IR (the
-// kernel is compiled for other targets and specializations too), which
-// layout assignment turns into GPU IR and convert_layouts completes with
-// the conversions between layouts, verified before it is lowered.
-struct Pipeline {
-  const detail::KernelImpl& kernel;
-  const Target& target;
-  std::unique_ptr<ir::Function> gpu;
-  transforms::AxisAnalysis axis;
-  LayoutPlan plan;
-
-  Pipeline(const detail::KernelImpl& k, const Specialization& spec, const Target& t)
-      : kernel(k), target(t), gpu(ir::clone(*k.fn)), axis(*gpu, spec.args),
-        plan(assign_layouts(*gpu, axis, k.options.num_warps, t.warp_size(), [&t, &k](const ir::Op& dot) {
-          return pick_instr(t, dot, k.options.num_warps);
-        }, k.options.num_ctas)) {
-    plan.num_stages = k.options.num_stages;
-    plan.fp_fusion = k.options.fp_fusion;
-    convert_layouts(*gpu, plan);
-    ir::verify(*gpu);
-    axis = transforms::AxisAnalysis(*gpu, spec.args);  // the conversions' values too
-  }
-
-  LoweredKernel lower(llvm::LLVMContext& ctx) const {
-    LoweredKernel l = lower_to_llvm(ctx, *gpu, plan, axis, target, kernel.name);
-    target.optimize(*l.module);
-    return l;
-  }
-};
-
 std::string module_text(const llvm::Module& m) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -176,17 +121,21 @@ bool listed(const char* list, const std::string& item) {
 
 // TILEDSL_DUMP=tile,gpu,llvm,asm prints those stages of every compile to
 // stderr, or writes <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
-// TILEDSL_DUMP_KERNEL=name[,name...] keeps the dumps of those kernels only.
-void dump(const std::string& kernel, const std::string& target, const char* stage, const std::string& text) {
+// after-<pass> (after-convert-layouts, say) the IR after one GPU pass,
+// after-all after each; TILEDSL_DUMP_KERNEL=name[,name...] keeps the dumps
+// of those kernels only. The text is made only when it is wanted.
+void dump(const std::string& kernel, const std::string& target, const std::string& stage,
+          const std::function<std::string()>& text_of) {
   const char* want = std::getenv("TILEDSL_DUMP");
   if (!want) return;
-  if (!listed(want, stage) && !listed(want, "all")) return;
+  bool pass = stage.rfind("after-", 0) == 0;
+  if (!listed(want, stage) && !listed(want, pass ? "after-all" : "all")) return;
   if (const char* only = std::getenv("TILEDSL_DUMP_KERNEL"); only && *only && !listed(only, kernel)) return;
   if (const char* dir = std::getenv("TILEDSL_DUMP_DIR")) {
     std::filesystem::create_directories(dir);
-    std::ofstream(std::filesystem::path(dir) / (kernel + "." + target + "." + stage)) << text;
+    std::ofstream(std::filesystem::path(dir) / (kernel + "." + target + "." + stage)) << text_of();
   } else {
-    std::cerr << "// ----- " << kernel << " [" << target << "] " << stage << "\n" << text << "\n";
+    std::cerr << "// ----- " << kernel << " [" << target << "] " << stage << "\n" << text_of() << "\n";
   }
 }
 
@@ -201,22 +150,50 @@ void check_num_warps(const detail::KernelImpl& k, const Target& t) {
                 std::to_string(t.warp_size()) + " lanes), found " + std::to_string(k.options.num_warps));
 }
 
+// The GPU stage of one compile: its own copy of the kernel's Tile IR (the
+// kernel is compiled for other targets and specializations too), through
+// the GPU passes (pipeline.h), then lowered.
+struct Pipeline {
+  const detail::KernelImpl& kernel;
+  const Target& target;
+  std::unique_ptr<ir::Function> gpu;
+  GpuContext ctx;
+
+  Pipeline(const detail::KernelImpl& k, const Specialization& spec, const Target& t, const std::string& target_name)
+      : kernel(k), target(t), gpu(ir::clone(*k.fn)), ctx(*gpu, t) {
+    ctx.args = spec.args;
+    ctx.num_warps = k.options.num_warps;
+    ctx.num_ctas = k.options.num_ctas;
+    ctx.num_stages = k.options.num_stages;
+    ctx.fp_fusion = k.options.fp_fusion;
+    run_gpu_passes(ctx, [&](const GpuPass& p) {
+      dump(k.name, target_name, "after-" + std::string(p.name), [&] { return ir::print(*gpu); });
+    });
+  }
+
+  LoweredKernel lower(llvm::LLVMContext& ctx_) const {
+    LoweredKernel l = lower_to_llvm(ctx_, *gpu, *ctx.plan, *ctx.axis, target, kernel.name);
+    target.optimize(*l.module);
+    return l;
+  }
+};
+
 }  // namespace
 
 CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target) {
   const Target& t = get_target(target);
   check_num_warps(kernel, t);
-  Pipeline p(kernel, spec, t);
-  dump(kernel.name, target, "tile", ir::print(*kernel.fn));
-  dump(kernel.name, target, "gpu", ir::print(*p.gpu));
+  dump(kernel.name, target, "tile", [&] { return ir::print(*kernel.fn); });
+  Pipeline p(kernel, spec, t, target);
+  dump(kernel.name, target, "gpu", [&] { return ir::print(*p.gpu); });
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx);
-  dump(kernel.name, target, "llvm", module_text(*l.module));
+  dump(kernel.name, target, "llvm", [&] { return module_text(*l.module); });
   CompiledKernel out;
   out.target = target;
   out.entry = kernel.name;
   out.assembly = t.emit_assembly(*l.module);
-  dump(kernel.name, target, "asm", out.assembly);
+  dump(kernel.name, target, "asm", [&] { return out.assembly; });
   out.binary = t.emit_binary(*l.module);
   out.threads = l.threads;
   out.shared_bytes = l.shared_bytes;
@@ -229,12 +206,23 @@ std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& s
   if (stage == Stage::Tile) return ir::print(*kernel.fn);
   const Target& t = get_target(target);
   check_num_warps(kernel, t);
-  Pipeline p(kernel, spec, t);
+  Pipeline p(kernel, spec, t, target);
   if (stage == Stage::Gpu) return ir::print(*p.gpu);
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx);
   if (stage == Stage::Llvm) return module_text(*l.module);
   return t.emit_assembly(*l.module);
+}
+
+std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target, Stage stage) {
+  if (stage != Stage::Llvm && stage != Stage::Asm) throw Error("lower_gpu_ir: expected the llvm or asm stage");
+  const Target& t = get_target(target);
+  LayoutPlan plan = plan_from_ir(gpu, t);
+  transforms::AxisAnalysis axis(gpu, spec.args);
+  llvm::LLVMContext ctx;
+  LoweredKernel l = lower_to_llvm(ctx, gpu, plan, axis, t, gpu.name);
+  t.optimize(*l.module);
+  return stage == Stage::Llvm ? module_text(*l.module) : t.emit_assembly(*l.module);
 }
 
 }  // namespace tl::codegen

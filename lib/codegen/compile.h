@@ -1,5 +1,5 @@
 // The GPU compile pipeline, as the runtime and the tools see it:
-//   Tile IR --assign_layouts--> GPU IR (layouts) --lower--> LLVM IR
+//   Tile IR --GPU passes (pipeline.h)--> GPU IR --lower--> LLVM IR
 //           --target back end--> assembly (PTX / AMDGCN) --> binary.
 // No LLVM type appears here; the LLVM-facing files stay behind it.
 #pragma once
@@ -46,6 +46,12 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
 // The text of one stage for `target` (Stage::Tile needs no target).
 std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target,
                        Stage stage);
+
+// GPU IR (printed by Stage::Gpu and parsed back, say) lowered for `target`:
+// its LLVM IR or assembly (Stage::Llvm or Stage::Asm). What the lowering
+// needs beyond the IR is read from it (plan_from_ir) or is `spec`; the
+// kernel options the IR does not record take their defaults.
+std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target, Stage stage);
 
 // Facts of one launch argument: an integer's value, a pointer's address.
 transforms::ArgFacts int_arg_facts(int64_t value);

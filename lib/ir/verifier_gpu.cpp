@@ -18,6 +18,15 @@ void GpuRules::function() const {
       throw Error(fn.loc.str() + ": " + what + "attribute '" + key + "' to be a power of two, found " +
                   (it == fn.attrs.end() ? std::string("none") : "another value"));
   }
+  // The kernel options the lowering reads, when recorded.
+  auto option = [&](const char* key, int64_t lo, int64_t hi, const std::string& want) {
+    auto it = fn.attrs.find(key);
+    if (it != fn.attrs.end() && !(std::holds_alternative<int64_t>(it->second) &&
+                                  std::get<int64_t>(it->second) >= lo && std::get<int64_t>(it->second) <= hi))
+      throw Error(fn.loc.str() + ": " + what + "attribute '" + key + "' to be " + want + ", found another value");
+  };
+  option("num_stages", 1, int64_t(1) << 30, "an integer of at least 1");
+  option("fp_fusion", 0, 1, "0 or 1");
   for (size_t i = 0; i < fn.layouts.size(); ++i) {
     const LinearLayout& l = fn.layouts[i];
     std::string name = "#l" + std::to_string(i + 1);

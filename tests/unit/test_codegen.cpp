@@ -16,6 +16,7 @@
 
 #include "codegen_checks.h"
 #include "codegen/compile.h"
+#include "codegen/pipeline.h"
 #include "runtime/kernel.h"
 #include "tiledsl/tiledsl.h"
 
@@ -295,6 +296,28 @@ TEST_CASE("TILEDSL_DUMP_KERNEL keeps the dumps of the kernels it names", "[codeg
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("TILEDSL_DUMP=after-all prints the IR after each GPU pass", "[codegen]") {
+  auto dir = std::filesystem::temp_directory_path() / ("tiledsl-dump-passes-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("TILEDSL_DUMP", "after-all", 1);
+  ::setenv("TILEDSL_DUMP_DIR", dir.c_str(), 1);
+  Kernel k = compile(vector_add<256>, {.name = "passes"});
+  codegen::compile(*k.impl(), aligned(k), "sm_90a");
+  ::unsetenv("TILEDSL_DUMP");
+  ::unsetenv("TILEDSL_DUMP_DIR");
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  std::vector<std::string> want;
+  for (const auto& p : codegen::gpu_passes()) want.push_back("passes.sm_90a.after-" + std::string(p.name));
+  std::sort(files.begin(), files.end());
+  std::sort(want.begin(), want.end());
+  CHECK(files == want);  // the passes only: not the stages
+  std::ifstream in(dir / "passes.sm_90a.after-assign-layouts");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("tile<256xf32, #l1>") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("every stage of the pipeline prints", "[codegen]") {
   Kernel k = compile(vector_add<256>, {.name = "vector_add"});
   auto spec = aligned(k);
@@ -306,7 +329,8 @@ TEST_CASE("every stage of the pipeline prints", "[codegen]") {
   std::string gpu = codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Gpu);
   CHECK(gpu.find("#l1 = {register: [") == 0);
   CHECK(gpu.find("func @vector_add(") != std::string::npos);
-  CHECK(gpu.find("attributes {num_ctas = 1, num_warps = 4, warp_size = 32}") != std::string::npos);
+  CHECK(gpu.find("attributes {fp_fusion = 1, num_ctas = 1, num_stages = 3, num_warps = 4, warp_size = 32}") !=
+        std::string::npos);
   CHECK(gpu.find("tile<256xf32, #l1>") != std::string::npos);
   CHECK(gpu.find("xf32>") == std::string::npos);  // no tile without a layout
   CHECK(codegen::emit_stage(*k.impl(), spec, "gfx942", Stage::Gpu).find("warp_size = 64") != std::string::npos);

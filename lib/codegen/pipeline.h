@@ -1,0 +1,71 @@
+// The GPU stage as one list of passes over a function's IR, run in order by
+// the compile (compile.cpp) and one at a time by tiledsl-opt --pass:
+//
+//   assign-layouts   Tile IR -> GPU IR: a layout on every tile type, each
+//                    dot's instruction, the launch attributes and the
+//                    options the lowering reads (num_stages, fp_fusion)
+//                    (assign_layouts.cpp), and the conversions between the
+//                    layouts as ops (convert_layouts.cpp)
+//
+// then the lowering to LLVM IR (lower_llvm.cpp), which still decides the
+// rest (docs/gpu-ir-plan.md, docs/architecture.md). The IR is verified
+// after each pass: every pass reads and writes valid IR. Passes over GPU
+// IR to come (the pipeliner, shared-memory allocation, barriers) read
+// what the IR does not hold from plan_from_ir.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/assign_layouts.h"
+#include "transforms/axis_analysis.h"
+
+namespace tl::codegen {
+
+class Target;
+
+// What the passes of one compile share: the function (rewritten in place),
+// the target, what is known of the arguments, the kernel's options, and
+// what the passes have worked out so far.
+struct GpuContext {
+  ir::Function& fn;
+  const Target& target;
+  std::vector<transforms::ArgFacts> args;
+  int num_warps = 4;
+  int num_ctas = 1;
+  int num_stages = 3;
+  bool fp_fusion = true;
+  std::optional<transforms::AxisAnalysis> axis;  // of the IR as it is now
+  std::optional<LayoutPlan> plan;                // from assign-layouts, or read from GPU IR
+
+  GpuContext(ir::Function& f, const Target& t) : fn(f), target(t) {}
+};
+
+struct GpuPass {
+  std::string_view name;
+  void (*run)(GpuContext&);
+};
+
+// The passes in the order they run.
+const std::vector<GpuPass>& gpu_passes();
+const GpuPass* find_gpu_pass(std::string_view name);  // null if unknown
+
+// A context for `fn` on a target named as the registry knows it ("sm_90a");
+// throws tl::Error for an unknown one.
+GpuContext gpu_context(ir::Function& fn, const std::string& target);
+
+// Runs one pass and verifies the IR after it (the pass is named in the
+// error).
+void run_gpu_pass(GpuContext& ctx, const GpuPass& pass);
+// Runs every pass; `after` sees the IR after each.
+void run_gpu_passes(GpuContext& ctx, const std::function<void(const GpuPass&)>& after = {});
+
+// The plan of GPU IR read back from its types and attributes (a dot's
+// layouts from its `instr` and its result's layout), for a pass run on GPU
+// IR text.
+LayoutPlan plan_from_ir(const ir::Function& fn, const Target& t);
+
+}  // namespace tl::codegen
