@@ -601,9 +601,8 @@ class Assigner {
 
 }  // namespace
 
-// Writes the plan into the function: its launch shape as attributes, each
-// dot's instruction as its `instr` ("fma" for none), and each tile's
-// layout into its type, numbered in the order the printer
+// Writes the plan into the function: its launch shape as attributes, and
+// each tile's layout into its type, numbered in the order the printer
 // meets values (arguments, then each op's results before its regions), so
 // #l1 is the first layout a reader sees.
 void write_types(ir::Function& fn, LayoutPlan& plan) {
@@ -615,10 +614,6 @@ void write_types(ir::Function& fn, LayoutPlan& plan) {
   };
   std::function<void(ir::Region&)> region = [&](ir::Region& r) {
     for (auto& op : r.ops) {
-      if (op->kind == OpKind::Dot) {
-        const DotLayouts& d = plan.dots.at(op.get());
-        op->attrs["instr"] = d.instr ? d.instr->name : std::string("fma");
-      }
       for (auto& res : op->results) write(res.get());
       for (auto& sub : op->regions) {
         for (auto& a : sub->args) write(a.get());

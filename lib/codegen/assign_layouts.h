@@ -46,7 +46,8 @@ struct LayoutPlan {
   bool has(const ir::Value* v) const { return v->type.layout != 0 || layouts.count(v) != 0; }
 };
 
-// The target's matrix instruction for a dot, or nullopt for the FMA form.
+// The matrix instruction of a dot (its `instr`, select_dot_instructions.h),
+// or nullopt for the FMA form.
 using MatrixInstrPicker = std::function<std::optional<MatrixInstr>(const ir::Op& dot)>;
 
 LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,

@@ -3,6 +3,7 @@
 #include "codegen/pipeline.h"
 
 #include "codegen/convert_layouts.h"
+#include "codegen/select_dot_instructions.h"
 #include "codegen/target.h"
 #include "ir/verifier.h"
 
@@ -10,28 +11,10 @@ namespace tl::codegen {
 
 namespace {
 
-// Whether a dot's operands are tiles (possibly transposed) loaded next to
-// it, in its own region: those a warpgroup instruction reads from shared
-// memory as they land. Others keep the register-operand instruction: a
-// dot's result feeding the next, or an operand loaded before the dot's
-// loop (attention's Q), which would be stored again every iteration.
-bool operands_loaded(const ir::Op& dot) {
-  for (int i = 0; i < 2; ++i) {
-    const ir::Op* def = dot.operands[i]->def;
-    if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
-    if (!def || def->kind != ir::OpKind::Load || def->parent != dot.parent) return false;
-  }
-  return true;
-}
-
-// The instruction for a dot: a warpgroup one where it fits, else the
-// target's register-operand one.
-std::optional<MatrixInstr> pick_instr(const Target& t, const ir::Op& dot, int num_warps) {
-  DType in = dot.operands[0]->type.dtype;
-  const auto &as = dot.operands[0]->type.shape, &bs = dot.operands[1]->type.shape;
-  if (operands_loaded(dot))
-    if (auto wg = t.warpgroup_instr(in, as[0], bs[1], as[1], num_warps)) return wg;
-  return t.matrix_instr(in, dot.attr_str_or("input_precision", "tf32") == "tf32");
+void select_dot_instructions_pass(GpuContext& c) {
+  if (c.fn.is_gpu())
+    throw Error("select-dot-instructions: expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
+  select_dot_instructions(c.fn, c.target, c.num_warps);
 }
 
 // Tile IR to GPU IR, valid after it as after every pass: the layouts, and
@@ -41,7 +24,7 @@ void assign_layouts_pass(GpuContext& c) {
     throw Error("assign-layouts: expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
   c.axis.emplace(c.fn, c.args);
   c.plan = assign_layouts(c.fn, *c.axis, c.num_warps, c.target.warp_size(),
-                          [&c](const ir::Op& dot) { return pick_instr(c.target, dot, c.num_warps); }, c.num_ctas);
+                          [&c](const ir::Op& dot) { return chosen_instr(dot, c.target, c.num_warps); }, c.num_ctas);
   c.plan->num_stages = c.num_stages;
   c.plan->fp_fusion = c.fp_fusion;
   // The kernel options the lowering reads, so that the text is all it needs.
@@ -56,31 +39,23 @@ void assign_layouts_pass(GpuContext& c) {
 DotLayouts dot_layouts_of(const ir::Op& dot, const Target& t, const LayoutPlan& p) {
   const auto &as = dot.operands[0]->type.shape, &bs = dot.operands[1]->type.shape;
   int64_t M = as[0], K = as[1], N = bs[1];
-  std::string name = dot.attr_str_or("instr", "");
-  if (name.empty()) throw Error(dot.loc.str() + ": 'dot' expects attribute 'instr' in GPU IR, found none");
-  const LinearLayout& c = p.of(dot.result());
   std::vector<DotLayouts> options;
-  if (name == "fma") {
-    options.push_back(fma_dot_layouts(M, N, K, p.num_warps, p.warp_size));
+  if (auto mi = chosen_instr(dot, t, p.num_warps)) {
+    for (bool along_m : {false, true}) options.push_back(matrix_dot_layouts(*mi, M, N, K, p.num_warps, along_m));
   } else {
-    DType in = dot.operands[0]->type.dtype;
-    std::vector<MatrixInstr> instrs;
-    if (auto w = t.warpgroup_instr(in, M, N, K, p.num_warps)) instrs.push_back(*w);
-    if (auto m = t.matrix_instr(in, dot.attr_str_or("input_precision", "tf32") == "tf32")) instrs.push_back(*m);
-    for (const MatrixInstr& mi : instrs)
-      if (mi.name == name)
-        for (bool along_m : {false, true}) options.push_back(matrix_dot_layouts(mi, M, N, K, p.num_warps, along_m));
+    options.push_back(fma_dot_layouts(M, N, K, p.num_warps, p.warp_size));
   }
   for (const DotLayouts& d : options)
-    if (d.c == c) return d;
-  throw Error(dot.loc.str() + ": 'dot' expects an instruction " + t.name() +
-              " has for this dot, giving its result's layout, found '" + name + "'");
+    if (d.c == p.of(dot.result())) return d;
+  throw Error(dot.loc.str() + ": 'dot' expects a result in a layout its instruction '" + dot.attr_str("instr") +
+              "' gives, found " + dot.result()->type.str());
 }
 
 }  // namespace
 
 const std::vector<GpuPass>& gpu_passes() {
   static const std::vector<GpuPass> passes = {
+      {"select-dot-instructions", &select_dot_instructions_pass},
       {"assign-layouts", &assign_layouts_pass},
   };
   return passes;

@@ -1,9 +1,11 @@
 // The GPU stage as one list of passes over a function's IR, run in order by
 // the compile (compile.cpp) and one at a time by tiledsl-opt --pass:
 //
-//   assign-layouts   Tile IR -> GPU IR: a layout on every tile type, each
-//                    dot's instruction, the launch attributes and the
-//                    options the lowering reads (num_stages, fp_fusion)
+//   select-dot-instructions  Tile IR: each dot's matrix instruction as its
+//                    `instr` (select_dot_instructions.cpp)
+//   assign-layouts   Tile IR -> GPU IR: a layout on every tile type (a
+//                    dot's from its instruction), the launch attributes and
+//                    the options the lowering reads (num_stages, fp_fusion)
 //                    (assign_layouts.cpp), and the conversions between the
 //                    layouts as ops (convert_layouts.cpp)
 //

@@ -31,6 +31,9 @@ void GpuRules::function() const {
     const LinearLayout& l = fn.layouts[i];
     std::string name = "#l" + std::to_string(i + 1);
     for (const auto& d : l.in_dims()) {
+      if (d.bases.size() > 30)
+        throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have at most 30 bits of '" + d.name +
+                    "', found " + std::to_string(d.bases.size()));
       std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
       if (want.empty() && d.name != kReg && d.name != kOffset)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +

@@ -568,6 +568,9 @@ constexpr int kMaxSweeps = 64;
 }  // namespace
 
 bool canonicalize(ir::Function& fn) {
+  // Its rewrites make Tile IR types: in GPU IR they would lose layouts.
+  if (fn.is_gpu())
+    throw Error("canonicalize: expected Tile IR, found GPU IR in @" + fn.name + " (its rewrites do not keep layouts)");
   bool changed = false;
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     // Every op is reached in a sweep, so no op reads a removed value after

@@ -10,7 +10,7 @@
 
 namespace tl::transforms {
 
-bool canonicalize(ir::Function& fn);  // constant folding, algebraic simplification
+bool canonicalize(ir::Function& fn);  // constant folding, algebraic simplification (Tile IR only)
 bool cse(ir::Function& fn);           // common subexpression elimination (pure ops)
 bool dce(ir::Function& fn);           // removes pure ops whose results are unused
 

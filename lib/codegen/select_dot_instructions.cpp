@@ -1,0 +1,70 @@
+// Dot instruction selection (see select_dot_instructions.h).
+#include "codegen/select_dot_instructions.h"
+
+#include "codegen/target.h"
+
+namespace tl::codegen {
+
+namespace {
+
+// Whether a dot's operands are tiles (possibly transposed) loaded next to
+// it, in its own region: those a warpgroup instruction reads from shared
+// memory as they land. Others keep the register-operand instruction: a
+// dot's result feeding the next, or an operand loaded before the dot's
+// loop (attention's Q), which would be stored again every iteration.
+bool operands_loaded(const ir::Op& dot) {
+  for (int i = 0; i < 2; ++i) {
+    const ir::Op* def = dot.operands[i]->def;
+    if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
+    if (!def || def->kind != ir::OpKind::Load || def->parent != dot.parent) return false;
+  }
+  return true;
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+Shape shape_of(const ir::Op& dot) {
+  const auto &as = dot.operands[0]->type.shape, &bs = dot.operands[1]->type.shape;
+  return {as[0], bs[1], as[1]};
+}
+bool allows_tf32(const ir::Op& dot) { return dot.attr_str_or("input_precision", "tf32") == "tf32"; }
+
+// The instruction for a dot: a warpgroup one where it fits, else the
+// target's register-operand one, if it tiles the dot.
+std::optional<MatrixInstr> pick(const ir::Op& dot, const Target& t, int num_warps) {
+  DType in = dot.operands[0]->type.dtype;
+  Shape s = shape_of(dot);
+  std::optional<MatrixInstr> mi;
+  if (operands_loaded(dot)) mi = t.warpgroup_instr(in, s.m, s.n, s.k, num_warps);
+  if (!mi) mi = t.matrix_instr(in, allows_tf32(dot));
+  if (mi && !fits(*mi, s.m, s.n, s.k)) mi.reset();
+  return mi;
+}
+
+void select(ir::Region& r, const Target& t, int num_warps) {
+  for (auto& op : r.ops) {
+    for (auto& sub : op->regions) select(*sub, t, num_warps);
+    if (op->kind != ir::OpKind::Dot) continue;
+    auto mi = pick(*op, t, num_warps);
+    op->attrs["instr"] = mi ? mi->name : std::string("fma");
+  }
+}
+
+}  // namespace
+
+void select_dot_instructions(ir::Function& fn, const Target& t, int num_warps) { select(fn.body, t, num_warps); }
+
+std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const Target& t, int num_warps) {
+  std::string name = dot.attr_str_or("instr", "");
+  if (name.empty())
+    throw Error(dot.loc.str() + ": 'dot' expects attribute 'instr' (select-dot-instructions gives it), found none");
+  if (name == "fma") return std::nullopt;
+  DType in = dot.operands[0]->type.dtype;
+  Shape s = shape_of(dot);
+  for (auto mi : {t.warpgroup_instr(in, s.m, s.n, s.k, num_warps), t.matrix_instr(in, allows_tf32(dot))})
+    if (mi && mi->name == name && fits(*mi, s.m, s.n, s.k)) return mi;
+  throw Error(dot.loc.str() + ": 'dot' expects an instruction " + t.name() + " has for this dot, found '" + name + "'");
+}
+
+}  // namespace tl::codegen

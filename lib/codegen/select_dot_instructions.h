@@ -1,0 +1,30 @@
+// Dot instruction selection, the first GPU pass ("select-dot-instructions",
+// pipeline.h): each dot of the Tile IR gets the matrix instruction it will
+// run on as its `instr` attribute, before layouts are assigned (the layouts
+// of its operands and result follow from the instruction):
+//
+//   %c = dot %a, %b, %acc {instr = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"}
+//
+// A warpgroup instruction where the target has one for the dot and its
+// operands are loaded beside it (a warpgroup instruction reads them from
+// shared memory as they land); else the target's register-operand
+// instruction; "fma" (multiply-adds on the cores) where none tiles the dot
+// with the kernel's warps.
+#pragma once
+
+#include <optional>
+
+#include "codegen/dot_layout.h"
+#include "ir/ir.h"
+
+namespace tl::codegen {
+
+class Target;
+
+void select_dot_instructions(ir::Function& fn, const Target& t, int num_warps);
+
+// The instruction a dot's `instr` names (nullopt for "fma"); throws
+// tl::Error naming the dot when it has none, or one `t` does not have.
+std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const Target& t, int num_warps);
+
+}  // namespace tl::codegen
