@@ -60,6 +60,13 @@ class Converter {
         case OpKind::For: loop(r, it); break;
         case OpKind::Yield: yield(r, it); break;
         case OpKind::Store: store(r, it); break;
+        case OpKind::Reduce:
+        case OpKind::Scan:
+        case OpKind::Join:
+        case OpKind::Split:
+          operands(r, it);
+          results(r, it);
+          break;
         default: operands(r, it); break;
       }
     }
@@ -123,20 +130,55 @@ class Converter {
   void loop(ir::Region& r, ir::Region::iterator it) {
     Op& op = **it;
     ir::Region& body = *op.regions[0];
+    auto after = std::next(it);
     for (size_t k = 0; k < op.results.size(); ++k) {
       Value* arg = body.args[k + 1].get();
       if (!arg->type.is_tile()) continue;
       op.operands[3 + k] = convert(r, it, op.operands[3 + k], plan_.of(arg));
-      Value* res = op.result(int(k));
-      if (res->type.layout == arg->type.layout) continue;
-      ir::Type placed = res->type;
-      res->type.layout = arg->type.layout;
-      ir::Builder b(&r, std::next(it));
-      b.loc = op.loc;
-      Value* moved = b.create1(OpKind::ConvertLayout, {res}, placed);
-      ir::replace_uses(r, res, moved);
-      moved->def->operands[0] = res;
+      move_result(r, after, op.result(int(k)), plan_.of(arg));
     }
+  }
+
+  // Reductions, scans, joins and splits compute a result in a layout of
+  // their own (the operand's sliced along the axis, the scan's, the join
+  // of the first operand's, the first result's); one assigned another
+  // moves there after the op. Call after their operands are converted.
+  void results(ir::Region& r, ir::Region::iterator it) {
+    Op& op = **it;
+    auto after = std::next(it);
+    for (size_t k = 0; k < op.results.size(); ++k) {
+      Value* res = op.result(int(k));
+      if (!res->type.is_tile()) continue;
+      std::optional<LinearLayout> own;
+      switch (op.kind) {
+        case OpKind::Reduce: own = plan_.of(op.operands[0]).slice(int(op.attr_int("axis"))); break;
+        case OpKind::Scan: own = plan_.of(op.operands[0]); break;
+        case OpKind::Join:
+          own = op.operands[0]->type.is_tile()
+                    ? join_layout(plan_.of(op.operands[0]))
+                    : line_layout(res->type.shape, 0, plan_.num_warps, plan_.warp_size, plan_.num_ctas);
+          break;
+        case OpKind::Split:
+          if (k == 1) own = plan_.of(op.result(0));
+          break;
+        default: break;
+      }
+      if (own) move_result(r, after, res, *own);
+    }
+  }
+
+  // `res` is made in layout `own`; its users read it in the layout it was
+  // assigned, through a conversion inserted before `after` (conversions of
+  // one op's results stay in result order).
+  void move_result(ir::Region& r, ir::Region::iterator after, Value* res, const LinearLayout& own) {
+    if (plan_.of(res) == own) return;
+    ir::Type placed = res->type;
+    res->type.layout = fn_.intern_layout(own);
+    ir::Builder b(&r, after);
+    b.loc = res->def->loc;
+    Value* moved = b.create1(OpKind::ConvertLayout, {res}, placed);
+    ir::replace_uses(r, res, moved);
+    moved->def->operands[0] = res;
   }
 
   // A loop's yields in its carried layouts, an if's in its results'.

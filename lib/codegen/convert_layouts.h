@@ -15,17 +15,19 @@
 // needs (they hold one value in every register).
 //
 // Also converted: a loop's initial values and yields to its carried
-// layout, an if's yields to its results' layouts, and a loop result
-// whose layout differs from its carried value's (after the loop). A store
-// of a value computed in another layout than its addresses (a dot's
-// accumulator, say) converts the addresses and mask to the value's layout
-// when they are cheap to recompute there, else the value to theirs.
+// layout, an if's yields to its results' layouts, and after the op, a
+// loop result whose layout differs from its carried value's and the
+// results reductions, scans, joins and splits compute in a layout of their
+// own (a reduction's: its operand's, sliced) where they were assigned
+// another. A store of a value computed in another layout than its
+// addresses (a dot's accumulator, say) converts the addresses and mask to
+// the value's layout when they are cheap to recompute there, else the
+// value to theirs.
 //
 // Not converted here (the ops' lowering still does it): a dot's A and B
 // operands, and the operand of a trans only they read, which reach their
 // fragment layouts through shared memory or matrix loads (the
-// shared-memory step of docs/gpu-ir-plan.md makes those explicit), and the layouts reductions, scans, joins and splits produce
-// their results in before moving them to the result's layout.
+// shared-memory step of docs/gpu-ir-plan.md makes those explicit).
 //
 // After the pass, every tile operand is in its user's layout, which the
 // lowering checks.

@@ -296,6 +296,13 @@ Regs Lowerer::operand(const Op& op, int i) {
   return regs;
 }
 
+// A result of `op` made in layout `own`, which convert_layouts gave it.
+void Lowerer::check_own_layout(const Op& op, const ir::Value* res, const LinearLayout& own) {
+  if (!(plan_.of(res) == own))
+    throw Error("internal: a result of '" + std::string(op.name()) +
+                "' is not in the layout the op makes it in (convert_layouts did not move it)");
+}
+
 // A layout conversion (convert_layouts.h): the value recomputed in the new
 // layout from its producers, or moved there (registers permuted, or a round
 // trip through shared memory).
@@ -449,20 +456,19 @@ void Lowerer::lower_op(const Op& op) {
       return;
     case OpKind::Join: {
       // Both operands in the first one's layout, side by side along a new
-      // top register bit; then into the layout the result's users asked
-      // for (a dot operand through a reshape, say).
+      // top register bit (convert_layouts moves the result on where its
+      // users asked for another layout: a dot operand through a reshape).
       const ir::Value* res = op.result();
       if (!op.operands[0]->type.is_tile()) {  // two scalars: a [2] tile every thread holds
-        Regs ab = {get(op.operands[0])[0], get(op.operands[1])[0]};
-        LinearLayout line = line_layout(res->type.shape, 0, plan_.num_warps, plan_.warp_size, plan_.num_ctas);
-        vals_[res] = convert(ab, line, plan_.of(res), res->type.shape, value_type(res->type));
+        check_own_layout(op, res, line_layout(res->type.shape, 0, plan_.num_warps, plan_.warp_size, plan_.num_ctas));
+        vals_[res] = {get(op.operands[0])[0], get(op.operands[1])[0]};
         return;
       }
       Regs a = in_layout(op.operands[0], op.operands[0]);
       Regs c = in_layout(op.operands[1], op.operands[0]);
       a.insert(a.end(), c.begin(), c.end());
-      vals_[res] = convert(a, join_layout(plan_.of(op.operands[0])), plan_.of(res), res->type.shape,
-                           value_type(res->type));
+      check_own_layout(op, res, join_layout(plan_.of(op.operands[0])));
+      vals_[res] = a;
       return;
     }
     case OpKind::Split: {
@@ -470,11 +476,9 @@ void Lowerer::lower_op(const Op& op) {
       Regs all = operand(op, 0);
       size_t half = all.size() / 2;
       vals_[op.result(0)] = Regs(all.begin(), all.begin() + half);
-      Regs hi(all.begin() + half, all.end());
       const ir::Value* r1 = op.result(1);
-      if (r1->type.is_tile())
-        hi = convert(hi, plan_.of(op.result(0)), plan_.of(r1), r1->type.shape, value_type(r1->type));
-      vals_[r1] = hi;
+      if (r1->type.is_tile()) check_own_layout(op, r1, plan_.of(op.result(0)));
+      vals_[r1] = Regs(all.begin() + half, all.end());
       return;
     }
     case OpKind::Reduce: return lower_reduce(op);

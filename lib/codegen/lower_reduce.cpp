@@ -344,12 +344,13 @@ void Lowerer::lower_reduce(const Op& op) {
     rshape.erase(rshape.begin() + axis);
     reduce_across_ctas(op, s, block_bits, acc, rshape);
   }
-  // The results are in the sliced layout; users may have asked for another.
+  // The results are in the sliced layout (convert_layouts moves them on
+  // where their users asked for another).
   for (size_t i = 0; i < n; ++i) {
     Regs out;
     for (int j = 0; j < out_regs; ++j) out.push_back(acc[j][i]);
     const ir::Value* res = op.result(int(i));
-    if (!scalar) out = convert(out, s, plan_.of(res), res->type.shape, value_type(res->type));
+    if (!scalar) check_own_layout(op, res, s);
     vals_[res] = out;
   }
 }
@@ -546,8 +547,8 @@ void Lowerer::lower_scan(const Op& op) {
     if (dup[r])
       for (size_t i = 0; i < n; ++i) out[i][size_t(r)] = out[i][size_t(first_of.at(reg_coords(l, r)))];
   for (size_t i = 0; i < n; ++i) {
-    const ir::Value* res = op.result(int(i));
-    vals_[res] = convert(out[i], l, plan_.of(res), res->type.shape, value_type(res->type));
+    check_own_layout(op, op.result(int(i)), l);
+    vals_[op.result(int(i))] = out[i];
   }
 }
 

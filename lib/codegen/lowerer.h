@@ -134,6 +134,7 @@ class Lowerer {
                llvm::Type* ty);
   Regs operand(const Op& op, int i);
   void lower_convert_layout(const Op& op);
+  void check_own_layout(const Op& op, const ir::Value* res, const LinearLayout& own);
   Regs convert_or_remat(const ir::Value* v, const Regs& regs, const LinearLayout& to);
   std::optional<Regs> remat(const ir::Value* v, const LinearLayout& l, int& budget);
   static bool is_uniform(const ir::Value* v);
