@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <set>
 
 
 namespace tl::codegen {
@@ -46,6 +47,15 @@ bool is_memory_op(const Op& op) {
 bool same_threads(const LinearLayout& a, const LinearLayout& b) {
   for (const auto& in : {kLane, kWarp, kBlock})
     if (a.bases(in) != b.bases(in)) return false;
+  return true;
+}
+
+bool permutes_registers(const LinearLayout& from, const LinearLayout& to) {
+  if (from.out_dims().size() != to.out_dims().size() || !same_threads(from, to)) return false;
+  std::set<LinearLayout::Coords> held;
+  for (int32_t r = 0; r < from.in_size(kReg); ++r) held.insert(from.apply({{kReg, r}}));
+  for (int32_t r = 0; r < to.in_size(kReg); ++r)
+    if (!held.count(to.apply({{kReg, r}}))) return false;
   return true;
 }
 

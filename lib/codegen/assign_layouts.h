@@ -61,6 +61,9 @@ std::optional<LinearLayout> required_operand_layout(const ir::Op& op, int i, con
 // Whether two layouts put the same elements in the same lanes, warps and
 // CTAs (a conversion between them only permutes registers).
 bool same_threads(const LinearLayout& a, const LinearLayout& b);
+// Whether converting from `from` to `to` only moves registers within each
+// thread: every thread already holds every element it holds in `to`.
+bool permutes_registers(const LinearLayout& from, const LinearLayout& to);
 
 // Layout rules of the shape ops (also used by the lowering).
 // The coalesced blocked layout: `vec` elements per thread along `fast_dim`

@@ -37,6 +37,12 @@ bool rematerializable(const Value* v, int& budget) {
 
 namespace {
 
+// How data held in `from` gets to `to`: registers permuted within each
+// thread, or a round trip through shared memory.
+std::string move_of(const LinearLayout& from, const LinearLayout& to) {
+  return permutes_registers(from, to) ? "registers" : "shared";
+}
+
 bool is_uniform(const Value* v) {
   return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
 }
@@ -105,9 +111,8 @@ class Converter {
       const Op& d = *v->def;
       return b.create1(d.kind, {d.operands.begin(), d.operands.end()}, t, d.attrs);
     }
-    ir::Attrs attrs;
-    if (force_remat || (!same_threads(from, to) && rematerializable(v, budget))) attrs["remat"] = int64_t(1);
-    return b.create1(OpKind::ConvertLayout, {v}, t, attrs);
+    bool remat = force_remat || (!same_threads(from, to) && rematerializable(v, budget));
+    return b.create1(OpKind::ConvertLayout, {v}, t, {{"move", remat ? std::string("remat") : move_of(from, to)}});
   }
 
   // Every tile operand in the layout `op` needs. The layouts are worked out
@@ -176,7 +181,7 @@ class Converter {
     res->type.layout = fn_.intern_layout(own);
     ir::Builder b(&r, after);
     b.loc = res->def->loc;
-    Value* moved = b.create1(OpKind::ConvertLayout, {res}, placed);
+    Value* moved = b.create1(OpKind::ConvertLayout, {res}, placed, {{"move", move_of(own, fn_.layout_of(placed))}});
     ir::replace_uses(r, res, moved);
     moved->def->operands[0] = res;
   }

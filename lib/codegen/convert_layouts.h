@@ -3,10 +3,14 @@
 // the rule layout assignment used), this pass puts the conversion in the
 // IR, right before the user:
 //
-//   %c = convert_layout %x : tile<64x64xf32, #l4>            moves the data
-//   %c = convert_layout %x {remat = 1} : tile<64x64xi32, #l4>  recomputes it
+//   %c = convert_layout %x {move = "registers"} : tile<64x64xf32, #l4>
+//   %c = convert_layout %x {move = "shared"} : tile<64x64xf32, #l4>
+//   %c = convert_layout %x {move = "remat"} : tile<64x64xi32, #l4>
 //
-// The second form is chosen for cheap values held by other threads (index
+// "registers": each thread holds what it needs already, registers only
+// move (no instructions, or a few moves). "shared": a round trip through
+// shared memory with a barrier on each side. "remat" is chosen for cheap
+// values held by other threads (index
 // arithmetic and masks built from aranges, scalars, broadcasts and
 // elementwise ops, within a budget of ops): the lowering recomputes them in
 // the new layout from their producers, which costs a few integer ops per

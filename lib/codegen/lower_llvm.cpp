@@ -244,18 +244,13 @@ int64_t Lowerer::alloc_size(llvm::Type* ty) {
 Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLayout& to, const std::vector<int64_t>& shape,
              llvm::Type* ty) {
   if (from == to) return regs;
-  // Same lanes, warps and CTAs: only registers move.
-  if (from.out_dims().size() == to.out_dims().size() && same_threads(from, to)) {
+  // Each thread holds what it needs already: only registers move.
+  if (permutes_registers(from, to)) {
     std::map<LinearLayout::Coords, int> where;
     for (int r = 0; r < num_regs(from); ++r) where.emplace(reg_coords(from, r), r);
     Regs out;
-    bool ok = true;
-    for (int r = 0; r < num_regs(to) && ok; ++r) {
-      auto it = where.find(reg_coords(to, r));
-      if (it == where.end()) ok = false;
-      else out.push_back(regs[it->second]);
-    }
-    if (ok) return out;
+    for (int r = 0; r < num_regs(to); ++r) out.push_back(regs[where.at(reg_coords(to, r))]);
+    return out;
   }
   // Through shared memory: every thread writes what it holds, then reads
   // what it needs. The leading barrier protects the previous user. Within
@@ -303,20 +298,21 @@ void Lowerer::check_own_layout(const Op& op, const ir::Value* res, const LinearL
                 "' is not in the layout the op makes it in (convert_layouts did not move it)");
 }
 
-// A layout conversion (convert_layouts.h): the value recomputed in the new
-// layout from its producers, or moved there (registers permuted, or a round
-// trip through shared memory).
+// A layout conversion (convert_layouts.h), as its `move` says: the value
+// recomputed in the new layout from its producers, or moved there
+// (registers permuted within each thread, or a round trip through shared
+// memory).
 void Lowerer::lower_convert_layout(const Op& op) {
   const ir::Value* v = op.operands[0];
   const LinearLayout& to = plan_.of(op.result());
   if (is_uniform(v)) {
     vals_[op.result()] = Regs(num_regs(to), get(v)[0]);
-  } else if (op.attr_int_or("remat", 0)) {
+  } else if (op.attr_str_or("move", "") == "remat") {
     int budget = std::numeric_limits<int>::max();
     auto r = remat(v, to, budget);
-    if (!r) throw Error("internal: a convert_layout {remat = 1} of a value that cannot be recomputed");
+    if (!r) throw Error("internal: a convert_layout {move = \"remat\"} of a value that cannot be recomputed");
     vals_[op.result()] = std::move(*r);
-  } else {
+  } else {  // "registers" or "shared": convert() tells them apart by the same rule
     vals_[op.result()] = convert(get(v), plan_.of(v), to, v->type.shape, value_type(v->type));
   }
 }

@@ -144,6 +144,7 @@ void GpuRules::op(const Op& op) const {
       results(op, 1);
       require(opnd(op, 0).is_tile(), op, "a tile operand", opnd(op, 0).str());
       same_type(op, opnd(op, 0), res(op), "a result");
+      optional_str_in(op, "move", {"registers", "shared", "remat"});
       break;
     case OpKind::LocalAlloc:
       operands(op, 0, 1);

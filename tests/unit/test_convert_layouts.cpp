@@ -57,8 +57,8 @@ TEST_CASE("a store from a dot's accumulator recomputes its addresses and mask th
     INFO(target);
     std::string ir = gpu_ir(k, target);
     // The addresses and the mask, recomputed in the accumulator's layout.
-    CHECK(count(ir, R"(convert_layout %\d+ \{remat = 1\} : tile<64x64xptr<f32>, #l\d+>)") == 1);
-    CHECK(count(ir, R"(convert_layout %\d+ \{remat = 1\} : tile<64x64xi1, #l\d+>)") == 1);
+    CHECK(count(ir, R"(convert_layout %\d+ \{move = "remat"\} : tile<64x64xptr<f32>, #l\d+>)") == 1);
+    CHECK(count(ir, R"(convert_layout %\d+ \{move = "remat"\} : tile<64x64xi1, #l\d+>)") == 1);
     // The accumulator itself stays where the dot left it.
     CHECK(count(ir, R"(= convert_layout %\d+( \{[^}]*\})? : tile<64x64xf32)") == 0);
   }
@@ -67,12 +67,12 @@ TEST_CASE("a store from a dot's accumulator recomputes its addresses and mask th
 TEST_CASE("a row sum is stored from where the reduction leaves it, or moved there", "[codegen]") {
   // Addresses from an arange: recomputed in the sums' layout.
   std::string ir = gpu_ir(compile(row_sums<64, 128>, {.name = "row_sums"}), "sm_90a");
-  CHECK(count(ir, R"(= convert_layout %\d+ \{remat = 1\} : tile<64xptr<f32>, #l\d+>)") == 1);
+  CHECK(count(ir, R"(= convert_layout %\d+ \{move = "remat"\} : tile<64xptr<f32>, #l\d+>)") == 1);
   CHECK(count(ir, R"(= convert_layout %\d+( \{[^}]*\})? : tile<64xf32)") == 0);
   // Addresses from loaded indices cannot be: the sums move (lanes of other
   // warps hold them, so not by recomputing).
   ir = gpu_ir(compile(row_sums_scattered<64, 128>, {.name = "row_sums_scattered"}), "sm_90a");
-  CHECK(count(ir, R"(= convert_layout %\d+ : tile<64xf32, #l\d+>)") == 1);
+  CHECK(count(ir, R"(= convert_layout %\d+ \{move = "shared"\} : tile<64xf32, #l\d+>)") == 1);
   CHECK(count(ir, R"(= convert_layout %\d+( \{[^}]*\})? : tile<64xptr<f32>)") == 0);
 }
 
