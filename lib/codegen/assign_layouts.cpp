@@ -59,6 +59,15 @@ bool permutes_registers(const LinearLayout& from, const LinearLayout& to) {
   return true;
 }
 
+bool crosses_ctas(const LinearLayout& from, const LinearLayout& to) {
+  if (from.in_bits(kBlock) == 0 && to.in_bits(kBlock) == 0) return false;
+  const auto& fb = from.bases(kBlock);
+  bool replicated = std::all_of(fb.begin(), fb.end(), [](const LinearLayout::Coords& c) {
+    return std::all_of(c.begin(), c.end(), [](int32_t x) { return x == 0; });
+  });
+  return !replicated && fb != to.bases(kBlock);
+}
+
 const LinearLayout& LayoutPlan::of(const Value* v) const {
   if (v->type.layout) return fn->layout_of(v->type);
   auto it = layouts.find(v);

@@ -64,6 +64,9 @@ bool same_threads(const LinearLayout& a, const LinearLayout& b);
 // Whether converting from `from` to `to` only moves registers within each
 // thread: every thread already holds every element it holds in `to`.
 bool permutes_registers(const LinearLayout& from, const LinearLayout& to);
+// Whether converting from `from` to `to` moves elements between the CTAs
+// of a cluster (each holds another part in `to`): not supported yet.
+bool crosses_ctas(const LinearLayout& from, const LinearLayout& to);
 
 // Layout rules of the shape ops (also used by the lowering).
 // The coalesced blocked layout: `vec` elements per thread along `fast_dim`

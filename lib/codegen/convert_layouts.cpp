@@ -43,6 +43,15 @@ std::string move_of(const LinearLayout& from, const LinearLayout& to) {
   return permutes_registers(from, to) ? "registers" : "shared";
 }
 
+// A move between the CTAs of a cluster, for `op` (its user or maker), is
+// an error at the user's line.
+void check_within_ctas(const Op& op, const LinearLayout& from, const LinearLayout& to) {
+  if (crosses_ctas(from, to))
+    throw Error(op.loc.str() + ": '" + std::string(op.name()) +
+                "' with num_ctas > 1 needs tile elements moved between the CTAs of a cluster (a layout conversion "
+                "across CTAs), which is not supported yet; use num_ctas = 1");
+}
+
 bool is_uniform(const Value* v) {
   return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
 }
@@ -112,6 +121,7 @@ class Converter {
       return b.create1(d.kind, {d.operands.begin(), d.operands.end()}, t, d.attrs);
     }
     bool remat = force_remat || (!same_threads(from, to) && rematerializable(v, budget));
+    if (!remat) check_within_ctas(**at, from, to);
     return b.create1(OpKind::ConvertLayout, {v}, t, {{"move", remat ? std::string("remat") : move_of(from, to)}});
   }
 
@@ -177,6 +187,7 @@ class Converter {
   // one op's results stay in result order).
   void move_result(ir::Region& r, ir::Region::iterator after, Value* res, const LinearLayout& own) {
     if (plan_.of(res) == own) return;
+    check_within_ctas(*res->def, own, plan_.of(res));
     ir::Type placed = res->type;
     res->type.layout = fn_.intern_layout(own);
     ir::Builder b(&r, after);

@@ -255,15 +255,9 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
   // Through shared memory: every thread writes what it holds, then reads
   // what it needs. The leading barrier protects the previous user. Within
   // a CTA only: each must hold what it needs (its part, or all of it).
-  if (from.in_bits(kBlock) > 0 || to.in_bits(kBlock) > 0) {
-    auto fb = from.bases(kBlock);
-    bool replicated = std::all_of(fb.begin(), fb.end(), [](const auto& c) {
-      return std::all_of(c.begin(), c.end(), [](int32_t x) { return x == 0; });
-    });
-    if (!replicated && fb != to.bases(kBlock))
-      throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
-                  "conversion across CTAs), which is not supported yet; use num_ctas = 1");
-  }
+  if (crosses_ctas(from, to))
+    throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
+                "conversion across CTAs), which is not supported yet; use num_ctas = 1");
   int64_t numel = 1;
   for (auto s : shape) numel *= s;
   need_smem(numel * alloc_size(ty));

@@ -121,4 +121,18 @@ TEST_CASE("num_ctas needs clusters, supported ops and a power of two", "[codegen
   };
   Kernel dk = compile(+gemm, {.name = "gemm", .num_ctas = 2});
   CHECK_THROWS_WITH(codegen::compile(*dk.impl(), aligned(dk), "sm_90a"), Catch::Contains("dot"));
+  // A transposed tile added to one that is not: its rows are split over the
+  // CTAs the other way, so elements would cross between CTAs (at the trans,
+  // whose operand is asked for in the sum's layout). The error names the
+  // user's line and op.
+  auto crossing = [](ptr<float> x, ptr<float> y) {
+    auto i = col(arange(0, 64)), j = row(arange(0, 64));
+    auto t = load(x + i * 64 + j);
+    store(y + i * 64 + j, trans(t) + load(y + i * 64 + j));  // the line checked below
+  };
+  int line = __LINE__ - 2;
+  Kernel ck = compile(+crossing, {.name = "crossing", .num_ctas = 2});
+  CHECK_THROWS_WITH(codegen::compile(*ck.impl(), aligned(ck), "sm_90a"),
+                    Catch::Contains("test_gpu_cluster.cpp:" + std::to_string(line) +
+                                    ": 'trans' with num_ctas > 1 needs tile elements moved between the CTAs of a cluster"));
 }
