@@ -171,8 +171,9 @@ int main(int argc, char** argv) {
     if (!opts.emit.empty()) {
       if (opts.target.empty()) throw tl::Error("tiledsl-opt: expected --target=T for --emit=" + opts.emit + ", found none");
       auto stage = opts.emit == "llvm" ? tl::codegen::Stage::Llvm : tl::codegen::Stage::Asm;
-      for (auto& fn : module->functions)
-        std::cout << tl::codegen::lower_gpu_ir(*fn, {arg_facts(*fn, opts)}, opts.target, stage);
+      std::string out;  // printed only when every function lowers
+      for (auto& fn : module->functions) out += tl::codegen::lower_gpu_ir(*fn, {arg_facts(*fn, opts)}, opts.target, stage);
+      std::cout << out;
       return 0;
     }
     std::cout << tl::ir::print(*module, {.locations = opts.locations});

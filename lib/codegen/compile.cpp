@@ -12,6 +12,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/assign_layouts.h"
+#include "codegen/convert_layouts.h"
 #include "codegen/lower_llvm.h"
 #include "codegen/pipeline.h"
 #include "codegen/target.h"
@@ -218,6 +219,7 @@ std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const st
   if (stage != Stage::Llvm && stage != Stage::Asm) throw Error("lower_gpu_ir: expected the llvm or asm stage");
   const Target& t = get_target(target);
   LayoutPlan plan = plan_from_ir(gpu, t);
+  check_layouts(gpu, plan);
   transforms::AxisAnalysis axis(gpu, spec.args);
   llvm::LLVMContext ctx;
   LoweredKernel l = lower_to_llvm(ctx, gpu, plan, axis, t, gpu.name);

@@ -37,6 +37,24 @@ bool rematerializable(const Value* v, int& budget) {
 
 namespace {
 
+// The layout reductions, scans, joins and splits make tile result `k` in
+// (from their operands, as converted), or nullopt for other ops.
+std::optional<LinearLayout> own_result_layout(const Op& op, int k, const LayoutPlan& plan) {
+  const Value* res = op.result(k);
+  if (!res->type.is_tile()) return std::nullopt;
+  switch (op.kind) {
+    case OpKind::Reduce: return plan.of(op.operands[0]).slice(int(op.attr_int("axis")));
+    case OpKind::Scan: return plan.of(op.operands[0]);
+    case OpKind::Join:
+      if (op.operands[0]->type.is_tile()) return join_layout(plan.of(op.operands[0]));
+      return line_layout(res->type.shape, 0, plan.num_warps, plan.warp_size, plan.num_ctas);
+    case OpKind::Split:
+      if (k == 1) return plan.of(op.result(0));
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
 // How data held in `from` gets to `to`: registers permuted within each
 // thread, or a round trip through shared memory.
 std::string move_of(const LinearLayout& from, const LinearLayout& to) {
@@ -161,25 +179,8 @@ class Converter {
   void results(ir::Region& r, ir::Region::iterator it) {
     Op& op = **it;
     auto after = std::next(it);
-    for (size_t k = 0; k < op.results.size(); ++k) {
-      Value* res = op.result(int(k));
-      if (!res->type.is_tile()) continue;
-      std::optional<LinearLayout> own;
-      switch (op.kind) {
-        case OpKind::Reduce: own = plan_.of(op.operands[0]).slice(int(op.attr_int("axis"))); break;
-        case OpKind::Scan: own = plan_.of(op.operands[0]); break;
-        case OpKind::Join:
-          own = op.operands[0]->type.is_tile()
-                    ? join_layout(plan_.of(op.operands[0]))
-                    : line_layout(res->type.shape, 0, plan_.num_warps, plan_.warp_size, plan_.num_ctas);
-          break;
-        case OpKind::Split:
-          if (k == 1) own = plan_.of(op.result(0));
-          break;
-        default: break;
-      }
-      if (own) move_result(r, after, res, *own);
-    }
+    for (size_t k = 0; k < op.results.size(); ++k)
+      if (auto own = own_result_layout(op, int(k), plan_)) move_result(r, after, op.result(int(k)), *own);
   }
 
   // `res` is made in layout `own`; its users read it in the layout it was
@@ -236,5 +237,38 @@ class Converter {
 }  // namespace
 
 void convert_layouts(ir::Function& fn, const LayoutPlan& plan) { Converter(fn, plan).run(); }
+
+void check_layouts(const ir::Function& fn, const LayoutPlan& plan) {
+  auto number = [&](const LinearLayout& l) {
+    for (size_t i = 0; i < fn.layouts.size(); ++i)
+      if (fn.layouts[i] == l) return "#l" + std::to_string(i + 1);
+    return "{" + l.str() + "}";
+  };
+  auto bad = [&](const Op& op, const std::string& what, const Value* v, const LinearLayout& want) {
+    throw Error(op.loc.str() + ": '" + std::string(op.name()) + "' expects " + what + " in layout " + number(want) +
+                " on this target, found " + v->type.str() + " (a convert_layout would move it)");
+  };
+  std::unordered_map<const Value*, std::vector<const Op*>> users;
+  ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* op) {
+    for (const Value* v : op->operands) users[v].push_back(op);
+  });
+  ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* o) {
+    const Op& op = *o;
+    bool staged_trans = op.kind == OpKind::Trans && !users[op.result()].empty() &&
+                        std::all_of(users[op.result()].begin(), users[op.result()].end(), [&](const Op* u) {
+                          return u->kind == OpKind::Dot && u->operands[2] != op.result();
+                        });
+    for (size_t i = 0; i < op.operands.size() && !staged_trans; ++i) {
+      if (op.kind == OpKind::Dot && i < 2) continue;
+      const Value* v = op.operands[i];
+      if (!v->type.is_tile()) continue;
+      if (auto want = required_operand_layout(op, int(i), plan); want && !(*want == plan.of(v)))
+        bad(op, "operand #" + std::to_string(i), v, *want);
+    }
+    for (size_t k = 0; k < op.results.size(); ++k)
+      if (auto own = own_result_layout(op, int(k), plan); own && !(*own == plan.of(op.result(int(k)))))
+        bad(op, "result #" + std::to_string(k), op.result(int(k)), *own);
+  });
+}
 
 }  // namespace tl::codegen

@@ -43,6 +43,12 @@ namespace tl::codegen {
 
 void convert_layouts(ir::Function& fn, const LayoutPlan& plan);
 
+// What convert_layouts leaves, checked on GPU IR from elsewhere (read from
+// text, say) before it is lowered: every operand in the layout its op needs
+// on this target and every result in the layout its op makes; tl::Error
+// naming the op, the operand and both layouts otherwise.
+void check_layouts(const ir::Function& fn, const LayoutPlan& plan);
+
 // The remat budgets: the ops a recomputation may take for an operand, and
 // for a store's addresses and mask together.
 inline constexpr int kRematBudget = 24;
