@@ -1,6 +1,8 @@
 // libFuzzer target: the Tile IR text parser, the verifier and the Tile IR
 // passes (lib/ir, lib/transforms), on arbitrary bytes, as tiledsl-opt runs
-// them on a .tir file.
+// them on a .tir file; then, on each Tile IR function that survives them,
+// the GPU stage's layout passes (assign_layouts and convert_layouts, with
+// every dot in the FMA form: the matrix instructions need a target).
 //
 // Bad input must end in a tl::Error; anything else is a bug the fuzzer
 // reports: a crash, a sanitizer report, a hang (libFuzzer's -timeout), or
@@ -10,7 +12,9 @@
 //   - a pass, or the printer, throwing anything but tl::Error;
 //   - the text form not being a fixed point: printing a verified module,
 //     parsing that text and printing again must give the same text, before
-//     and after the passes (the FileCheck round-trip test, on every input).
+//     and after the passes (the FileCheck round-trip test, on every input);
+//   - GPU IR from the layout passes that the verifier rejects, or that does
+//     not print and parse back to itself.
 //
 // Built by fuzz/CMakeLists.txt with clang's -fsanitize=fuzzer; replayed on
 // the checked-in reproducers by a plain driver in ctest (tests/CMakeLists.txt).
@@ -20,10 +24,12 @@
 #include <string>
 #include <string_view>
 
+#include "codegen/convert_layouts.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tiledsl/detail/ir_types.h"
+#include "transforms/axis_analysis.h"
 #include "transforms/passes.h"
 
 namespace {
@@ -89,5 +95,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   check_round_trip(tl::ir::print(*module), "after the passes");
+
+  // The layout passes, on a copy of each Tile IR function, for 4 warps of 32
+  // lanes and 2 warps of 64.
+  for (const auto& fn : module->functions) {
+    if (fn->is_gpu()) continue;
+    for (auto [warps, lanes] : {std::pair{4, 32}, std::pair{2, 64}}) {
+      auto gpu = tl::ir::clone(*fn);
+      try {
+        tl::transforms::AxisAnalysis axis(*gpu);
+        auto plan = tl::codegen::assign_layouts(*gpu, axis, warps, lanes);
+        tl::codegen::convert_layouts(*gpu, plan);
+      } catch (const tl::Error& e) {
+        // A layout the passes cannot give yet, said so; but an internal
+        // error is a broken invariant of theirs.
+        if (std::string_view(e.what()).find("internal:") != std::string_view::npos)
+          fail("the layout passes hit an internal error", "on @" + fn->name + ": " + e.what());
+        continue;
+      }
+      try {
+        tl::ir::verify(*gpu);
+      } catch (const tl::Error& e) {
+        fail("the layout passes broke the IR", "on @" + fn->name + ": " + e.what() + "\n--- GPU IR:\n" +
+                                                   tl::ir::print(*gpu));
+      }
+      check_round_trip(tl::ir::print(*gpu), "after the layout passes");
+    }
+  }
   return 0;
 }

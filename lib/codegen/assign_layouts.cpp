@@ -648,6 +648,10 @@ void write_types(ir::Function& fn, LayoutPlan& plan) {
 
 LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
                           int warp_size, const MatrixInstrPicker& pick, int num_ctas) {
+  for (const auto& a : fn.body.args)
+    if (a->type.is_tile())
+      throw Error(fn.loc.str() + ": 'func @" + fn.name + "' expects pointer and scalar arguments (what a kernel is " +
+                  "launched with), found " + a->type.str() + " for argument #" + std::to_string(a->index));
   LayoutPlan plan;
   plan.num_warps = num_warps;
   plan.warp_size = warp_size;

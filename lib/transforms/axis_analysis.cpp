@@ -48,8 +48,10 @@ AxisInfo AxisInfo::unknown(int rank) {
 
 AxisAnalysis::AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& args) {
   for (const auto& arg : fn.body.args) {
-    AxisInfo a = AxisInfo::unknown(1);
-    if (size_t(arg->index) < args.size()) {
+    // Kernel arguments are scalars; IR text may pass a tile, of which
+    // nothing is known.
+    AxisInfo a = AxisInfo::unknown(int(dims(arg->type).size()));
+    if (arg->type.is_scalar() && size_t(arg->index) < args.size()) {
       const auto& f = args[arg->index];
       a.divisibility[0] = f.divisibility;
       if (f.value) a = constant_info({1}, *f.value);
