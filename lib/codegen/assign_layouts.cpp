@@ -44,6 +44,10 @@ bool is_memory_op(const Op& op) {
 }
 }  // namespace
 
+bool is_uniform(const Value* v) {
+  return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
+}
+
 bool same_threads(const LinearLayout& a, const LinearLayout& b) {
   for (const auto& in : {kLane, kWarp, kBlock})
     if (a.bases(in) != b.bases(in)) return false;

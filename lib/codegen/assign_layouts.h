@@ -58,6 +58,10 @@ LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis
 // (scalars, or ops that take their operand's layout as it is).
 std::optional<LinearLayout> required_operand_layout(const ir::Op& op, int i, const LayoutPlan& plan);
 
+// Whether `v` holds one value in every element (a splat or a constant): it
+// is made again in any layout, never converted.
+bool is_uniform(const ir::Value* v);
+
 // Whether two layouts put the same elements in the same lanes, warps and
 // CTAs (a conversion between them only permutes registers).
 bool same_threads(const LinearLayout& a, const LinearLayout& b);

@@ -151,6 +151,19 @@ void check_num_warps(const detail::KernelImpl& k, const Target& t) {
                 std::to_string(t.warp_size()) + " lanes), found " + std::to_string(k.options.num_warps));
 }
 
+// GPU IR to an optimized LLVM module.
+LoweredKernel lower_optimized(llvm::LLVMContext& ctx, const ir::Function& gpu, const LayoutPlan& plan,
+                              const transforms::AxisAnalysis& axis, const Target& t) {
+  LoweredKernel l = lower_to_llvm(ctx, gpu, plan, axis, t, gpu.name);
+  t.optimize(*l.module);
+  return l;
+}
+
+// The text of a lowered module at Stage::Llvm or Stage::Asm.
+std::string lowered_text(llvm::Module& m, Stage stage, const Target& t) {
+  return stage == Stage::Llvm ? module_text(m) : t.emit_assembly(m);
+}
+
 // The GPU stage of one compile: its own copy of the kernel's Tile IR (the
 // kernel is compiled for other targets and specializations too), through
 // the GPU passes (pipeline.h), then lowered.
@@ -172,10 +185,8 @@ struct Pipeline {
     });
   }
 
-  LoweredKernel lower(llvm::LLVMContext& ctx_) const {
-    LoweredKernel l = lower_to_llvm(ctx_, *gpu, *ctx.plan, *ctx.axis, target, kernel.name);
-    target.optimize(*l.module);
-    return l;
+  LoweredKernel lower(llvm::LLVMContext& llvm_ctx) const {
+    return lower_optimized(llvm_ctx, *gpu, *ctx.plan, *ctx.axis, target);
   }
 };
 
@@ -211,8 +222,7 @@ std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& s
   if (stage == Stage::Gpu) return ir::print(*p.gpu);
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx);
-  if (stage == Stage::Llvm) return module_text(*l.module);
-  return t.emit_assembly(*l.module);
+  return lowered_text(*l.module, stage, t);
 }
 
 std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target, Stage stage) {
@@ -222,9 +232,8 @@ std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const st
   check_layouts(gpu, plan);
   transforms::AxisAnalysis axis(gpu, spec.args);
   llvm::LLVMContext ctx;
-  LoweredKernel l = lower_to_llvm(ctx, gpu, plan, axis, t, gpu.name);
-  t.optimize(*l.module);
-  return stage == Stage::Llvm ? module_text(*l.module) : t.emit_assembly(*l.module);
+  LoweredKernel l = lower_optimized(ctx, gpu, plan, axis, t);
+  return lowered_text(*l.module, stage, t);
 }
 
 }  // namespace tl::codegen

@@ -5,6 +5,7 @@
 #include "codegen/convert_layouts.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 namespace tl::codegen {
@@ -70,8 +71,30 @@ void check_within_ctas(const Op& op, const LinearLayout& from, const LinearLayou
                 "across CTAs), which is not supported yet; use num_ctas = 1");
 }
 
-bool is_uniform(const Value* v) {
-  return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
+using Users = std::unordered_map<const Value*, std::vector<const Op*>>;
+
+void note_users(const ir::Region& r, Users& users) {
+  for (const auto& op : r.ops) {
+    for (const Value* v : op->operands) users[v].push_back(op.get());
+    for (const auto& sub : op->regions) note_users(*sub, users);
+  }
+}
+
+// A trans whose result only a dot's A or B reads: the dot's lowering
+// stages the pair, through shared memory or the pipeline's buffers.
+bool staged_with_dot(const Op& op, const Users& users) {
+  if (op.kind != OpKind::Trans) return false;
+  auto it = users.find(op.result());
+  return it != users.end() && !it->second.empty() && std::all_of(it->second.begin(), it->second.end(), [&](const Op* u) {
+           return u->kind == OpKind::Dot && u->operands[2] != op.result();
+         });
+}
+
+// The layout operand `i` of `op` must come in, where this pass provides it
+// (a dot's A and B are staged by its lowering).
+std::optional<LinearLayout> needed_layout(const Op& op, int i, const LayoutPlan& plan) {
+  if (op.kind == OpKind::Dot && i < 2) return std::nullopt;
+  return required_operand_layout(op, i, plan);
 }
 
 class Converter {
@@ -79,7 +102,7 @@ class Converter {
   Converter(ir::Function& fn, const LayoutPlan& plan) : fn_(fn), plan_(plan) {}
 
   void run() {
-    note_users(fn_.body);
+    note_users(fn_.body, users_);
     region(fn_.body);
   }
 
@@ -88,7 +111,7 @@ class Converter {
     for (auto it = r.ops.begin(); it != r.ops.end(); ++it) {
       Op& op = **it;
       for (auto& sub : op.regions) region(*sub);
-      if (op.kind == OpKind::Trans && feeds_dots_only(op)) continue;  // staged with the dot's operand
+      if (staged_with_dot(op, users_)) continue;
       switch (op.kind) {
         case OpKind::For: loop(r, it); break;
         case OpKind::Yield: yield(r, it); break;
@@ -103,22 +126,6 @@ class Converter {
         default: operands(r, it); break;
       }
     }
-  }
-
-  void note_users(const ir::Region& r) {
-    for (const auto& op : r.ops) {
-      for (const Value* v : op->operands) users_[v].push_back(op.get());
-      for (const auto& sub : op->regions) note_users(*sub);
-    }
-  }
-
-  // A trans whose result only a dot's A or B reads: the dot's lowering
-  // stages the pair, through shared memory or the pipeline's buffers.
-  bool feeds_dots_only(const Op& trans) {
-    const auto& us = users_[trans.result()];
-    return !us.empty() && std::all_of(us.begin(), us.end(), [&](const Op* u) {
-      return u->kind == OpKind::Dot && u->operands[2] != trans.result();
-    });
   }
 
   // `v` in layout `to`, converted before `at` (or `v` itself when it is
@@ -148,11 +155,8 @@ class Converter {
   // follow from its first operand's).
   void operands(ir::Region& r, ir::Region::iterator it) {
     Op& op = **it;
-    std::vector<std::optional<LinearLayout>> want(op.operands.size());
-    for (size_t i = 0; i < op.operands.size(); ++i) {
-      if (op.kind == OpKind::Dot && i < 2) continue;  // staged by the dot's lowering
-      want[i] = required_operand_layout(op, int(i), plan_);
-    }
+    std::vector<std::optional<LinearLayout>> want;
+    for (size_t i = 0; i < op.operands.size(); ++i) want.push_back(needed_layout(op, int(i), plan_));
     for (size_t i = 0; i < op.operands.size(); ++i)
       if (want[i]) op.operands[i] = convert(r, it, op.operands[i], *want[i]);
   }
@@ -231,7 +235,7 @@ class Converter {
 
   ir::Function& fn_;
   const LayoutPlan& plan_;
-  std::unordered_map<const Value*, std::vector<const Op*>> users_;  // of the IR before the pass
+  Users users_;  // of the IR before the pass
 };
 
 }  // namespace
@@ -248,27 +252,24 @@ void check_layouts(const ir::Function& fn, const LayoutPlan& plan) {
     throw Error(op.loc.str() + ": '" + std::string(op.name()) + "' expects " + what + " in layout " + number(want) +
                 " on this target, found " + v->type.str() + " (a convert_layout would move it)");
   };
-  std::unordered_map<const Value*, std::vector<const Op*>> users;
-  ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* op) {
-    for (const Value* v : op->operands) users[v].push_back(op);
-  });
-  ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* o) {
-    const Op& op = *o;
-    bool staged_trans = op.kind == OpKind::Trans && !users[op.result()].empty() &&
-                        std::all_of(users[op.result()].begin(), users[op.result()].end(), [&](const Op* u) {
-                          return u->kind == OpKind::Dot && u->operands[2] != op.result();
-                        });
-    for (size_t i = 0; i < op.operands.size() && !staged_trans; ++i) {
-      if (op.kind == OpKind::Dot && i < 2) continue;
-      const Value* v = op.operands[i];
-      if (!v->type.is_tile()) continue;
-      if (auto want = required_operand_layout(op, int(i), plan); want && !(*want == plan.of(v)))
-        bad(op, "operand #" + std::to_string(i), v, *want);
+  Users users;
+  note_users(fn.body, users);
+  std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
+    for (const auto& o : r.ops) {
+      const Op& op = *o;
+      for (size_t i = 0; i < op.operands.size() && !staged_with_dot(op, users); ++i) {
+        const Value* v = op.operands[i];
+        if (!v->type.is_tile()) continue;
+        if (auto want = needed_layout(op, int(i), plan); want && !(*want == plan.of(v)))
+          bad(op, "operand #" + std::to_string(i), v, *want);
+      }
+      for (size_t k = 0; k < op.results.size(); ++k)
+        if (auto own = own_result_layout(op, int(k), plan); own && !(*own == plan.of(op.result(int(k)))))
+          bad(op, "result #" + std::to_string(k), op.result(int(k)), *own);
+      for (const auto& sub : op.regions) check(*sub);
     }
-    for (size_t k = 0; k < op.results.size(); ++k)
-      if (auto own = own_result_layout(op, int(k), plan); own && !(*own == plan.of(op.result(int(k)))))
-        bad(op, "result #" + std::to_string(k), op.result(int(k)), *own);
-  });
+  };
+  check(fn.body);
 }
 
 }  // namespace tl::codegen

@@ -194,9 +194,7 @@ Regs Lowerer::dot_operand(const Op& dot, int i) {
   // Registers already in the fragment layout's threads (a dot's result
   // feeding the next) are only permuted.
   const ir::Value* v = dot.operands[i];
-  const LinearLayout& to = i == 0 ? d.a : d.b;
-  if (is_uniform(v)) return Regs(num_regs(to), get(v)[0]);
-  return convert_or_remat(v, get(v), to);
+  return convert_or_remat(v, get(v), i == 0 ? d.a : d.b);
 }
 
 // Byte offset in a tile of the element at (runtime) coordinates of the

@@ -99,8 +99,8 @@ llvm::Value* Lowerer::scalar_op(const Op& op, std::vector<llvm::Value*> a) {
   bool widen = is_f8(in) || (bit_width(in) == 16 && is_math(op.kind));
   if (widen) {
     // bf16 % bf16 widens through the bits: from fpext operands LLVM would
-    // shrink the f32 frem back to a bf16 one, which AMDGPU instruction
-    // selection cannot lower (a fatal "no libcall available for frem").
+    // shrink the f32 frem back to a bf16 one, which not every back end's
+    // instruction selection lowers (a fatal "no libcall available for frem").
     auto widen_bits = [&](llvm::Value* v) {
       llvm::Value* bits = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt16Ty()), b_.getInt32Ty());
       return b_.CreateBitCast(b_.CreateShl(bits, 16), b_.getFloatTy());

@@ -314,6 +314,7 @@ void Lowerer::lower_convert_layout(const Op& op) {
 Regs Lowerer::convert_or_remat(const ir::Value* v, const Regs& regs, const LinearLayout& to) {
   const LinearLayout& from = plan_.of(v);
   if (from == to) return regs;
+  if (is_uniform(v)) return Regs(num_regs(to), regs[0]);
   if (!same_threads(from, to)) {
     int budget = 24;
     if (auto r = remat(v, to, budget)) return *r;
@@ -365,12 +366,6 @@ std::optional<Regs> Lowerer::remat(const ir::Value* v, const LinearLayout& l, in
     out.push_back(scalar_op(*d, args));
   }
   return out;
-}
-
-// A splat or constant holds one value in every register of any layout:
-// it is rematerialized, never converted.
-bool Lowerer::is_uniform(const ir::Value* v) {
-  return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
 }
 
 // `v`, which convert_layouts put in the layout of `like` (a loop's
@@ -433,7 +428,7 @@ void Lowerer::lower_op(const Op& op) {
       // its operand may come in another layout.
       if (auto req = required_operand_layout(op, 0, plan_); req && !(*req == plan_.of(op.operands[0]))) {
         const ir::Value* v = op.operands[0];
-        vals_[op.result()] = is_uniform(v) ? Regs(num_regs(*req), get(v)[0]) : convert_or_remat(v, get(v), *req);
+        vals_[op.result()] = convert_or_remat(v, get(v), *req);
         return;
       }
       [[fallthrough]];

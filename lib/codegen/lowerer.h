@@ -137,7 +137,6 @@ class Lowerer {
   void check_own_layout(const Op& op, const ir::Value* res, const LinearLayout& own);
   Regs convert_or_remat(const ir::Value* v, const Regs& regs, const LinearLayout& to);
   std::optional<Regs> remat(const ir::Value* v, const LinearLayout& l, int& budget);
-  static bool is_uniform(const ir::Value* v);
   Regs in_layout(const ir::Value* v, const ir::Value* like);
   const Regs& get(const ir::Value* v);
   int width_of(const ir::Value* v) { return v->type.is_tile() ? num_regs(plan_.of(v)) : 1; }

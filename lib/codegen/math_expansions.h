@@ -1,7 +1,7 @@
 // Double-precision transcendental functions as straight-line expansions over
 // +, -, *, /, fma, sqrt, rint, selects and 64-bit integer operations: what
-// every GPU target lowers, with no libdevice or ocml at run time (LLVM's
-// NVPTX back end has no libcall for llvm.exp/log/sin on f64).
+// every GPU target lowers, with no vendor math library at run time (not
+// every LLVM back end has a libcall for llvm.exp/log/sin on f64).
 //
 // Each algorithm is written once, as a template over an emitter E, so that
 // the code the GPU runs is the code the host test measures:

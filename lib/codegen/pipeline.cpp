@@ -11,17 +11,21 @@ namespace tl::codegen {
 
 namespace {
 
-void select_dot_instructions_pass(GpuContext& c) {
+// The passes that turn Tile IR into GPU IR refuse GPU IR.
+void expect_tile_ir(const GpuContext& c, const char* pass) {
   if (c.fn.is_gpu())
-    throw Error("select-dot-instructions: expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
+    throw Error(std::string(pass) + ": expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
+}
+
+void select_dot_instructions_pass(GpuContext& c) {
+  expect_tile_ir(c, "select-dot-instructions");
   select_dot_instructions(c.fn, c.target, c.num_warps);
 }
 
 // Tile IR to GPU IR, valid after it as after every pass: the layouts, and
 // the conversions between them.
 void assign_layouts_pass(GpuContext& c) {
-  if (c.fn.is_gpu())
-    throw Error("assign-layouts: expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
+  expect_tile_ir(c, "assign-layouts");
   c.axis.emplace(c.fn, c.args);
   c.plan = assign_layouts(c.fn, *c.axis, c.num_warps, c.target.warp_size(),
                           [&c](const ir::Op& dot) { return chosen_instr(dot, c.target, c.num_warps); }, c.num_ctas);

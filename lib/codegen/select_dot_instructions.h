@@ -3,7 +3,7 @@
 // run on as its `instr` attribute, before layouts are assigned (the layouts
 // of its operands and result follow from the instruction):
 //
-//   %c = dot %a, %b, %acc {instr = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"}
+//   %c = dot %a, %b, %acc {instr = "<the instruction's name, as its back end gives it>"}
 //
 // A warpgroup instruction where the target has one for the dot and its
 // operands are loaded beside it (a warpgroup instruction reads them from
