@@ -4,6 +4,9 @@
 # on the GPU, the C++ benchmarks and the torch/Triton comparison in one go.
 # Logs and JSON go to $OUT.
 # Usage: scripts/gpu-run.sh [tests] [examples] [sweep] [bench] [gemm] [attn]
+# PACK picks the package (default dist/tiledsl-gpu.tar.xz) and TL the folder
+# it unpacks into (default /tmp/tl): a before/after comparison runs this
+# twice in one call, each package into its own folder, each OUT its own.
 #   tests     the [gpu] Catch2 cases (every op family and dot vs the interpreter)
 #   examples  every example at its default GPU size
 #   sweep     the gemm and attention correctness sweeps (shapes, dtypes, strides)
@@ -14,13 +17,14 @@
 #             example at its GPU size and over the [gpu] tests
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT" /tmp/tl
-tar -xJf dist/tiledsl-gpu.tar.xz -C /tmp/tl
-export LD_LIBRARY_PATH=/tmp/tl/lib
-export TILEDSL_CACHE_DIR=/tmp/tl/cache
+TL=${TL:-/tmp/tl}
+mkdir -p "$OUT" "$TL"
+tar -xJf "${PACK:-dist/tiledsl-gpu.tar.xz}" -C "$TL"
+export LD_LIBRARY_PATH=$TL/lib
+export TILEDSL_CACHE_DIR=$TL/cache
 # cuBLAS for bench_gemm: the copy torch's wheels ship.
 export TILEDSL_CUBLAS=${TILEDSL_CUBLAS:-$(python3 -c 'import glob,os,torch;c=sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__),"..","nvidia","**","libcublas.so.*"),recursive=True));print(c[0] if c else "")' 2>/dev/null)}
-bin=/tmp/tl/bin
+bin=$TL/bin
 what=${*:-tests examples bench}
 # bench_<name> (JSON), then bench/compare_<name>.py and summarize_<name>.py.
 bench_and_compare() {
@@ -66,7 +70,7 @@ for w in $what; do
         for e in ${SANITIZE_PROGRAMS:-vector_add softmax layernorm gemm attention tiledsl_tests}; do
           args=(--device=cuda --reps=1)  # checked once, timed once
           [ "$e" = tiledsl_tests ] && args=("[gpu]~[bad-image]")
-          TILEDSL_CACHE_DIR=/tmp/tl/cache-$tool timeout "${SANITIZE_TIMEOUT:-600}" "$cs" --tool "$tool" \
+          TILEDSL_CACHE_DIR=$TL/cache-$tool timeout "${SANITIZE_TIMEOUT:-600}" "$cs" --tool "$tool" \
             --print-limit "${SANITIZE_PRINT_LIMIT:-100}" \
             "$bin/$e" "${args[@]}" > "/tmp/cs-$tool-$e.log" 2>&1
           rc=$?
