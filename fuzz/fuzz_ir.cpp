@@ -2,7 +2,8 @@
 // passes (lib/ir, lib/transforms), on arbitrary bytes, as tiledsl-opt runs
 // them on a .tir file; then, on each Tile IR function that survives them,
 // the GPU stage's layout passes (assign_layouts and convert_layouts, with
-// every dot in the FMA form: the matrix instructions need a target).
+// every dot in the FMA form: the matrix instructions need a target) and
+// schedule_loops (for a target with asynchronous copies).
 //
 // Bad input must end in a tl::Error; anything else is a bug the fuzzer
 // reports: a crash, a sanitizer report, a hang (libFuzzer's -timeout), or
@@ -14,17 +15,22 @@
 //     parsing that text and printing again must give the same text, before
 //     and after the passes (the FileCheck round-trip test, on every input);
 //   - GPU IR from the layout passes that the verifier rejects, or that does
-//     not print and parse back to itself.
+//     not print and parse back to itself;
+//   - a loop schedule that the lowering's rebuild (scheduled_pipeline)
+//     rejects.
 //
 // Built by fuzz/CMakeLists.txt with clang's -fsanitize=fuzzer; replayed on
 // the checked-in reproducers by a plain driver in ctest (tests/CMakeLists.txt).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "codegen/convert_layouts.h"
+#include "codegen/pipeline_plan.h"
+#include "codegen/schedule_loops.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -106,6 +112,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         tl::transforms::AxisAnalysis axis(*gpu);
         auto plan = tl::codegen::assign_layouts(*gpu, axis, warps, lanes);
         tl::codegen::convert_layouts(*gpu, plan);
+        // The loop schedule, for a target with asynchronous copies (an
+        // H100's figures).
+        tl::transforms::AxisAnalysis converted(*gpu);
+        tl::codegen::schedule_loops(*gpu, plan, converted, {"fuzz", true, false, 232448, 255});
+        // Every loop's pipeline rebuilt from it as the lowering does: a
+        // schedule the pass writes is one its rules allow.
+        std::function<void(const tl::ir::Region&)> rebuild = [&](const tl::ir::Region& r) {
+          for (const auto& o : r.ops) {
+            if (o->kind == tl::ir::OpKind::For) {
+              try {
+                tl::codegen::scheduled_pipeline(*o, plan, converted, {false});
+              } catch (const tl::Error& e) {
+                fail("a schedule of schedule_loops does not rebuild", "on @" + fn->name + ": " + e.what() +
+                                                                          "\n--- GPU IR:\n" + tl::ir::print(*gpu));
+              }
+            }
+            for (const auto& sub : o->regions) rebuild(*sub);
+          }
+        };
+        rebuild(gpu->body);
       } catch (const tl::Error& e) {
         // A layout the passes cannot give yet, said so; but an internal
         // error is a broken invariant of theirs.

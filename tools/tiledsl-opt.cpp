@@ -1,14 +1,14 @@
 // tiledsl-opt: the IR driver for tests and debugging, like mlir-opt.
 //
 //   tiledsl-opt <file.tir | -> [--pass=name]... [--verify-only] [--no-locs]
-//               [--target=T [--num-warps=N] [--num-ctas=N] [--aligned] [--emit=llvm|asm]]
+//               [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--aligned] [--emit=llvm|asm]]
 //
 // Parses the text form (Tile IR or GPU IR), verifies it, runs the named
 // passes in order (verifying after each, so a pass that breaks the IR is
 // named), and prints the result to stdout. The Tile IR passes
 // (canonicalize, cse, dce) need no target; the GPU passes (assign-layouts,
 // convert-layouts: codegen/pipeline.h) compile for --target, with the
-// kernel options given (default 4 warps, 1 CTA) and, with --aligned, every
+// kernel options given (default 4 warps, 1 CTA, 3 stages) and, with --aligned, every
 // pointer argument 16-byte aligned and every integer one divisible by 16
 // (as launches specialize them). --emit=llvm or asm lowers the GPU IR the
 // passes leave (or the input's) for --target and prints that instead. With
@@ -33,7 +33,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tiledsl-opt <file.tir | -> [--pass=name]... [--verify-only] [--no-locs]\n"
-    "                   [--target=T [--num-warps=N] [--num-ctas=N] [--aligned] [--emit=llvm|asm]]";
+    "                   [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--aligned] [--emit=llvm|asm]]";
 
 struct Options {
   std::string input;
@@ -41,7 +41,7 @@ struct Options {
   bool verify_only = false;
   bool locations = true;
   std::string target;
-  int num_warps = 4, num_ctas = 1;
+  int num_warps = 4, num_ctas = 1, num_stages = 3;
   bool aligned = false;
   std::string emit;  // "", "llvm" or "asm"
 };
@@ -72,6 +72,8 @@ Options parse_args(int argc, char** argv) {
       o.num_warps = int_option(a, 12);
     } else if (a.rfind("--num-ctas=", 0) == 0) {
       o.num_ctas = int_option(a, 11);
+    } else if (a.rfind("--num-stages=", 0) == 0) {
+      o.num_stages = int_option(a, 13);
     } else if (a == "--aligned") {
       o.aligned = true;
     } else if (a == "--emit=llvm" || a == "--emit=asm") {
@@ -139,6 +141,7 @@ void run_pass(const Pass& p, tl::ir::Function& fn, const Options& o) {
   tl::codegen::GpuContext ctx = tl::codegen::gpu_context(fn, o.target);
   ctx.num_warps = o.num_warps;
   ctx.num_ctas = o.num_ctas;
+  ctx.num_stages = o.num_stages;
   ctx.args = arg_facts(fn, o);
   tl::codegen::run_gpu_pass(ctx, *p.gpu);
 }

@@ -160,35 +160,30 @@ void Lowerer::hoist_dot_operands(const ir::Region& body) {
   for (const auto& o : body.ops)
     if (o->kind == OpKind::Dot && !plan_.dots.at(o.get()).on_warpgroups())
       for (int i = 0; i < 2; ++i)
-        if (!ir::defined_in(o->operands[i], body) && o->operands[i]->type.is_tile() && !hoisted_.count({o.get(), i}))
+        if (!ir::defined_in(o->operands[i], body) && o->operands[i]->type.is_tile() && !hoisted_.count({o.get(), i})) {
+          const Op* saved = scratch_user_;
+          scratch_user_ = o.get();
           hoisted_[{o.get(), i}] = dot_operand(*o, i);
+          scratch_user_ = saved;
+        }
 }
 
-// Plans `loop`'s pipeline and places its buffers (a slot per stage and
-// load, below the scratch region), or nullopt. Register loads' buffers
-// leave 16 KB for the body's scratch (the reductions' two exchange slots
-// and small conversions); a kernel that then overflows is lowered again
-// without them (lower_to_llvm).
+// `loop`'s pipeline as its schedule says (schedule_loops.h), its buffers
+// placed at the scratch base (a slot per stage and load), which moves
+// past them; or nullopt.
 std::optional<Lowerer::LoopPipeline> Lowerer::plan_loop_pipeline(const Op& loop) {
-  if (!t_.has_async_copy()) return std::nullopt;
-  int64_t budget = register_pipelines_ ? t_.max_shared_bytes() - scratch_base_ - 16 * 1024 : 0;
-  auto plan = plan_pipeline(loop, plan_, axis_,
-                            {t_.has_matrix_load_8x8(), budget, t_.thread_register_limit(plan_.num_warps * plan_.warp_size)});
+  auto plan = scheduled_pipeline(loop, plan_, axis_, {t_.has_matrix_load_8x8()});
   if (!plan) return std::nullopt;
+  if (!t_.has_async_copy())
+    unsupported(loop, "with a pipeline schedule ('stages'): the target has no asynchronous copies");
   LoopPipeline lp;
   lp.plan = *plan;
   lp.saved_scratch = scratch_base_;
   if (plan->prefetch_registers) return lp;
-  for (const auto& o : loop.regions[0]->ops)
-    if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).on_warpgroups()) lp.async_reads = true;
-  // Warpgroup instructions read swizzled tiles at 1024-byte boundaries.
-  int64_t align = lp.async_reads ? 1024 : 128;
-  for (size_t li = 0; li < plan->loads.size(); ++li) {
-    scratch_base_ = (scratch_base_ + align - 1) / align * align;
-    lp.bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(scratch_base_)));
-    int64_t bytes = buffer_tile(plan->loads[li]->result(), nullptr, nullptr).bytes();
-    scratch_base_ += (bytes * (plan->invariant[li] ? 1 : plan->slots()) + align - 1) / align * align;
-  }
+  lp.async_reads = warpgroup_reads(loop, plan_);
+  PipelineBuffers at = place_pipeline_buffers(*plan, plan_, scratch_base_, lp.async_reads);
+  for (int64_t a : at.at) lp.bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(a)));
+  scratch_base_ = at.end;
   need_smem(0);
   // The buffers overlap scratch that earlier users (a hoisted operand's
   // matrix loads, say) may still be reading.

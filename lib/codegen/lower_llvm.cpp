@@ -97,7 +97,7 @@ void Lowerer::start_cluster(const ir::Function& fn) {
   };
   check(fn.body);
   t_.set_cluster_size(*fn_, n);
-  scratch_base_ = kClusterBytes;
+  scratch_base_ = kClusterExchangeBytes;
   need_smem(0);
 }
 
@@ -213,6 +213,19 @@ std::vector<bool> Lowerer::duplicate_regs(const LinearLayout& l) {
 // allocator: a loop's buffers go at scratch_base_, which moves past them
 // for the loop and back after it (loops in sequence reuse the bytes,
 // nested ones stack), and every scratch user starts at scratch_base_.
+void Lowerer::need_smem(int64_t bytes) {
+  if (bytes > 0) {
+    int64_t bound = scratch_user_ ? scratch_bound(*scratch_user_, plan_, [this](const ir::Value* v) {
+      return smem_vals_.count(v) != 0;
+    }) : 0;
+    if (bytes > bound)
+      throw Error("internal: " + std::to_string(bytes) + " bytes of scratch shared memory exceed the " +
+                  std::to_string(bound) + " that scratch_bound allows " +
+                  (scratch_user_ ? "'" + std::string(scratch_user_->name()) + "'" : std::string("no op")));
+  }
+  smem_bytes_ = std::max<int64_t>(smem_bytes_, scratch_base_ + bytes);
+}
+
 llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset) {
   return b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(byte_offset, b_.getInt64(scratch_base_)));
 }
@@ -399,6 +412,12 @@ void Lowerer::lower_region(const ir::Region& r) {
 }
 
 void Lowerer::lower_op(const Op& op) {
+  struct ScratchUser {  // need_smem counts against `op` while it lowers
+    const Op*& slot;
+    const Op* saved;
+    ~ScratchUser() { slot = saved; }
+  } user{scratch_user_, scratch_user_};
+  scratch_user_ = &op;
   switch (op.kind) {
     case OpKind::Constant: return lower_constant(op);
     case OpKind::ProgramId:
@@ -507,14 +526,7 @@ void Lowerer::lower_constant(const Op& op) {
 
 LoweredKernel lower_to_llvm(llvm::LLVMContext& ctx, const ir::Function& fn, const LayoutPlan& plan,
                             const transforms::AxisAnalysis& axis, const Target& target, const std::string& name) {
-  // Loads pipelined into registers take shared memory the body's scratch
-  // might have needed: if the kernel does not fit, lower it again without
-  // them (dots' pipelines stay; they were there before such loads were).
-  try {
-    return lowering::Lowerer(ctx, plan, axis, target, true).run(fn, name);
-  } catch (const lowering::SharedMemoryOverflow&) {
-    return lowering::Lowerer(ctx, plan, axis, target, false).run(fn, name);
-  }
+  return lowering::Lowerer(ctx, plan, axis, target).run(fn, name);
 }
 
 }  // namespace tl::codegen

@@ -24,6 +24,7 @@
 
 #include "codegen/lower_llvm.h"
 #include "codegen/pipeline_plan.h"
+#include "codegen/shared_sizes.h"
 
 namespace tl::codegen::lowering {
 
@@ -79,11 +80,9 @@ struct SharedMemoryOverflow : Error {
 
 class Lowerer {
  public:
-  // `register_pipelines`: whether loads read into registers may be
-  // pipelined (pipeline_plan.h), taking shared memory for their buffers.
-  Lowerer(llvm::LLVMContext& ctx, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const Target& target,
-          bool register_pipelines)
-      : ctx_(ctx), plan_(plan), register_pipelines_(register_pipelines), axis_(axis), t_(target), b_(ctx) {}
+  // Loops are pipelined as their schedule says (schedule_loops.h).
+  Lowerer(llvm::LLVMContext& ctx, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const Target& target)
+      : ctx_(ctx), plan_(plan), axis_(axis), t_(target), b_(ctx) {}
 
   LoweredKernel run(const ir::Function& fn, const std::string& name);
 
@@ -124,7 +123,9 @@ class Lowerer {
   void reduce_across_ctas(const Op& op, const LinearLayout& s, const std::vector<int>& block_bits,
                           std::vector<std::vector<llvm::Value*>>& acc, const std::vector<int64_t>& rshape);
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
-  void need_smem(int64_t bytes) { smem_bytes_ = std::max<int64_t>(smem_bytes_, scratch_base_ + bytes); }
+  // `bytes` of scratch from the scratch base, for the op being lowered
+  // (within its scratch_bound, shared_sizes.h).
+  void need_smem(int64_t bytes);
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
   llvm::Value* smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t base = 0);
   int64_t alloc_size(llvm::Type* ty);
@@ -253,7 +254,6 @@ class Lowerer {
 
   llvm::LLVMContext& ctx_;
   const LayoutPlan& plan_;
-  bool register_pipelines_;
   const transforms::AxisAnalysis& axis_;
   const Target& t_;
   IRBuilder<> b_;
@@ -264,6 +264,7 @@ class Lowerer {
   llvm::Value* block_ = nullptr;  // this CTA's rank in its cluster (0 without clusters)
   int64_t smem_bytes_ = 0;
   int64_t scratch_base_ = 0;
+  const Op* scratch_user_ = nullptr;  // the op whose scratch need_smem counts
   // Dot operands that live in shared memory (pipelined loads, their trans).
   std::unordered_map<const ir::Value*, SmemTile> smem_vals_;
   // Dot operands converted once before a loop that uses them.
@@ -291,10 +292,8 @@ class Lowerer {
   };
   bool slot_clean_[2] = {true, true};
   int next_slot_ = 0;
-  // At the start of shared memory: two cluster slots, then their two
-  // transaction barriers (the phase each waits for next: cluster_phase_).
-  static constexpr int64_t kClusterSlotBytes = 4096;
-  static constexpr int64_t kClusterBytes = 2 * kClusterSlotBytes + 128;
+  // The cluster exchange at the start of shared memory (shared_sizes.h):
+  // the phase each of its barriers waits for next is cluster_phase_.
   bool cluster_clean_[2] = {true, true};
   int next_cluster_slot_ = 0;
   llvm::Value* cluster_phase_[2] = {nullptr, nullptr};  // allocas: mem2reg makes them SSA

@@ -3,6 +3,7 @@
 #include "codegen/pipeline.h"
 
 #include "codegen/convert_layouts.h"
+#include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target.h"
 #include "ir/verifier.h"
@@ -38,6 +39,20 @@ void assign_layouts_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the conversions' values too
 }
 
+// The software-pipelining schedule of each loop. On GPU IR read from text
+// the plan and the axis facts come from the IR.
+void schedule_loops_pass(GpuContext& c) {
+  if (!c.fn.is_gpu())
+    throw Error("schedule-loops: expected GPU IR (a function with layouts: run assign-layouts first), found Tile IR in @" +
+                c.fn.name);
+  if (!c.plan) c.plan = plan_from_ir(c.fn, c.target);
+  if (!c.axis) c.axis.emplace(c.fn, c.args);
+  const Target& t = c.target;
+  schedule_loops(c.fn, *c.plan, *c.axis,
+                 {t.name(), t.has_async_copy(), t.has_matrix_load_8x8(), t.max_shared_bytes(),
+                  t.thread_register_limit(c.plan->num_warps * c.plan->warp_size)});
+}
+
 // A dot's layouts from its `instr` and its result's layout (the one choice
 // the instruction leaves, whether warps share rows, shows there).
 DotLayouts dot_layouts_of(const ir::Op& dot, const Target& t, const LayoutPlan& p) {
@@ -61,6 +76,7 @@ const std::vector<GpuPass>& gpu_passes() {
   static const std::vector<GpuPass> passes = {
       {"select-dot-instructions", &select_dot_instructions_pass},
       {"assign-layouts", &assign_layouts_pass},
+      {"schedule-loops", &schedule_loops_pass},
   };
   return passes;
 }

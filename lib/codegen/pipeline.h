@@ -8,9 +8,12 @@
 //                    the options the lowering reads (num_stages, fp_fusion)
 //                    (assign_layouts.cpp), and the conversions between the
 //                    layouts as ops (convert_layouts.cpp)
+//   schedule-loops   each loop's software-pipelining schedule: its depth
+//                    and which loads run ahead, in which form, within the
+//                    shared memory the target has (schedule_loops.cpp)
 //
-// then the lowering to LLVM IR (lower_llvm.cpp), which still decides the
-// rest (docs/gpu-ir-plan.md, docs/architecture.md). The IR is verified
+// then the lowering to LLVM IR (lower_llvm.cpp), which expands the
+// schedule and still decides the rest (docs/gpu-ir-plan.md). The IR is verified
 // after each pass: every pass reads and writes valid IR. Passes over GPU
 // IR to come (the pipeliner, shared-memory allocation, barriers) read
 // what the IR does not hold from plan_from_ir.

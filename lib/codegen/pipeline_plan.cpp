@@ -75,6 +75,7 @@ class Planner {
   }
 
   std::optional<PipelinePlan> run();
+  std::optional<PipelinePlan> scheduled();
 
  private:
   struct Candidate {
@@ -95,10 +96,23 @@ class Planner {
            matrix_loadable_dot(*u, plan_);
   }
   bool dot_reads(const Op& ld, std::vector<const Op*>& trans);
+  // A tile load (rank 1 or 2, not volatile) of 4, 8 or 16 bytes a thread
+  // per access: what an asynchronous copy can do.
+  bool copyable(const Op& ld) const {
+    if (ld.kind != OpKind::Load) return false;
+    const ir::Value* v = ld.result();
+    if (!v->type.is_tile() || v->type.rank() > 2 || ld.attr_int_or("volatile", 0)) return false;
+    int bytes = access_width(ld, plan_.of(v), v->type.dtype, axis_) * byte_size(v->type.dtype);
+    return bytes == 4 || bytes == 8 || bytes == 16;
+  }
+  // Loads read into registers may be issued early: the loop stores
+  // nothing, or its author named its depth.
+  bool may_reorder() const { return loop_.attrs.count("num_stages") || !writes_memory(body_); }
   bool invariant(const ir::Value* v);
   std::vector<Candidate> candidates(int stages);
   bool pull(const ir::Value* v);
   bool prefetch_fits(const PipelinePlan& p) const;
+  std::optional<PipelinePlan> build(int stages, const std::vector<Candidate>& cands, const Op* prefetch_of);
 
   const Op& loop_;
   const ir::Region& body_;
@@ -109,6 +123,7 @@ class Planner {
   std::unordered_map<const ir::Value*, bool> invariant_memo_;
   std::set<const Op*> need_;  // the lead slice
   std::set<size_t> args_;     // carried values it reads
+  std::vector<PipelinePlan::Left> over_budget_;
 };
 
 // Whether every use of `ld` is a dot operand read with matrix loads
@@ -142,19 +157,14 @@ bool Planner::invariant(const ir::Value* v) {
 // The body's tile loads that may be pipelined, in body order, within the
 // shared-memory budget.
 std::vector<Planner::Candidate> Planner::candidates(int stages) {
-  bool may_reorder = loop_.attrs.count("num_stages") || !writes_memory(body_);
   std::vector<Candidate> cands;
   bool any_dot_reads = false;
   for (const auto& o : body_.ops) {
     const Op& ld = *o;
-    if (ld.kind != OpKind::Load) continue;
-    const ir::Value* v = ld.result();
-    if (!v->type.is_tile() || v->type.rank() > 2 || ld.attr_int_or("volatile", 0)) continue;
-    int bytes = access_width(ld, plan_.of(v), v->type.dtype, axis_) * byte_size(v->type.dtype);
-    if (bytes != 4 && bytes != 8 && bytes != 16) continue;
+    if (!copyable(ld)) continue;
     Candidate c{&ld, false, {}};
     if (!dot_reads(ld, c.trans)) {
-      if (!may_reorder) continue;
+      if (!may_reorder()) continue;
       c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), [&](const ir::Value* x) { return invariant(x); });
       c.to_registers = true;
       c.trans.clear();
@@ -173,7 +183,10 @@ std::vector<Planner::Candidate> Planner::candidates(int stages) {
       int64_t numel = 1;  // this CTA's part
       for (int64_t x : cta_shape(plan_.of(c.load->result()), t.shape)) numel *= x;
       int64_t bytes = numel * byte_size(t.dtype) * (inv ? 1 : any_dot_reads ? stages : stages - 1);
-      if (register_bytes + bytes > target_.smem_budget) return true;
+      if (register_bytes + bytes > target_.smem_budget) {
+        over_budget_.push_back({c.load, bytes, target_.smem_budget - register_bytes});
+        return true;
+      }
       register_bytes += bytes;
       return false;
     });
@@ -209,11 +222,62 @@ bool Planner::prefetch_fits(const PipelinePlan& p) const {
 }
 
 std::optional<PipelinePlan> Planner::run() {
+  int stages = int(loop_.attr_int_or("num_stages", plan_.num_stages));
+  if (stages < 2) return std::nullopt;
+  auto p = build(stages, candidates(stages), nullptr);
+  if (p) p->over_budget = over_budget_;
+  return p;
+}
+
+// The plan of a loop that schedule-loops scheduled: its `stages`, and each
+// load's `pipeline` form, checked against what the rules allow.
+std::optional<PipelinePlan> Planner::scheduled() {
+  if (!loop_.attrs.count("stages")) return std::nullopt;
+  int stages = int(loop_.attr_int("stages"));
+  auto bad = [&](const Op& at, const std::string& what) {
+    throw Error(at.loc.str() + ": '" + std::string(at.name()) + "' " + what);
+  };
+  if (stages < 2) bad(loop_, "expects a pipeline schedule of 2 stages or more, found stages = " + std::to_string(stages));
+  std::vector<Candidate> cands;
+  const Op* prefetch_of = nullptr;
+  for (const auto& o : body_.ops) {
+    if (!o->attrs.count("pipeline")) continue;
+    const Op& ld = *o;
+    const std::string& form = ld.attr_str("pipeline");
+    if (!copyable(ld))
+      bad(ld, "cannot be pipelined: asynchronous copies take tile loads of rank 1 or 2, not volatile, of 4, 8 or "
+              "16 bytes a thread per access");
+    Candidate c{&ld, form != "dots", {}};
+    bool dots = dot_reads(ld, c.trans);
+    if (!dots && !may_reorder())
+      bad(ld, "cannot be issued ahead of its loop's stores: a loop that stores pipelines loads read into registers "
+              "only when it names its depth (num_stages)");
+    c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), [&](const ir::Value* x) { return invariant(x); });
+    std::string expected = dots ? "dots" : c.invariant ? "once" : "registers";
+    if (form == "prefetch" && !dots && !c.invariant) {
+      prefetch_of = &ld;
+    } else if (form != expected) {
+      bad(ld, "expects pipeline = \"" + expected + "\" (its uses and address say so), found \"" + form + "\"");
+    }
+    if (!c.to_registers) c.invariant = false;
+    else c.trans.clear();
+    cands.push_back(std::move(c));
+  }
+  if (cands.empty()) bad(loop_, "has a pipeline schedule (stages) but no load with a 'pipeline' form");
+  auto p = build(stages, cands, prefetch_of);
+  if (!p || p->loads.size() != cands.size())
+    bad(loop_, "has a load scheduled ahead whose address or mask needs an op that cannot run ahead (a load, a reduction)");
+  return p;
+}
+
+// The plan from candidate loads (in body order): a load whose slice holds
+// an op that cannot run ahead stays where it is. A scheduled loop's
+// register prefetch is given (`prefetch_of`: one of its loads is so
+// marked); otherwise it is chosen here.
+std::optional<PipelinePlan> Planner::build(int stages, const std::vector<Candidate>& cands, const Op* prefetch_of) {
   PipelinePlan p;
-  p.stages = int(loop_.attr_int_or("num_stages", plan_.num_stages));
-  if (p.stages < 2) return std::nullopt;
-  // A load whose slice holds an op that cannot run ahead stays where it is.
-  for (const Candidate& c : candidates(p.stages)) {
+  p.stages = stages;
+  for (const Candidate& c : cands) {
     auto need0 = need_;
     auto args0 = args_;
     bool ok = true;
@@ -248,10 +312,22 @@ std::optional<PipelinePlan> Planner::run() {
   // (docs/perf.md, run 22).
   if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
-  p.prefetch_registers = p.stages == 2 && p.early_refill && target_.thread_registers > 0 &&
-                         std::find(p.invariant.begin(), p.invariant.end(), true) == p.invariant.end() &&
-                         prefetch_fits(p);
-  p.invariant_group = !p.shared_reads && std::find(p.invariant.begin(), p.invariant.end(), true) != p.invariant.end();
+  bool no_invariant = std::find(p.invariant.begin(), p.invariant.end(), true) == p.invariant.end();
+  if (prefetch_of) {
+    // Every load marked so, at depth 2, with no buffers read by dots.
+    for (size_t li = 0; li < cands.size(); ++li)
+      if (cands[li].load->attr_str("pipeline") != "prefetch")
+        throw Error(prefetch_of->loc.str() + ": 'load' expects every load of its loop's pipeline to be prefetched "
+                    "into registers when one is (pipeline = \"prefetch\")");
+    if (stages != 2 || !p.early_refill || !no_invariant)
+      throw Error(prefetch_of->loc.str() + ": 'load' expects a loop of stages = 2 with no loads read by dots or "
+                  "copied once for pipeline = \"prefetch\", found stages = " + std::to_string(stages));
+    p.prefetch_registers = true;
+  } else {
+    p.prefetch_registers = !loop_.attrs.count("stages") && p.stages == 2 && p.early_refill &&
+                           target_.thread_registers > 0 && no_invariant && prefetch_fits(p);
+  }
+  p.invariant_group = !p.shared_reads && !no_invariant;
   for (const auto& o : body_.ops)
     if (need_.count(o.get())) p.lead_ops.push_back(o.get());
   p.lead_args.assign(args_.begin(), args_.end());
@@ -263,6 +339,11 @@ std::optional<PipelinePlan> Planner::run() {
 std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan, const transforms::AxisAnalysis& axis,
                                           const PipelineTarget& target) {
   return Planner(loop, plan, axis, target).run();
+}
+
+std::optional<PipelinePlan> scheduled_pipeline(const Op& loop, const LayoutPlan& plan,
+                                               const transforms::AxisAnalysis& axis, const PipelineTarget& target) {
+  return Planner(loop, plan, axis, target).scheduled();
 }
 
 }  // namespace tl::codegen

@@ -71,6 +71,11 @@ struct PipelinePlan {
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order
   std::vector<size_t> lead_args;        // carried values (index k of args[k + 1]) those ops read
   std::set<const ir::Op*> skip;         // loads read by dots, their trans and conversions: never in registers
+  struct Left {                         // a register load left in place: its buffers would not fit
+    const ir::Op* load;
+    int64_t bytes, room;
+  };
+  std::vector<Left> over_budget;
 
   int slots() const { return early_refill ? stages - 1 : stages; }
 };
@@ -87,6 +92,13 @@ struct PipelineTarget {
 // for targets with asynchronous copies.
 std::optional<PipelinePlan> plan_pipeline(const ir::Op& loop, const LayoutPlan& plan,
                                           const transforms::AxisAnalysis& axis, const PipelineTarget& target);
+
+// The plan of a loop that schedule-loops scheduled (its `stages` and its
+// loads' `pipeline` forms, schedule_loops.h), rebuilt and checked: nullopt
+// for a loop without a schedule; a schedule the rules do not allow is an
+// error naming the op. The target's matrix loads are all it reads.
+std::optional<PipelinePlan> scheduled_pipeline(const ir::Op& loop, const LayoutPlan& plan,
+                                               const transforms::AxisAnalysis& axis, const PipelineTarget& target);
 
 // Shared with the lowering:
 // elements per vector access of a memory op whose tile is in layout `l`,

@@ -97,7 +97,7 @@ class Verifier : public Rules {
             fail(*inner, "to be the last op of its region", "ops after it");
       }
       check_op(op);
-      if (fn_->is_gpu()) GpuRules(*fn_).layouts(op);
+      if (fn_->is_gpu()) GpuRules(*fn_).layouts(op), GpuRules(*fn_).schedule(op);
       // IR built through the API (not parsed or traced) meets the limit
       // here, before the recursion below could exhaust the stack.
       if (!op.regions.empty() && depth + 1 > kMaxRegionDepth)

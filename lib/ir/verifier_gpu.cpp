@@ -118,6 +118,23 @@ void GpuRules::layouts(const Op& op) const {
           same_layout(op, y->operands[k], op.result(int(k))->type.layout, "yield #" + std::to_string(k) + " (its result's layout)");
 }
 
+// ---- a loop schedule --------------------------------------------------------
+// Its shape only: whether the rules allow the forms is checked where the
+// lowering rebuilds the pipeline (scheduled_pipeline).
+void GpuRules::schedule(const Op& op) const {
+  if (op.has_attr("stages")) {
+    require(op.kind == OpKind::For, op, "no 'stages' (a loop's pipeline depth)", "one on '" + std::string(op.name()) + "'");
+    require(int_attr(op, "stages") >= 2, op, "'stages' of at least 2", std::to_string(int_attr(op, "stages")));
+  }
+  if (op.has_attr("pipeline")) {
+    require(op.kind == OpKind::Load, op, "no 'pipeline' (a load's pipeline form)", "one on '" + std::string(op.name()) + "'");
+    str_in(op, "pipeline", {"dots", "registers", "once", "prefetch"});
+    const Op* loop = op.parent ? op.parent->parent : nullptr;
+    require(loop && loop->kind == OpKind::For && loop->has_attr("stages"), op,
+            "a 'pipeline' form only in the body of a loop with 'stages'", "one outside a scheduled loop");
+  }
+}
+
 // ---- the GPU IR's own ops ------------------------------------------------
 void GpuRules::op(const Op& op) const {
   require(fn_.is_gpu(), op, "to be in GPU IR (a function with attributes {num_warps, ...})", "it in Tile IR");

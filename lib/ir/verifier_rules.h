@@ -159,6 +159,9 @@ class GpuRules : public Rules {
   void layouts(const Op& op) const;
   // The rules of the GPU IR's own ops.
   void op(const Op& op) const;
+  // A loop schedule's attributes (schedule-loops): `stages` on loops,
+  // `pipeline` on loads.
+  void schedule(const Op& op) const;
 
  private:
   void same_layout(const Op& op, const Value* v, int32_t want, const std::string& what) const;

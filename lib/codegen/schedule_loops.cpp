@@ -1,0 +1,138 @@
+// Loop scheduling (see schedule_loops.h).
+#include "codegen/schedule_loops.h"
+
+#include <map>
+#include <set>
+
+#include "codegen/pipeline_plan.h"
+#include "codegen/shared_sizes.h"
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+
+namespace {
+
+// Shared memory the body's scratch keeps free of the buffers of loads read
+// into registers (the reductions' two exchange slots, small conversions).
+constexpr int64_t kScratchReserve = 16 * 1024;
+
+class Scheduler {
+ public:
+  Scheduler(const ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const ScheduleTarget& t)
+      : fn_(fn), plan_(plan), axis_(axis), t_(t) {}
+
+  // Plans every loop, outer ones first: a loop's buffers sit above those
+  // of the loops around it (and the cluster exchange), as the lowering
+  // places them.
+  void schedule(bool register_loads) {
+    plans_.clear();
+    register_loads_ = register_loads;
+    walk(fn_.body, start());
+  }
+
+  // At most how much shared memory the kernel takes with this schedule.
+  int64_t bound() const { return need(fn_.body, start()); }
+
+  bool has_register_loads() const {
+    for (const auto& [loop, p] : plans_)
+      for (bool r : p.to_registers)
+        if (r) return true;
+    return false;
+  }
+
+  const std::map<const Op*, PipelinePlan>& plans() const { return plans_; }
+
+ private:
+  int64_t start() const { return plan_.num_ctas > 1 ? kClusterExchangeBytes : 0; }
+
+  // The first byte past `loop`'s buffers, which start at `base`.
+  int64_t past_buffers(const Op& loop, int64_t base) const {
+    auto it = plans_.find(&loop);
+    if (it == plans_.end()) return base;
+    return place_pipeline_buffers(it->second, plan_, base, warpgroup_reads(loop, plan_)).end;
+  }
+
+  void walk(const ir::Region& r, int64_t base) {
+    for (const auto& o : r.ops) {
+      int64_t inner = base;
+      if (o->kind == OpKind::For) {
+        int64_t budget = register_loads_ ? t_.shared_bytes - base - kScratchReserve : 0;
+        auto p = plan_pipeline(*o, plan_, axis_, {t_.matrix_loads, budget, t_.thread_registers});
+        if (p) plans_.emplace(o.get(), std::move(*p));
+        inner = past_buffers(*o, base);
+      }
+      for (const auto& sub : o->regions) walk(*sub, inner);
+    }
+  }
+
+  bool in_shared(const ir::Value* v) const {
+    if (!v->def) return false;
+    for (const auto& [loop, p] : plans_)
+      if (p.skip.count(v->def) && v->def->kind != OpKind::ConvertLayout) return true;
+    return false;
+  }
+
+  int64_t need(const ir::Region& r, int64_t base) const {
+    int64_t most = base;
+    InShared shared = [this](const ir::Value* v) { return in_shared(v); };
+    for (const auto& o : r.ops) {
+      most = std::max(most, base + scratch_bound(*o, plan_, shared));
+      int64_t inner = o->kind == OpKind::For ? past_buffers(*o, base) : base;
+      for (const auto& sub : o->regions) most = std::max(most, need(*sub, inner));
+    }
+    return most;
+  }
+
+  const ir::Function& fn_;
+  const LayoutPlan& plan_;
+  const transforms::AxisAnalysis& axis_;
+  const ScheduleTarget& t_;
+  bool register_loads_ = true;
+  std::map<const Op*, PipelinePlan> plans_;
+};
+
+const char* form_of(const PipelinePlan& p, size_t li) {
+  if (p.prefetch_registers) return "prefetch";
+  if (!p.to_registers[li]) return "dots";
+  return p.invariant[li] ? "once" : "registers";
+}
+
+void clear_schedule(ir::Region& r) {
+  for (auto& o : r.ops) {
+    for (const char* k : {"stages", "pipeline", "unpipelined"}) o->attrs.erase(k);
+    for (auto& sub : o->regions) clear_schedule(*sub);
+  }
+}
+
+}  // namespace
+
+void schedule_loops(ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis,
+                    const ScheduleTarget& t) {
+  clear_schedule(fn.body);
+  fn.attrs.erase("schedule");
+  if (!t.async_copy) return;
+  Scheduler s(fn, plan, axis, t);
+  s.schedule(true);
+  if (s.has_register_loads()) {
+    int64_t need = s.bound();
+    if (need > t.shared_bytes) {
+      s.schedule(false);
+      fn.attrs["schedule"] = "loads read into registers left in place: with their buffers the kernel could need " +
+                             std::to_string(need) + " bytes of shared memory, " + t.name + " has " +
+                             std::to_string(t.shared_bytes);
+    }
+  }
+  for (const auto& [loop, p] : s.plans()) {
+    auto* l = const_cast<Op*>(loop);  // the plans point into `fn`
+    l->attrs["stages"] = int64_t(p.stages);
+    for (size_t li = 0; li < p.loads.size(); ++li) const_cast<Op*>(p.loads[li])->attrs["pipeline"] = std::string(form_of(p, li));
+    for (const auto& left : p.over_budget)
+      const_cast<Op*>(left.load)->attrs["unpipelined"] =
+          "its buffers would take " + std::to_string(left.bytes) + " bytes of shared memory, " +
+          std::to_string(std::max<int64_t>(left.room, 0)) + " are left beside the body's scratch";
+  }
+}
+
+}  // namespace tl::codegen

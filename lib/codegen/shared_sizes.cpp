@@ -1,0 +1,145 @@
+// Shared-memory sizes (see shared_sizes.h). Each bound follows what the
+// lowering of the op does (the file named beside it); the lowering checks
+// every use against it, so a bound that falls short is an internal error
+// in the tests, never a kernel that overflows unseen.
+#include "codegen/shared_sizes.h"
+
+#include <algorithm>
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+
+namespace {
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// Whether any basis of hardware input `in` moves `axis`.
+bool moves_axis(const LinearLayout& l, const std::string& in, int axis) {
+  for (const auto& d : l.in_dims())
+    if (d.name == in)
+      for (const auto& b : d.bases)
+        if (b[size_t(axis)] != 0) return true;
+  return false;
+}
+
+int64_t count_bits_along(const LinearLayout& l, const std::string& in, int axis) {
+  int64_t n = 0;
+  for (const auto& d : l.in_dims())
+    if (d.name == in)
+      for (const auto& b : d.bases) n += b[size_t(axis)] != 0;
+  return n;
+}
+
+// A register-to-register move from `from` to `to` of tile `v` that may go
+// through shared memory (convert in lower_llvm.cpp): the whole tile.
+int64_t conversion_bytes(const ir::Value* v, const LinearLayout& from, const LinearLayout& to) {
+  if (from == to || is_uniform(v) || permutes_registers(from, to)) return 0;
+  return v->type.numel() * shared_elem_bytes(v->type);
+}
+
+// A reduction's exchange between warps (lower_reduce.cpp): each operand's
+// partials of every group of warps along the axis, 16-byte aligned, in one
+// of two 4096-byte slots when small enough, else from the base.
+int64_t reduce_bytes(const Op& op, const LayoutPlan& plan) {
+  int axis = int(op.attr_int("axis"));
+  auto req = required_operand_layout(op, 0, plan);
+  const LinearLayout& l = req ? *req : plan.of(op.operands[0]);
+  int64_t groups = int64_t(1) << count_bits_along(l, kWarp, axis);
+  if (groups == 1) return 0;
+  const auto& shape = op.operands[0]->type.shape;
+  int64_t slots = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (int(d) != axis) slots *= shape[d];
+  int64_t total = 0;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    int64_t elem = std::max(shared_elem_bytes(op.operands[i]->type), shared_elem_bytes(op.results[i]->type));
+    total = align_up(total + groups * slots * elem, 16);
+  }
+  constexpr int64_t kSlotBytes = 4096;
+  return total <= kSlotBytes ? kSlotBytes + total : total;
+}
+
+// A scan's exchange between warps (lower_reduce.cpp): every operand's
+// whole tile, 16-byte aligned.
+int64_t scan_bytes(const Op& op, const LayoutPlan& plan) {
+  int axis = int(op.attr_int("axis"));
+  auto req = required_operand_layout(op, 0, plan);
+  const LinearLayout& l = req ? *req : plan.of(op.operands[0]);
+  if (!moves_axis(l, kWarp, axis)) return 0;
+  int64_t total = 0;
+  for (const ir::Value* v : op.operands) total = align_up(total + v->type.numel() * shared_elem_bytes(v->type), 16);
+  return total;
+}
+
+// A dot's A and B (lower_dot.cpp): staged one after the other, each at a
+// 128- or 1024-byte boundary, or converted one at a time; none when a
+// pipeline left it in shared memory or it is in its fragment layout.
+int64_t dot_bytes(const Op& op, const LayoutPlan& plan, const InShared& in_shared) {
+  const DotLayouts& d = plan.dots.at(&op);
+  int64_t total = 0;
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value* v = op.operands[i];
+    if (in_shared && in_shared(v)) continue;
+    const LinearLayout& need = i == 0 ? d.a : d.b;
+    if (!d.on_warpgroups() && (plan.of(v) == need || is_uniform(v))) continue;
+    total += v->type.numel() * shared_elem_bytes(v->type) + 1024;
+  }
+  return total;
+}
+
+}  // namespace
+
+int64_t shared_elem_bytes(const ir::Type& t) { return t.is_ptr ? 8 : byte_size(t.dtype); }
+
+int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan) {
+  int64_t n = 1;
+  for (int64_t x : cta_shape(plan.of(v), v->type.shape)) n *= x;
+  return n * byte_size(v->type.dtype);
+}
+
+bool warpgroup_reads(const Op& loop, const LayoutPlan& plan) {
+  for (const auto& o : loop.regions[0]->ops)
+    if (o->kind == OpKind::Dot && plan.dots.at(o.get()).on_warpgroups()) return true;
+  return false;
+}
+
+PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, bool wg_reads) {
+  PipelineBuffers b;
+  b.end = base;
+  if (p.prefetch_registers) return b;
+  int64_t align = wg_reads ? 1024 : 128;
+  for (size_t li = 0; li < p.loads.size(); ++li) {
+    b.end = align_up(b.end, align);
+    b.at.push_back(b.end);
+    b.end += align_up(buffer_slot_bytes(p.loads[li]->result(), plan) * (p.invariant[li] ? 1 : p.slots()), align);
+  }
+  return b;
+}
+
+int64_t scratch_bound(const Op& op, const LayoutPlan& plan, const InShared& in_shared) {
+  switch (op.kind) {
+    case OpKind::ConvertLayout:
+      if (op.attr_str_or("move", "") == "remat") return 0;
+      return conversion_bytes(op.operands[0], plan.of(op.operands[0]), plan.of(op.result()));
+    case OpKind::Trans:
+      // One only a dot reads takes any layout; the lowering converts it.
+      if (auto req = required_operand_layout(op, 0, plan))
+        return conversion_bytes(op.operands[0], plan.of(op.operands[0]), *req);
+      return 0;
+    case OpKind::Reduce:
+      return reduce_bytes(op, plan);
+    case OpKind::Scan:
+      return scan_bytes(op, plan);
+    case OpKind::Dot:
+      return dot_bytes(op, plan, in_shared);
+    case OpKind::AtomicRmw: case OpKind::AtomicCas:
+      // Old values reach every thread that holds the element (lower_memory.cpp).
+      return op.result()->type.numel() * shared_elem_bytes(op.result()->type);
+    default:
+      return 0;
+  }
+}
+
+}  // namespace tl::codegen

@@ -1,0 +1,53 @@
+// How much shared memory the lowering uses, known before it runs: where a
+// loop's pipeline buffers go, and how many bytes of scratch each op may
+// take at the scratch base (a conversion through shared memory, a
+// reduction's or scan's exchange between warps, a dot's staged operands, an
+// atomic's old values). The lowering places the buffers with
+// place_pipeline_buffers and checks every scratch use against
+// scratch_bound; schedule-loops (schedule_loops.h) bounds a kernel's
+// shared memory with them before choosing its schedule, so a kernel never
+// overflows into a second lowering. The shared-memory allocator (issue 12,
+// step 3) is to turn these sizes into offsets.
+//
+// LLVM-free.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "codegen/assign_layouts.h"
+#include "codegen/pipeline_plan.h"
+
+namespace tl::codegen {
+
+// With clusters, the start of shared memory holds the exchange between
+// their CTAs: two slots, then their two transaction barriers
+// (lower_reduce.cpp); scratch and buffers come after it.
+constexpr int64_t kClusterSlotBytes = 4096;
+constexpr int64_t kClusterExchangeBytes = 2 * kClusterSlotBytes + 128;
+
+// Bytes one element of `t` takes in shared memory (a pointer: 8; a bool: 1).
+int64_t shared_elem_bytes(const ir::Type& t);
+
+// A pipeline's buffers, placed from byte `base` up: each load's first
+// byte (none for a register prefetch) and the first byte past them. Dots on
+// warpgroup instructions read swizzled tiles at 1024-byte boundaries
+// (`warpgroup_reads`), others at 128.
+struct PipelineBuffers {
+  std::vector<int64_t> at;  // per load of the plan
+  int64_t end = 0;
+};
+PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, bool warpgroup_reads);
+// Whether a dot of `loop`'s body runs on warpgroup instructions.
+bool warpgroup_reads(const ir::Op& loop, const LayoutPlan& plan);
+// The bytes of one slot of the buffer of tile `v` (this CTA's part).
+int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan);
+
+// At most how many bytes of scratch, from the scratch base, `op` uses
+// (0: none). `in_shared` says which values a pipeline leaves in shared
+// memory (dots read those in place).
+using InShared = std::function<bool(const ir::Value*)>;
+int64_t scratch_bound(const ir::Op& op, const LayoutPlan& plan, const InShared& in_shared);
+
+}  // namespace tl::codegen
