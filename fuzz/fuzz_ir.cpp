@@ -2,8 +2,9 @@
 // passes (lib/ir, lib/transforms), on arbitrary bytes, as tiledsl-opt runs
 // them on a .tir file; then, on each Tile IR function that survives them,
 // the GPU stage's layout passes (assign_layouts and convert_layouts, with
-// every dot in the FMA form: the matrix instructions need a target) and
-// schedule_loops (for a target with asynchronous copies).
+// every dot in the FMA form: the matrix instructions need a target),
+// schedule_loops (for a target with asynchronous copies) and
+// allocate_shared.
 //
 // Bad input must end in a tl::Error; anything else is a bug the fuzzer
 // reports: a crash, a sanitizer report, a hang (libFuzzer's -timeout), or
@@ -28,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "codegen/allocate_shared.h"
 #include "codegen/convert_layouts.h"
 #include "codegen/pipeline_plan.h"
 #include "codegen/schedule_loops.h"
@@ -132,6 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
         };
         rebuild(gpu->body);
+        tl::codegen::allocate_shared(*gpu, plan, converted, false);
       } catch (const tl::Error& e) {
         // A layout the passes cannot give yet, said so; but an internal
         // error is a broken invariant of theirs.

@@ -161,16 +161,14 @@ void Lowerer::hoist_dot_operands(const ir::Region& body) {
     if (o->kind == OpKind::Dot && !plan_.dots.at(o.get()).on_warpgroups())
       for (int i = 0; i < 2; ++i)
         if (!ir::defined_in(o->operands[i], body) && o->operands[i]->type.is_tile() && !hoisted_.count({o.get(), i})) {
-          const Op* saved = scratch_user_;
-          scratch_user_ = o.get();
+          PlacementScope scope(*this);
+          place_scratch(*o, *body.parent);  // at the loop's entry
           hoisted_[{o.get(), i}] = dot_operand(*o, i);
-          scratch_user_ = saved;
         }
 }
 
 // `loop`'s pipeline as its schedule says (schedule_loops.h), its buffers
-// placed at the scratch base (a slot per stage and load), which moves
-// past them; or nullopt.
+// (a slot per stage and load) where allocate-shared put them; or nullopt.
 std::optional<Lowerer::LoopPipeline> Lowerer::plan_loop_pipeline(const Op& loop) {
   auto plan = scheduled_pipeline(loop, plan_, axis_, {t_.has_matrix_load_8x8()});
   if (!plan) return std::nullopt;
@@ -178,13 +176,13 @@ std::optional<Lowerer::LoopPipeline> Lowerer::plan_loop_pipeline(const Op& loop)
     unsupported(loop, "with a pipeline schedule ('stages'): the target has no asynchronous copies");
   LoopPipeline lp;
   lp.plan = *plan;
-  lp.saved_scratch = scratch_base_;
   if (plan->prefetch_registers) return lp;
   lp.async_reads = warpgroup_reads(loop, plan_);
-  PipelineBuffers at = place_pipeline_buffers(*plan, plan_, scratch_base_, lp.async_reads);
-  for (int64_t a : at.at) lp.bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(a)));
-  scratch_base_ = at.end;
-  need_smem(0);
+  if (!loop.has_attr("buffers") || loop.attr_ints("buffers").size() != plan->loads.size())
+    throw Error(loop.loc.str() + ": 'for' expects attribute 'buffers' with an offset for each of its " +
+                std::to_string(plan->loads.size()) + " pipelined loads (allocate-shared gives it)");
+  for (int64_t a : loop.attr_ints("buffers")) lp.bases.push_back(b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(a)));
+  smem_bytes_ = std::max(smem_bytes_, pipeline_buffers_end(*plan, plan_, loop.attr_ints("buffers"), lp.async_reads));
   // The buffers overlap scratch that earlier users (a hoisted operand's
   // matrix loads, say) may still be reading.
   barrier();
@@ -305,7 +303,6 @@ void Lowerer::finish_pipeline(const LoopPipeline& lp) {
   }
   for (const Op* o : lp.plan.skip) smem_vals_.erase(o->result());
   for (const Op* o : lp.plan.loads) buffer_reads_.erase(o), prefetched_.erase(o);
-  scratch_base_ = lp.saved_scratch;
 }
 
 void Lowerer::lower_for(const Op& op) {

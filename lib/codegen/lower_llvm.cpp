@@ -97,8 +97,7 @@ void Lowerer::start_cluster(const ir::Function& fn) {
   };
   check(fn.body);
   t_.set_cluster_size(*fn_, n);
-  scratch_base_ = kClusterExchangeBytes;
-  need_smem(0);
+  smem_bytes_ = std::max(smem_bytes_, kClusterExchangeBytes);
 }
 
 // The cluster exchange's two transaction barriers, initialized by thread 0
@@ -207,23 +206,29 @@ std::vector<bool> Lowerer::duplicate_regs(const LinearLayout& l) {
   return dup;
 }
 
-// Shared memory is allocated by lifetime. Lifetimes nest in structured IR:
-// a pipeline's buffers live while its loop runs, scratch (conversions,
-// reductions, staged dot operands) only within one op. So a stack is the
-// allocator: a loop's buffers go at scratch_base_, which moves past them
-// for the loop and back after it (loops in sequence reuse the bytes,
-// nested ones stack), and every scratch user starts at scratch_base_.
+// Shared memory is where allocate-shared put it (allocate_shared.h): the
+// op being lowered has its scratch from scratch_base_, its `scratch`, and
+// may use what scratch_bound allows.
 void Lowerer::need_smem(int64_t bytes) {
   if (bytes > 0) {
-    int64_t bound = scratch_user_ ? scratch_bound(*scratch_user_, plan_, [this](const ir::Value* v) {
-      return smem_vals_.count(v) != 0;
-    }) : 0;
+    if (!scratch_user_) throw Error("internal: scratch shared memory used outside any op");
+    if (!scratch_placed_)
+      throw Error(scratch_user_->loc.str() + ": '" + std::string(scratch_user_->name()) +
+                  "' expects attribute 'scratch' (allocate-shared gives it), found none");
+    int64_t bound = scratch_bound(*scratch_user_, plan_, [this](const ir::Value* v) { return smem_vals_.count(v) != 0; });
     if (bytes > bound)
       throw Error("internal: " + std::to_string(bytes) + " bytes of scratch shared memory exceed the " +
-                  std::to_string(bound) + " that scratch_bound allows " +
-                  (scratch_user_ ? "'" + std::string(scratch_user_->name()) + "'" : std::string("no op")));
+                  std::to_string(bound) + " that scratch_bound allows '" + std::string(scratch_user_->name()) + "'");
   }
   smem_bytes_ = std::max<int64_t>(smem_bytes_, scratch_base_ + bytes);
+}
+
+// Lowering `op` (or, for a loop's entry, `at`): its scratch is where its
+// `scratch` says.
+void Lowerer::place_scratch(const Op& op, const Op& at) {
+  scratch_user_ = &op;
+  scratch_placed_ = at.has_attr("scratch");
+  if (scratch_placed_) scratch_base_ = at.attr_int("scratch");
 }
 
 llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset) {
@@ -412,12 +417,8 @@ void Lowerer::lower_region(const ir::Region& r) {
 }
 
 void Lowerer::lower_op(const Op& op) {
-  struct ScratchUser {  // need_smem counts against `op` while it lowers
-    const Op*& slot;
-    const Op* saved;
-    ~ScratchUser() { slot = saved; }
-  } user{scratch_user_, scratch_user_};
-  scratch_user_ = &op;
+  PlacementScope user(*this);
+  place_scratch(op, op);
   switch (op.kind) {
     case OpKind::Constant: return lower_constant(op);
     case OpKind::ProgramId:

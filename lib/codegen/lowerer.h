@@ -237,7 +237,6 @@ class Lowerer {
   struct LoopPipeline {
     PipelinePlan plan;
     std::vector<llvm::Value*> bases;  // per load, its buffers (none for a register prefetch)
-    int64_t saved_scratch = 0;        // scratch_base_ before the buffers
     llvm::PHINode* slot = nullptr;    // the slot this iteration reads
     llvm::Value* slot_next = nullptr;
     std::vector<Regs> lead_next;      // lead values (and prefetched registers) for the next iteration
@@ -263,8 +262,18 @@ class Lowerer {
   llvm::Value *lane_ = nullptr, *warp_ = nullptr, *tid_ = nullptr;
   llvm::Value* block_ = nullptr;  // this CTA's rank in its cluster (0 without clusters)
   int64_t smem_bytes_ = 0;
-  int64_t scratch_base_ = 0;
+  int64_t scratch_base_ = 0;          // the first byte of scratch_user_'s scratch
   const Op* scratch_user_ = nullptr;  // the op whose scratch need_smem counts
+  bool scratch_placed_ = false;       // whether the IR placed it
+  void place_scratch(const Op& op, const Op& at);
+  struct PlacementScope {  // restores the scratch placement of the op around
+    Lowerer& l;
+    const Op* user = l.scratch_user_;
+    int64_t base = l.scratch_base_;
+    bool placed = l.scratch_placed_;
+    explicit PlacementScope(Lowerer& lw) : l(lw) {}
+    ~PlacementScope() { l.scratch_user_ = user, l.scratch_base_ = base, l.scratch_placed_ = placed; }
+  };
   // Dot operands that live in shared memory (pipelined loads, their trans).
   std::unordered_map<const ir::Value*, SmemTile> smem_vals_;
   // Dot operands converted once before a loop that uses them.

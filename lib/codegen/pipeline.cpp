@@ -2,6 +2,7 @@
 // the plan of GPU IR read back from the IR for a pass run on its own.
 #include "codegen/pipeline.h"
 
+#include "codegen/allocate_shared.h"
 #include "codegen/convert_layouts.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
@@ -39,18 +40,29 @@ void assign_layouts_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the conversions' values too
 }
 
-// The software-pipelining schedule of each loop. On GPU IR read from text
-// the plan and the axis facts come from the IR.
-void schedule_loops_pass(GpuContext& c) {
+// The passes over GPU IR: on GPU IR read from text the plan and the axis
+// facts come from the IR.
+void expect_gpu_ir(GpuContext& c, const char* pass) {
   if (!c.fn.is_gpu())
-    throw Error("schedule-loops: expected GPU IR (a function with layouts: run assign-layouts first), found Tile IR in @" +
+    throw Error(std::string(pass) + ": expected GPU IR (a function with layouts: run assign-layouts first), found Tile IR in @" +
                 c.fn.name);
   if (!c.plan) c.plan = plan_from_ir(c.fn, c.target);
   if (!c.axis) c.axis.emplace(c.fn, c.args);
+}
+
+// The software-pipelining schedule of each loop.
+void schedule_loops_pass(GpuContext& c) {
+  expect_gpu_ir(c, "schedule-loops");
   const Target& t = c.target;
   schedule_loops(c.fn, *c.plan, *c.axis,
                  {t.name(), t.has_async_copy(), t.has_matrix_load_8x8(), t.max_shared_bytes(),
                   t.thread_register_limit(c.plan->num_warps * c.plan->warp_size)});
+}
+
+// Where each loop's buffers and each op's scratch go in shared memory.
+void allocate_shared_pass(GpuContext& c) {
+  expect_gpu_ir(c, "allocate-shared");
+  allocate_shared(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8());
 }
 
 // A dot's layouts from its `instr` and its result's layout (the one choice
@@ -77,6 +89,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"select-dot-instructions", &select_dot_instructions_pass},
       {"assign-layouts", &assign_layouts_pass},
       {"schedule-loops", &schedule_loops_pass},
+      {"allocate-shared", &allocate_shared_pass},
   };
   return passes;
 }

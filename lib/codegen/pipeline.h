@@ -11,6 +11,8 @@
 //   schedule-loops   each loop's software-pipelining schedule: its depth
 //                    and which loads run ahead, in which form, within the
 //                    shared memory the target has (schedule_loops.cpp)
+//   allocate-shared  where each loop's pipeline buffers and each op's
+//                    scratch go in shared memory (allocate_shared.cpp)
 //
 // then the lowering to LLVM IR (lower_llvm.cpp), which expands the
 // schedule and still decides the rest (docs/gpu-ir-plan.md). The IR is verified

@@ -45,7 +45,7 @@ class Scheduler {
   const std::map<const Op*, PipelinePlan>& plans() const { return plans_; }
 
  private:
-  int64_t start() const { return plan_.num_ctas > 1 ? kClusterExchangeBytes : 0; }
+  int64_t start() const { return shared_start(plan_); }
 
   // The first byte past `loop`'s buffers, which start at `base`.
   int64_t past_buffers(const Op& loop, int64_t base) const {

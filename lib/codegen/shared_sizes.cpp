@@ -118,6 +118,13 @@ PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& 
   return b;
 }
 
+int64_t pipeline_buffers_end(const PipelinePlan& p, const LayoutPlan& plan, const std::vector<int64_t>& at, bool wg_reads) {
+  int64_t align = wg_reads ? 1024 : 128, end = 0;
+  for (size_t li = 0; li < p.loads.size() && li < at.size(); ++li)
+    end = std::max(end, at[li] + align_up(buffer_slot_bytes(p.loads[li]->result(), plan) * (p.invariant[li] ? 1 : p.slots()), align));
+  return end;
+}
+
 int64_t scratch_bound(const Op& op, const LayoutPlan& plan, const InShared& in_shared) {
   switch (op.kind) {
     case OpKind::ConvertLayout:

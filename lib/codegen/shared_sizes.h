@@ -39,6 +39,12 @@ struct PipelineBuffers {
   int64_t end = 0;
 };
 PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, bool warpgroup_reads);
+// The first byte past buffers placed at `at` (one offset per load).
+int64_t pipeline_buffers_end(const PipelinePlan& p, const LayoutPlan& plan, const std::vector<int64_t>& at,
+                             bool warpgroup_reads);
+// Where shared memory for buffers and scratch starts (past the cluster
+// exchange, with clusters).
+inline int64_t shared_start(const LayoutPlan& plan) { return plan.num_ctas > 1 ? kClusterExchangeBytes : 0; }
 // Whether a dot of `loop`'s body runs on warpgroup instructions.
 bool warpgroup_reads(const ir::Op& loop, const LayoutPlan& plan);
 // The bytes of one slot of the buffer of tile `v` (this CTA's part).

@@ -118,8 +118,8 @@ void GpuRules::layouts(const Op& op) const {
           same_layout(op, y->operands[k], op.result(int(k))->type.layout, "yield #" + std::to_string(k) + " (its result's layout)");
 }
 
-// ---- a loop schedule --------------------------------------------------------
-// Its shape only: whether the rules allow the forms is checked where the
+// ---- a loop schedule and shared-memory placement -----------------------------
+// Their shape only: whether the rules allow the forms is checked where the
 // lowering rebuilds the pipeline (scheduled_pipeline).
 void GpuRules::schedule(const Op& op) const {
   if (op.has_attr("stages")) {
@@ -133,6 +133,13 @@ void GpuRules::schedule(const Op& op) const {
     require(loop && loop->kind == OpKind::For && loop->has_attr("stages"), op,
             "a 'pipeline' form only in the body of a loop with 'stages'", "one outside a scheduled loop");
   }
+  // Where allocate-shared put a loop's buffers and an op's scratch.
+  if (op.has_attr("buffers")) {
+    require(op.has_attr("stages"), op, "'buffers' only on a loop with 'stages'", "them on an unscheduled op");
+    for (int64_t b : ints_attr(op, "buffers")) require(b >= 0, op, "'buffers' offsets of at least 0", std::to_string(b));
+  }
+  if (op.has_attr("scratch"))
+    require(int_attr(op, "scratch") >= 0, op, "'scratch' of at least 0", std::to_string(int_attr(op, "scratch")));
 }
 
 // ---- the GPU IR's own ops ------------------------------------------------

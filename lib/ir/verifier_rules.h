@@ -159,8 +159,9 @@ class GpuRules : public Rules {
   void layouts(const Op& op) const;
   // The rules of the GPU IR's own ops.
   void op(const Op& op) const;
-  // A loop schedule's attributes (schedule-loops): `stages` on loops,
-  // `pipeline` on loads.
+  // A loop schedule's attributes (schedule-loops: `stages` on loops,
+  // `pipeline` on loads) and the shared-memory placement (allocate-shared:
+  // `buffers`, `scratch`).
   void schedule(const Op& op) const;
 
  private:
