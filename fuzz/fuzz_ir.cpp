@@ -1,10 +1,9 @@
 // libFuzzer target: the Tile IR text parser, the verifier and the Tile IR
 // passes (lib/ir, lib/transforms), on arbitrary bytes, as tiledsl-opt runs
 // them on a .tir file; then, on each Tile IR function that survives them,
-// the GPU stage's layout passes (assign_layouts and convert_layouts, with
-// every dot in the FMA form: the matrix instructions need a target),
-// schedule_loops (for a target with asynchronous copies) and
-// allocate_shared.
+// the GPU passes (pipeline.h's list) for two made-up targets (32 lanes
+// with asynchronous copies, 64 without; no matrix instructions, so every
+// dot takes the FMA form).
 //
 // Bad input must end in a tl::Error; anything else is a bug the fuzzer
 // reports: a crash, a sanitizer report, a hang (libFuzzer's -timeout), or
@@ -15,13 +14,14 @@
 //   - the text form not being a fixed point: printing a verified module,
 //     parsing that text and printing again must give the same text, before
 //     and after the passes (the FileCheck round-trip test, on every input);
-//   - GPU IR from the layout passes that the verifier rejects, or that does
-//     not print and parse back to itself;
+//   - GPU IR from a GPU pass that the verifier rejects, or that does not
+//     print and parse back to itself;
 //   - a loop schedule that the lowering's rebuild (scheduled_pipeline)
 //     rejects.
 //
 // Built by fuzz/CMakeLists.txt with clang's -fsanitize=fuzzer; replayed on
 // the checked-in reproducers by a plain driver in ctest (tests/CMakeLists.txt).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,10 +29,9 @@
 #include <string>
 #include <string_view>
 
-#include "codegen/allocate_shared.h"
-#include "codegen/convert_layouts.h"
+#include "codegen/pipeline.h"
 #include "codegen/pipeline_plan.h"
-#include "codegen/schedule_loops.h"
+#include "codegen/target_info.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -62,6 +61,27 @@ void check_round_trip(const std::string& text, const char* stage) {
 }
 
 }  // namespace
+
+// The targets the GPU passes see (their capability records): the fuzzer
+// is its own target registry, with no back end and no LLVM.
+namespace {
+struct FuzzTarget : tl::codegen::TargetInfo {
+  int lanes;
+  explicit FuzzTarget(int l) : lanes(l) {}
+  std::string name() const override { return "fuzz" + std::to_string(lanes); }
+  int warp_size() const override { return lanes; }
+  int max_shared_bytes() const override { return lanes == 32 ? 232448 : 65536; }
+  bool has_async_copy() const override { return lanes == 32; }
+  int thread_register_limit(int threads) const override { return std::min(255, 65536 / std::max(threads, 1)); }
+};
+}  // namespace
+
+const tl::codegen::TargetInfo& tl::codegen::get_target_info(const std::string& name) {
+  static const FuzzTarget t32(32), t64(64);
+  if (name == "fuzz32") return t32;
+  if (name == "fuzz64") return t64;
+  throw tl::Error("unknown target '" + name + "' (the fuzzer knows: fuzz32, fuzz64)");
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -104,51 +124,52 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   check_round_trip(tl::ir::print(*module), "after the passes");
 
-  // The layout passes, on a copy of each Tile IR function, for 4 warps of 32
-  // lanes and 2 warps of 64.
+  // The GPU passes (the compile's list, pipeline.h), on a copy of each Tile
+  // IR function, for 4 warps of 32 lanes on a target with asynchronous
+  // copies and 2 warps of 64 on one without.
   for (const auto& fn : module->functions) {
     if (fn->is_gpu()) continue;
-    for (auto [warps, lanes] : {std::pair{4, 32}, std::pair{2, 64}}) {
+    for (const char* target : {"fuzz32", "fuzz64"}) {
       auto gpu = tl::ir::clone(*fn);
-      try {
-        tl::transforms::AxisAnalysis axis(*gpu);
-        auto plan = tl::codegen::assign_layouts(*gpu, axis, warps, lanes);
-        tl::codegen::convert_layouts(*gpu, plan);
-        // The loop schedule, for a target with asynchronous copies (an
-        // H100's figures).
-        tl::transforms::AxisAnalysis converted(*gpu);
-        tl::codegen::schedule_loops(*gpu, plan, converted, {"fuzz", true, false, 232448, 255});
-        // Every loop's pipeline rebuilt from it as the lowering does: a
-        // schedule the pass writes is one its rules allow.
-        std::function<void(const tl::ir::Region&)> rebuild = [&](const tl::ir::Region& r) {
-          for (const auto& o : r.ops) {
-            if (o->kind == tl::ir::OpKind::For) {
-              try {
-                tl::codegen::scheduled_pipeline(*o, plan, converted, {false});
-              } catch (const tl::Error& e) {
-                fail("a schedule of schedule_loops does not rebuild", "on @" + fn->name + ": " + e.what() +
-                                                                          "\n--- GPU IR:\n" + tl::ir::print(*gpu));
-              }
+      tl::codegen::GpuContext ctx = tl::codegen::gpu_context(*gpu, target);
+      ctx.num_warps = ctx.target.warp_size() == 32 ? 4 : 2;
+      bool given_up = false;
+      for (const tl::codegen::GpuPass& pass : tl::codegen::gpu_passes()) {
+        try {
+          pass.run(ctx);
+        } catch (const tl::Error& e) {
+          // What the passes cannot do yet, said so; but an internal error
+          // is a broken invariant of theirs.
+          if (std::string_view(e.what()).find("internal:") != std::string_view::npos)
+            fail("a GPU pass hit an internal error", std::string(pass.name) + " on @" + fn->name + ": " + e.what());
+          given_up = true;
+          break;
+        }
+        try {
+          tl::ir::verify(*gpu);
+        } catch (const tl::Error& e) {
+          fail("a GPU pass broke the IR", std::string(pass.name) + " on @" + fn->name + ": " + e.what() +
+                                              "\n--- GPU IR:\n" + tl::ir::print(*gpu));
+        }
+      }
+      if (given_up) continue;
+      // Every loop's pipeline rebuilt from its schedule as the lowering
+      // does: a schedule the pass writes is one its rules allow.
+      std::function<void(const tl::ir::Region&)> rebuild = [&](const tl::ir::Region& r) {
+        for (const auto& o : r.ops) {
+          if (o->kind == tl::ir::OpKind::For) {
+            try {
+              tl::codegen::scheduled_pipeline(*o, *ctx.plan, *ctx.axis, {false});
+            } catch (const tl::Error& e) {
+              fail("a loop schedule does not rebuild", "on @" + fn->name + ": " + e.what() + "\n--- GPU IR:\n" +
+                                                           tl::ir::print(*gpu));
             }
-            for (const auto& sub : o->regions) rebuild(*sub);
           }
-        };
-        rebuild(gpu->body);
-        tl::codegen::allocate_shared(*gpu, plan, converted, false);
-      } catch (const tl::Error& e) {
-        // A layout the passes cannot give yet, said so; but an internal
-        // error is a broken invariant of theirs.
-        if (std::string_view(e.what()).find("internal:") != std::string_view::npos)
-          fail("the layout passes hit an internal error", "on @" + fn->name + ": " + e.what());
-        continue;
-      }
-      try {
-        tl::ir::verify(*gpu);
-      } catch (const tl::Error& e) {
-        fail("the layout passes broke the IR", "on @" + fn->name + ": " + e.what() + "\n--- GPU IR:\n" +
-                                                   tl::ir::print(*gpu));
-      }
-      check_round_trip(tl::ir::print(*gpu), "after the layout passes");
+          for (const auto& sub : o->regions) rebuild(*sub);
+        }
+      };
+      rebuild(gpu->body);
+      check_round_trip(tl::ir::print(*gpu), "after the GPU passes");
     }
   }
   return 0;

@@ -72,6 +72,8 @@ const Target& get_target(const std::string& name) {
   return *r.made.emplace(name, f->second()).first->second;
 }
 
+const TargetInfo& get_target_info(const std::string& name) { return get_target(name); }
+
 // ---------------------------------------------------------- specialization
 std::string Specialization::key() const {
   std::string k;

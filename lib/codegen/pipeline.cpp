@@ -6,7 +6,7 @@
 #include "codegen/convert_layouts.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
-#include "codegen/target.h"
+#include "codegen/target_info.h"
 #include "ir/verifier.h"
 
 namespace tl::codegen {
@@ -53,7 +53,7 @@ void expect_gpu_ir(GpuContext& c, const char* pass) {
 // The software-pipelining schedule of each loop.
 void schedule_loops_pass(GpuContext& c) {
   expect_gpu_ir(c, "schedule-loops");
-  const Target& t = c.target;
+  const TargetInfo& t = c.target;
   schedule_loops(c.fn, *c.plan, *c.axis,
                  {t.name(), t.has_async_copy(), t.has_matrix_load_8x8(), t.max_shared_bytes(),
                   t.thread_register_limit(c.plan->num_warps * c.plan->warp_size)});
@@ -67,7 +67,7 @@ void allocate_shared_pass(GpuContext& c) {
 
 // A dot's layouts from its `instr` and its result's layout (the one choice
 // the instruction leaves, whether warps share rows, shows there).
-DotLayouts dot_layouts_of(const ir::Op& dot, const Target& t, const LayoutPlan& p) {
+DotLayouts dot_layouts_of(const ir::Op& dot, const TargetInfo& t, const LayoutPlan& p) {
   const auto &as = dot.operands[0]->type.shape, &bs = dot.operands[1]->type.shape;
   int64_t M = as[0], K = as[1], N = bs[1];
   std::vector<DotLayouts> options;
@@ -100,7 +100,7 @@ const GpuPass* find_gpu_pass(std::string_view name) {
   return nullptr;
 }
 
-GpuContext gpu_context(ir::Function& fn, const std::string& target) { return GpuContext(fn, get_target(target)); }
+GpuContext gpu_context(ir::Function& fn, const std::string& target) { return GpuContext(fn, get_target_info(target)); }
 
 void run_gpu_pass(GpuContext& ctx, const GpuPass& pass) {
   pass.run(ctx);
@@ -118,7 +118,7 @@ void run_gpu_passes(GpuContext& ctx, const std::function<void(const GpuPass&)>& 
   }
 }
 
-LayoutPlan plan_from_ir(const ir::Function& fn, const Target& t) {
+LayoutPlan plan_from_ir(const ir::Function& fn, const TargetInfo& t) {
   if (!fn.is_gpu()) throw Error("expected GPU IR (a function with layouts), found Tile IR in @" + fn.name);
   LayoutPlan p;
   p.fn = &fn;

@@ -32,14 +32,14 @@
 
 namespace tl::codegen {
 
-class Target;
+class TargetInfo;
 
 // What the passes of one compile share: the function (rewritten in place),
 // the target, what is known of the arguments, the kernel's options, and
 // what the passes have worked out so far.
 struct GpuContext {
   ir::Function& fn;
-  const Target& target;
+  const TargetInfo& target;
   std::vector<transforms::ArgFacts> args;
   int num_warps = 4;
   int num_ctas = 1;
@@ -48,7 +48,7 @@ struct GpuContext {
   std::optional<transforms::AxisAnalysis> axis;  // of the IR as it is now
   std::optional<LayoutPlan> plan;                // from assign-layouts, or read from GPU IR
 
-  GpuContext(ir::Function& f, const Target& t) : fn(f), target(t) {}
+  GpuContext(ir::Function& f, const TargetInfo& t) : fn(f), target(t) {}
 };
 
 struct GpuPass {
@@ -73,6 +73,6 @@ void run_gpu_passes(GpuContext& ctx, const std::function<void(const GpuPass&)>& 
 // The plan of GPU IR read back from its types and attributes (a dot's
 // layouts from its `instr` and its result's layout), for a pass run on GPU
 // IR text.
-LayoutPlan plan_from_ir(const ir::Function& fn, const Target& t);
+LayoutPlan plan_from_ir(const ir::Function& fn, const TargetInfo& t);
 
 }  // namespace tl::codegen

@@ -1,7 +1,7 @@
 // Dot instruction selection (see select_dot_instructions.h).
 #include "codegen/select_dot_instructions.h"
 
-#include "codegen/target.h"
+#include "codegen/target_info.h"
 
 namespace tl::codegen {
 
@@ -32,7 +32,7 @@ bool allows_tf32(const ir::Op& dot) { return dot.attr_str_or("input_precision", 
 
 // The instruction for a dot: a warpgroup one where it fits, else the
 // target's register-operand one, if it tiles the dot.
-std::optional<MatrixInstr> pick(const ir::Op& dot, const Target& t, int num_warps) {
+std::optional<MatrixInstr> pick(const ir::Op& dot, const TargetInfo& t, int num_warps) {
   DType in = dot.operands[0]->type.dtype;
   Shape s = shape_of(dot);
   std::optional<MatrixInstr> mi;
@@ -42,7 +42,7 @@ std::optional<MatrixInstr> pick(const ir::Op& dot, const Target& t, int num_warp
   return mi;
 }
 
-void select(ir::Region& r, const Target& t, int num_warps) {
+void select(ir::Region& r, const TargetInfo& t, int num_warps) {
   for (auto& op : r.ops) {
     for (auto& sub : op->regions) select(*sub, t, num_warps);
     if (op->kind != ir::OpKind::Dot) continue;
@@ -53,9 +53,9 @@ void select(ir::Region& r, const Target& t, int num_warps) {
 
 }  // namespace
 
-void select_dot_instructions(ir::Function& fn, const Target& t, int num_warps) { select(fn.body, t, num_warps); }
+void select_dot_instructions(ir::Function& fn, const TargetInfo& t, int num_warps) { select(fn.body, t, num_warps); }
 
-std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const Target& t, int num_warps) {
+std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const TargetInfo& t, int num_warps) {
   std::string name = dot.attr_str_or("instr", "");
   if (name.empty())
     throw Error(dot.loc.str() + ": 'dot' expects attribute 'instr' (select-dot-instructions gives it), found none");

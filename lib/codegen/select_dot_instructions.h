@@ -19,12 +19,12 @@
 
 namespace tl::codegen {
 
-class Target;
+class TargetInfo;
 
-void select_dot_instructions(ir::Function& fn, const Target& t, int num_warps);
+void select_dot_instructions(ir::Function& fn, const TargetInfo& t, int num_warps);
 
 // The instruction a dot's `instr` names (nullopt for "fma"); throws
 // tl::Error naming the dot when it has none, or one `t` does not have.
-std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const Target& t, int num_warps);
+std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const TargetInfo& t, int num_warps);
 
 }  // namespace tl::codegen

@@ -1,6 +1,7 @@
 // The target interface: everything the shared LLVM lowering needs to know
-// about a GPU, answered by a back end under backends/. If the lowering ever
-// has to ask "which vendor?", a hook is missing here.
+// about a GPU, answered by a back end under backends/: its capability
+// record (target_info.h) and the hooks that emit its instructions. If the
+// lowering ever has to ask "which vendor?", a hook is missing here.
 //
 // LLVM-facing: include only from the files that lower to LLVM IR.
 #pragma once
@@ -14,6 +15,7 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/dot_layout.h"
+#include "codegen/target_info.h"
 #include "tiledsl/detail/ir_types.h"
 
 namespace tl::codegen {
@@ -39,15 +41,10 @@ inline llvm::AtomicOrdering llvm_ordering(MemOrder o) {
   return llvm::AtomicOrdering::AcquireRelease;
 }
 
-class Target {
+class Target : public TargetInfo {
  public:
-  virtual ~Target() = default;
-
-  virtual std::string name() const = 0;        // "sm_90a", "gfx942"
-  virtual int warp_size() const = 0;           // 32 or 64
   virtual unsigned global_address_space() const = 0;
   virtual unsigned shared_address_space() const = 0;
-  virtual int max_shared_bytes() const = 0;    // per block, opt-in maximum
 
   // The module's triple and data layout, and the kernel's attributes.
   virtual void init_module(llvm::Module& m) const = 0;
@@ -99,11 +96,8 @@ class Target {
   // division (within 2 ulp), or null for the correctly rounded one.
   virtual llvm::Value* fast_divide(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) const { return nullptr; }
 
-  // ---- Matrix units (dot).
-  // The instruction for a dot of `in` x `in` accumulating in f32 (i32 for
-  // 8-bit integers); `allow_tf32` lets f32 inputs round to tf32. nullopt:
-  // the lowering uses FMAs.
-  virtual std::optional<MatrixInstr> matrix_instr(DType in, bool allow_tf32) const { return std::nullopt; }
+  // ---- Matrix units (dot): the instructions matrix_instr and
+  // warpgroup_instr (target_info.h) chose.
   // One instruction: returns c + a x b. `a`, `b`, `c` hold one element per
   // register of instr's fragment layouts, in their register order (a and b
   // in instr.in's register type, c in instr.acc's); the result like c.
@@ -114,13 +108,7 @@ class Target {
     throw Error("internal: target " + name() + " has no matrix instructions");
   }
 
-  // A warpgroup instruction (operands in shared memory, asynchronous) for
-  // an M x N x K dot of `in` on `num_warps` warps, or nullopt.
-  virtual std::optional<MatrixInstr> warpgroup_instr(DType in, int64_t M, int64_t N, int64_t K,
-                                                     int num_warps) const {
-    return std::nullopt;
-  }
-  // Issues one: c + A x B with A and B described by shared-memory
+  // Issues a warpgroup instruction: c + A x B with A and B described by shared-memory
   // descriptors (i64, see lower_dot.cpp); `trans_a` / `trans_b`: the
   // operand is stored M- / N-major instead of K-major. The result is only
   // valid after warpgroup_wait, which takes and returns the accumulators.
@@ -149,8 +137,8 @@ class Target {
   // memory: lane l passes the address of row l % 8 of matrix l / 8 (each row
   // 16 contiguous bytes). Lane l receives, per matrix, one 32-bit word with
   // elements (l / 4, 2 (l % 4) + {0, 1}), or with `trans` the elements
-  // (2 (l % 4) + {0, 1}, l / 4). Empty when the target has no such load.
-  virtual bool has_matrix_load_8x8() const { return false; }
+  // (2 (l % 4) + {0, 1}, l / 4). Empty when the target has no such load
+  // (has_matrix_load_8x8).
   virtual std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
                                                     bool trans) const {
     return {};
@@ -159,19 +147,14 @@ class Target {
   // from `src` to `dst`, or zeros when `pred` is false (reading nothing).
   // Copies issued since the last commit form a group; wait(n) returns when
   // at most n groups are still in flight (this thread's copies; a barrier
-  // then makes them visible to the block).
-  virtual bool has_async_copy() const { return false; }
-  // 32-bit registers one thread may hold in a block of `threads` (0:
-  // unknown). Decides whether a pipeline may prefetch into registers.
-  virtual int thread_register_limit(int threads) const { return 0; }
+  // then makes them visible to the block). Targets with has_async_copy.
   virtual void async_copy(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes, llvm::Value* pred) const {
     throw Error("internal: target " + name() + " has no asynchronous copies");
   }
   virtual void async_commit(llvm::IRBuilder<>& b) const {}
   virtual void async_wait(llvm::IRBuilder<>& b, int pending) const {}
 
-  // Thread-block clusters: the most CTAs one may hold (1: none), the
-  // kernel's cluster size, this CTA's rank in its cluster, a barrier of
+  // Thread-block clusters (max_cluster_ctas): the kernel's cluster size, this CTA's rank in its cluster, a barrier of
   // every thread of the cluster. Sends between CTAs: a transaction barrier
   // in shared memory (`bar`, a shared address as i32) is initialized (one
   // arrival a phase; then fence_barrier_init before any other CTA may use
@@ -181,7 +164,6 @@ class Target {
   // CTA's barrier `bar` (addresses as in this CTA); barrier_done tests
   // whether the phase of parity `parity` has completed.
   [[noreturn]] void no_clusters() const { throw Error("internal: target " + name() + " has no clusters"); }
-  virtual int max_cluster_ctas() const { return 1; }
   virtual void set_cluster_size(llvm::Function& fn, int ctas) const {
     throw Error("target " + name() + " has no thread-block clusters (num_ctas > 1)");
   }
