@@ -44,6 +44,17 @@ bool is_memory_op(const Op& op) {
 }
 }  // namespace
 
+const Value* moved_from(const Value* v) {
+  const Op* d = v->def;
+  if (!d) return nullptr;
+  if (d->kind == OpKind::ConvertLayout) return d->operands[0];
+  if (d->kind == OpKind::LocalLoad) {
+    const Op* alloc = d->operands[0]->def;
+    if (alloc && alloc->kind == OpKind::LocalAlloc && !alloc->operands.empty()) return alloc->operands[0];
+  }
+  return nullptr;
+}
+
 bool is_uniform(const Value* v) {
   return v->def && (v->def->kind == OpKind::Splat || v->def->kind == OpKind::Constant);
 }

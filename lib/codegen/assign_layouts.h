@@ -62,6 +62,11 @@ std::optional<LinearLayout> required_operand_layout(const ir::Op& op, int i, con
 // is made again in any layout, never converted.
 bool is_uniform(const ir::Value* v);
 
+// The value `v` holds the elements of in another layout (a convert_layout's
+// operand, or the tile a local_alloc wrote that a local_load reads back),
+// or null.
+const ir::Value* moved_from(const ir::Value* v);
+
 // Whether two layouts put the same elements in the same lanes, warps and
 // CTAs (a conversion between them only permutes registers).
 bool same_threads(const LinearLayout& a, const LinearLayout& b);

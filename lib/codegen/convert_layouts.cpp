@@ -16,8 +16,8 @@ using ir::Value;
 
 bool rematerializable(const Value* v, int& budget) {
   if (!v->type.is_tile()) return true;
+  if (const Value* src = moved_from(v)) return rematerializable(src, budget);
   const Op* d = v->def;
-  if (d && d->kind == OpKind::ConvertLayout) return rematerializable(d->operands[0], budget);
   if (!d || --budget < 0) return false;
   switch (d->kind) {
     case OpKind::Constant:

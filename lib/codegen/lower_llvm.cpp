@@ -276,19 +276,52 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
   if (crosses_ctas(from, to))
     throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
                 "conversion across CTAs), which is not supported yet; use num_ctas = 1");
+  barrier();
+  store_row_major(regs, from, shape, ty);
+  barrier();
+  return load_row_major(to, shape, ty);
+}
+
+// A tile in layout `from` written row-major at the scratch base, each
+// element by one of the threads that hold it; and read back in layout `to`.
+void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape,
+                              llvm::Type* ty) {
   int64_t numel = 1;
   for (auto s : shape) numel *= s;
   need_smem(numel * alloc_size(ty));
-  barrier();
   auto dup = duplicate_regs(from);
   auto hw = hw_coords(from);
   for (int r = 0; r < num_regs(from); ++r)
     if (!dup[r]) smem_store(regs[r], flat_index(hw, reg_coords(from, r), shape), ty);
-  barrier();
+}
+
+Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty) {
   auto hw_to = hw_coords(to);
   Regs out;
   for (int r = 0; r < num_regs(to); ++r) out.push_back(smem_load(ty, flat_index(hw_to, reg_coords(to, r), shape)));
   return out;
+}
+
+// A buffer holding a tile (expand_conversions.h), at the op's scratch; and
+// a read of it in another layout, within the CTA that wrote it.
+void Lowerer::lower_local_alloc(const Op& op) {
+  if (op.operands.empty()) unsupported(op, "without an initial value is not lowered yet (expand-conversions makes buffers with one)");
+  const ir::Value* v = op.operands[0];
+  store_row_major(get(v), plan_.of(v), v->type.shape, value_type(v->type));
+  buffers_[op.result()] = {scratch_base_, &plan_.of(v)};
+}
+
+void Lowerer::lower_local_load(const Op& op) {
+  auto it = buffers_.find(op.operands[0]);
+  if (it == buffers_.end()) unsupported(op, "of a buffer no local_alloc with an initial value made is not lowered yet");
+  const LinearLayout& to = plan_.of(op.result());
+  if (crosses_ctas(*it->second.from, to))
+    throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
+                "conversion across CTAs), which is not supported yet; use num_ctas = 1");
+  PlacementScope scope(*this);
+  scratch_base_ = it->second.at;
+  const ir::Value* v = op.result();
+  vals_[v] = load_row_major(to, v->type.shape, value_type(v->type));
 }
 
 // Operand i of `op`, which convert_layouts put in the layout the op needs.
@@ -347,8 +380,8 @@ Regs Lowerer::convert_or_remat(const ir::Value* v, const Regs& regs, const Linea
 // counts the ops it may take).
 std::optional<Regs> Lowerer::remat(const ir::Value* v, const LinearLayout& l, int& budget) {
   if (!v->type.is_tile()) return get(v);
+  if (const ir::Value* src = moved_from(v)) return remat(src, l, budget);  // the same values
   const Op* d = v->def;
-  if (d && d->kind == OpKind::ConvertLayout) return remat(d->operands[0], l, budget);  // the same values
   if (!d || --budget < 0) return std::nullopt;
   int n = num_regs(l);
   switch (d->kind) {
@@ -499,6 +532,9 @@ void Lowerer::lower_op(const Op& op) {
     case OpKind::If: return lower_if(op);
     case OpKind::Yield: return;
     case OpKind::ConvertLayout: return lower_convert_layout(op);
+    case OpKind::LocalAlloc: return lower_local_alloc(op);
+    case OpKind::LocalLoad: return lower_local_load(op);
+    case OpKind::Barrier: return barrier();
     default:
       if (ir::op_is_elementwise(op.kind)) return lower_elementwise(op);
       unsupported(op, "has no GPU lowering");

@@ -126,6 +126,10 @@ class Lowerer {
   // `bytes` of scratch from the scratch base, for the op being lowered
   // (within its scratch_bound, shared_sizes.h).
   void need_smem(int64_t bytes);
+  void store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape, llvm::Type* ty);
+  Regs load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty);
+  void lower_local_alloc(const Op& op);
+  void lower_local_load(const Op& op);
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
   llvm::Value* smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t base = 0);
   int64_t alloc_size(llvm::Type* ty);
@@ -274,6 +278,12 @@ class Lowerer {
     explicit PlacementScope(Lowerer& lw) : l(lw) {}
     ~PlacementScope() { l.scratch_user_ = user, l.scratch_base_ = base, l.scratch_placed_ = placed; }
   };
+  // Buffers local_alloc wrote: where, and the layout of the tile written.
+  struct Buffer {
+    int64_t at;
+    const LinearLayout* from;
+  };
+  std::unordered_map<const ir::Value*, Buffer> buffers_;
   // Dot operands that live in shared memory (pipelined loads, their trans).
   std::unordered_map<const ir::Value*, SmemTile> smem_vals_;
   // Dot operands converted once before a loop that uses them.

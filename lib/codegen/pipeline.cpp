@@ -4,6 +4,7 @@
 
 #include "codegen/allocate_shared.h"
 #include "codegen/convert_layouts.h"
+#include "codegen/expand_conversions.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -59,6 +60,13 @@ void schedule_loops_pass(GpuContext& c) {
                   t.thread_register_limit(c.plan->num_warps * c.plan->warp_size)});
 }
 
+// Conversions through shared memory as buffers and barriers.
+void expand_conversions_pass(GpuContext& c) {
+  expect_gpu_ir(c, "expand-conversions");
+  expand_conversions(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8());
+  c.axis.emplace(c.fn, c.args);  // the new ops' values too
+}
+
 // Where each loop's buffers and each op's scratch go in shared memory.
 void allocate_shared_pass(GpuContext& c) {
   expect_gpu_ir(c, "allocate-shared");
@@ -89,6 +97,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"select-dot-instructions", &select_dot_instructions_pass},
       {"assign-layouts", &assign_layouts_pass},
       {"schedule-loops", &schedule_loops_pass},
+      {"expand-conversions", &expand_conversions_pass},
       {"allocate-shared", &allocate_shared_pass},
   };
   return passes;

@@ -11,6 +11,8 @@
 //   schedule-loops   each loop's software-pipelining schedule: its depth
 //                    and which loads run ahead, in which form, within the
 //                    shared memory the target has (schedule_loops.cpp)
+//   expand-conversions  conversions through shared memory as a buffer
+//                    written and read back, with barriers (expand_conversions.cpp)
 //   allocate-shared  where each loop's pipeline buffers and each op's
 //                    scratch go in shared memory (allocate_shared.cpp)
 //

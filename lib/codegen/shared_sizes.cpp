@@ -141,6 +141,9 @@ int64_t scratch_bound(const Op& op, const LayoutPlan& plan, const InShared& in_s
       return scan_bytes(op, plan);
     case OpKind::Dot:
       return dot_bytes(op, plan, in_shared);
+    case OpKind::LocalAlloc:
+      // A tile written row-major (expand_conversions.h).
+      return op.operands.empty() ? 0 : op.operands[0]->type.numel() * shared_elem_bytes(op.operands[0]->type);
     case OpKind::AtomicRmw: case OpKind::AtomicCas:
       // Old values reach every thread that holds the element (lower_memory.cpp).
       return op.result()->type.numel() * shared_elem_bytes(op.result()->type);

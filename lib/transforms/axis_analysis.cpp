@@ -169,6 +169,11 @@ void AxisAnalysis::visit(const ir::Op& op) {
       case K::ConvertLayout:  // the same values, held elsewhere
         out = in(0);
         break;
+      case K::LocalLoad: {  // what a local_alloc wrote, read back
+        const ir::Op* alloc = op.operands[0]->def;
+        if (alloc && alloc->kind == K::LocalAlloc && !alloc->operands.empty()) out = get(alloc->operands[0]);
+        break;
+      }
       case K::Splat:
         out.divisibility.assign(rank, in(0).divisibility[0]);
         out.constancy = shape;
