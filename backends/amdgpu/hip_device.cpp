@@ -1,10 +1,11 @@
 // The "hip" device (see hip_device.h): the HIP runtime through dlopen, and
-// the path from a traced kernel to a launched hipFunction_t:
+// what the shared launch path (runtime/launcher.h) asks of it:
 //
-//   launch args --int_arg_facts/pointer_arg_facts--> Specialization --> CacheKey
-//   in-memory function map --miss--> kernel cache (memory, then disk)
-//   --miss--> codegen::compile (AMDGCN object, linked by lld into a code object)
-//   code object --hipModuleLoadData--> hipModule_t --> hipFunction_t
+//   code object --hipModuleLoadData--> hipModule_t --> hipFunction_t (load)
+//
+// The code object comes out of codegen::compile itself (an AMDGCN object
+// linked by lld), so there is no link step here; specialization, cache
+// keys, the kernel cache, the compile and its statistics are the launcher's.
 //
 // Why no HIP headers: the library must build where ROCm is absent. We
 // declare the handles and entry points ourselves; they are the HIP runtime's
@@ -18,18 +19,16 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
-#include <array>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "codegen/compile.h"
-#include "runtime/kernel_cache.h"
+#include "runtime/launcher.h"
 
 namespace tl::amdgpu {
 
@@ -189,16 +188,6 @@ std::string arch_name(const std::vector<char>& props) {
   return "";
 }
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-struct LoadedKernel {
-  hipModule_t module = nullptr;
-  hipFunction_t function = nullptr;
-  int threads = 0;
-  int shared_bytes = 0;
-};
-
 // LDS per work-group on every target we have (codegen checks it too).
 constexpr int kMaxSharedBytes = 64 * 1024;
 
@@ -218,6 +207,16 @@ class HipDevice final : public detail::DeviceImpl {
     hip_.check(hip_.hipStreamCreate(&stream_), "hipStreamCreate");
     hip_.check(hip_.hipEventCreate(&timing_start_), "hipEventCreate");
     hip_.check(hip_.hipEventCreate(&timing_end_), "hipEventCreate");
+    launcher_.emplace(runtime::GpuDriver{
+        .device = "hip",
+        .target = target_,
+        .gpu_name = gpu_name_,
+        .max_shared_bytes = kMaxSharedBytes,
+        .shared_memory = "LDS",
+        .link = nullptr,  // codegen::compile links the code object
+        .load = [this](const detail::KernelImpl& k, const runtime::CachedBinary& e,
+                       bool may_refuse) -> void* { return load(k, e, may_refuse); },
+    });
   }
   // Stream, events and modules live until process exit (a process-wide
   // singleton; static Buffers may outlive any earlier teardown).
@@ -251,28 +250,12 @@ class HipDevice final : public detail::DeviceImpl {
   }
 
   void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args) override {
-    codegen::Specialization spec;
-    for (const auto& a : args) {
-      if (a.type.is_ptr) spec.args.push_back(codegen::pointer_arg_facts(a.address));
-      else if (is_int(a.type.dtype)) spec.args.push_back(codegen::int_arg_facts(a.i));
-      else spec.args.push_back(transforms::ArgFacts{});
-    }
-    runtime::CacheKey key = runtime::kernel_cache_key(k, spec.key(), target_);
-    auto loaded = loaded_.get_or_create(key, [&] { return load(k, spec, key); });
-    // Each parameter in an 8-byte slot at its own width; the runtime copies
-    // as many bytes as the kernel's argument metadata declares.
-    std::vector<std::array<uint8_t, 8>> slots(args.size());
-    std::vector<void*> params(args.size());
-    for (size_t j = 0; j < args.size(); ++j) {
-      marshal(args[j], slots[j].data());
-      params[j] = slots[j].data();
-    }
-    hip_.check(hip_.hipModuleLaunchKernel(loaded->function, grid.x, grid.y, grid.z, unsigned(loaded->threads), 1, 1,
-                                          unsigned(loaded->shared_bytes), stream_, params.data(), nullptr),
-               "hipModuleLaunchKernel",
-               "kernel '" + k.name + "', grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
-                   std::to_string(grid.z) + "), " + std::to_string(loaded->threads) + " threads, " +
-                   std::to_string(loaded->shared_bytes) + " bytes of LDS");
+    auto loaded = launcher_->load(k, args);
+    runtime::KernelParams params(args, "hip");
+    hip_.check(hip_.hipModuleLaunchKernel(static_cast<hipFunction_t>(loaded->function), grid.x, grid.y, grid.z,
+                                          unsigned(loaded->threads), 1, 1, unsigned(loaded->shared_bytes), stream_,
+                                          params.data(), nullptr),
+               "hipModuleLaunchKernel", runtime::describe_launch(k, grid.x, grid.y, grid.z, *loaded, "LDS"));
   }
 
   void synchronize() override {
@@ -292,94 +275,29 @@ class HipDevice final : public detail::DeviceImpl {
     return double(ms);
   }
 
-  CompileStats compile_stats() const override {
-    std::lock_guard lock(stats_mutex_);
-    return stats_;
-  }
+  CompileStats compile_stats() const override { return launcher_->stats(); }
 
  private:
-  std::shared_ptr<const LoadedKernel> load(const detail::KernelImpl& k, const codegen::Specialization& spec,
-                                           const runtime::CacheKey& key) {
-    auto& cache = runtime::KernelCache::global();
-    for (int attempt = 0;; ++attempt) {
-      bool compiled = false;
-      runtime::CachedBinary e = runtime::get_or_compile_binary(
-          cache, "hip", key,
-          [&] {
-            auto t0 = Clock::now();
-            // The lld link into a code object happens inside compile.
-            codegen::CompiledKernel ck = codegen::compile(k, spec, target_);
-            double codegen_ms = ms_since(t0);
-            std::lock_guard lock(stats_mutex_);
-            ++stats_.compiles;
-            stats_.codegen_ms += codegen_ms;
-            return runtime::CachedBinary{ck.entry, ck.threads, ck.shared_bytes, ck.binary};
-          },
-          &compiled);
-      if (e.shared_bytes > kMaxSharedBytes)
-        throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) + " bytes of LDS; " +
-                    gpu_name_ + " allows at most " + std::to_string(kMaxSharedBytes));
-      auto t0 = Clock::now();
-      auto out = std::make_shared<LoadedKernel>();
-      out->threads = e.threads;
-      out->shared_bytes = e.shared_bytes;
-      hipError_t r = hip_.hipModuleLoadData(&out->module, e.binary.data());
-      // A cached code object that passed the cache's checks but that this
-      // runtime refuses: recompile once rather than fail in every process.
-      if (r != hipSuccess && !compiled && attempt == 0) {
-        cache.evict(key);
-        continue;
-      }
-      hip_.check(r, "hipModuleLoadData",
-                 "kernel '" + k.name + "' for " + target_ + " on " + gpu_name_ + " (" + arch_ + ")");
-      hip_.check(hip_.hipModuleGetFunction(&out->function, out->module, e.entry.c_str()), "hipModuleGetFunction",
-                 "entry '" + e.entry + "'");
-      double load_ms = ms_since(t0);
-      std::lock_guard lock(stats_mutex_);
-      if (!compiled) ++stats_.cache_hits;
-      ++stats_.modules_loaded;
-      stats_.load_ms += load_ms;
-      return out;
-    }
-  }
-
-  // One launch argument into `slot`, at the width of its parameter type.
-  static void marshal(const detail::LaunchArg& a, uint8_t* slot) {
-    std::memset(slot, 0, 8);
-    const DType t = a.type.dtype;
-    if (a.type.is_ptr) {
-      std::memcpy(slot, &a.address, 8);
-    } else if (is_int(t)) {
-      uint64_t v = uint64_t(a.i);  // little-endian: the low bytes
-      std::memcpy(slot, &v, size_t(byte_size(t)));
-    } else if (t == DType::f64) {
-      std::memcpy(slot, &a.f, 8);
-    } else if (t == DType::f32) {
-      float v = float(a.f);
-      std::memcpy(slot, &v, 4);
-    } else if (t == DType::f16) {
-      uint16_t bits = f16(float(a.f)).bits;
-      std::memcpy(slot, &bits, 2);
-    } else if (t == DType::bf16) {
-      uint16_t bits = bf16(float(a.f)).bits;
-      std::memcpy(slot, &bits, 2);
-    } else if (t == DType::f8e4m3) {
-      slot[0] = f8e4m3(float(a.f)).bits;
-    } else if (t == DType::f8e5m2) {
-      slot[0] = f8e5m2(float(a.f)).bits;
-    } else {
-      throw Error("hip device: cannot pass a parameter of type " + a.type.str());
-    }
+  // The launcher's load: the code object into a module, and its entry.
+  // nullptr when the runtime refuses the code object and `may_refuse`.
+  hipFunction_t load(const detail::KernelImpl& k, const runtime::CachedBinary& e, bool may_refuse) const {
+    hipModule_t module = nullptr;
+    hipError_t r = hip_.hipModuleLoadData(&module, e.binary.data());
+    if (r != hipSuccess && may_refuse) return nullptr;
+    hip_.check(r, "hipModuleLoadData",
+               "kernel '" + k.name + "' for " + target_ + " on " + gpu_name_ + " (" + arch_ + ")");
+    hipFunction_t function = nullptr;
+    hip_.check(hip_.hipModuleGetFunction(&function, module, e.entry.c_str()), "hipModuleGetFunction",
+               "entry '" + e.entry + "'");
+    return function;
   }
 
   const HipRuntime& hip_;
   hipStream_t stream_ = nullptr;
   hipEvent_t timing_start_ = nullptr, timing_end_ = nullptr;
   std::string gpu_name_, arch_, target_;
-  runtime::OnceMap<runtime::CacheKey, LoadedKernel> loaded_;
   std::mutex timing_mutex_;
-  mutable std::mutex stats_mutex_;
-  CompileStats stats_;
+  std::optional<runtime::Launcher> launcher_;  // made last in the constructor, from what it found
 };
 
 }  // namespace

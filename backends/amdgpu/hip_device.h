@@ -3,8 +3,8 @@
 // points we call (no HIP headers, no link against ROCm), so it builds and
 // reports itself unavailable anywhere without ROCm. Kernels are compiled by
 // codegen::compile to a code object (gfx90a, gfx942, gfx1100), kept in the
-// kernel cache, loaded with hipModuleLoadData and launched with
-// hipModuleLaunchKernel.
+// kernel cache (through the launch path of runtime/launcher.h), loaded with
+// hipModuleLoadData and launched with hipModuleLaunchKernel.
 #pragma once
 
 #include <functional>

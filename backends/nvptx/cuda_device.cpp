@@ -1,25 +1,21 @@
 // The "cuda" device (see cuda_device.h): memory, launches and event timing
-// on GPU 0, and the path from a traced kernel to a loaded CUfunction:
+// on GPU 0, and what the shared launch path (runtime/launcher.h) asks of the
+// CUDA driver:
 //
-//   launch args --int_arg_facts/pointer_arg_facts--> Specialization
-//   (Tile IR digest, options, specialization, target, version) --> CacheKey
-//   in-memory CUfunction map  --miss-->  kernel cache (memory, then disk cubin)
-//   --miss--> codegen::compile (PTX) --driver JIT linker--> cubin --> disk
-//   cubin --cuModuleLoadDataEx--> CUmodule --> CUfunction
+//   PTX --driver JIT linker--> cubin (link)
+//   cubin --cuModuleLoadDataEx--> CUmodule --> CUfunction (load)
 //
-// Compile timings (codegen, PTX -> cubin, module load; tracing is not
-// included) accumulate in CompileStats, read through Device::compile_stats().
+// Specialization, cache keys, the kernel cache, the compile and its
+// statistics are the launcher's.
 #include "nvptx/cuda_device.h"
 
 #include <algorithm>
-#include <array>
-#include <chrono>
-#include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "codegen/compile.h"
 #include "nvptx/cuda_driver.h"
-#include "runtime/kernel_cache.h"
+#include "runtime/launcher.h"
 
 namespace tl::nvptx {
 
@@ -57,22 +53,6 @@ std::string cuda_target_for(int major, int minor, const std::function<bool(const
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// One kernel, specialized and loaded into the context.
-struct LoadedKernel {
-  CUmodule module = nullptr;
-  CUfunction function = nullptr;
-  std::string entry;
-  int threads = 0;
-  int shared_bytes = 0;
-};
-
-// ---------------------------------------------------------------------------
-
 class CudaDevice final : public detail::DeviceImpl {
  public:
   CudaDevice() : driver_(CudaDriver::get()) {
@@ -98,6 +78,16 @@ class CudaDevice final : public detail::DeviceImpl {
     d.check(d.cuStreamCreate(&stream_, CU_STREAM_DEFAULT), "cuStreamCreate");
     d.check(d.cuEventCreate(&timing_start_, CU_EVENT_DEFAULT), "cuEventCreate");
     d.check(d.cuEventCreate(&timing_end_, CU_EVENT_DEFAULT), "cuEventCreate");
+    launcher_.emplace(runtime::GpuDriver{
+        .device = "cuda",
+        .target = target_,
+        .gpu_name = gpu_name_,
+        .max_shared_bytes = max_shared_optin_,
+        .shared_memory = "shared memory per block",
+        .link = [this](const detail::KernelImpl& k, const codegen::CompiledKernel& ck) { return link(k, ck); },
+        .load = [this](const detail::KernelImpl& k, const runtime::CachedBinary& e,
+                       bool may_refuse) -> void* { return load(k, e, may_refuse); },
+    });
   }
   // The primary context, stream, events and modules live until process exit:
   // the device is a process-wide singleton, and releasing the context while
@@ -137,38 +127,17 @@ class CudaDevice final : public detail::DeviceImpl {
 
   void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args) override {
     make_current();
-    // Specialize on the actual arguments, as Triton does.
-    codegen::Specialization spec;
-    spec.args.reserve(args.size());
-    for (const auto& a : args) {
-      if (a.type.is_ptr)
-        spec.args.push_back(codegen::pointer_arg_facts(a.address));
-      else if (is_int(a.type.dtype))
-        spec.args.push_back(codegen::int_arg_facts(a.i));
-      else
-        spec.args.push_back(transforms::ArgFacts{});
-    }
-    runtime::CacheKey key = runtime::kernel_cache_key(k, spec.key(), target_);
-    auto loaded = loaded_.get_or_create(key, [&] { return load(k, spec, key); });
-
-    // Each parameter in an 8-byte slot at its own width; the driver copies
-    // as many bytes as the kernel's parameter declares.
-    std::vector<std::array<uint8_t, 8>> slots(args.size());
-    std::vector<void*> params(args.size());
-    for (size_t j = 0; j < args.size(); ++j) {
-      marshal(args[j], slots[j].data());
-      params[j] = slots[j].data();
-    }
+    auto loaded = launcher_->load(k, args);
+    runtime::KernelParams params(args, "cuda");
     // A program is a cluster of num_ctas CTAs along x (the kernel declares
     // its cluster size, so a plain launch forms the clusters).
     uint64_t ctas_x = uint64_t(grid.x) * uint64_t(std::max(1, k.options.num_ctas));
     if (ctas_x > 0x7fffffffu) throw Error("kernel '" + k.name + "': grid.x times num_ctas exceeds 2^31 - 1");
-    CUresult r = driver_.cuLaunchKernel(loaded->function, unsigned(ctas_x), grid.y, grid.z, unsigned(loaded->threads),
-                                        1, 1, unsigned(loaded->shared_bytes), stream_, params.data(), nullptr);
+    CUresult r = driver_.cuLaunchKernel(static_cast<CUfunction>(loaded->function), unsigned(ctas_x), grid.y, grid.z,
+                                        unsigned(loaded->threads), 1, 1, unsigned(loaded->shared_bytes), stream_,
+                                        params.data(), nullptr);
     driver_.check(r, "cuLaunchKernel",
-                  "kernel '" + k.name + "', grid (" + std::to_string(ctas_x) + ", " + std::to_string(grid.y) +
-                      ", " + std::to_string(grid.z) + "), " + std::to_string(loaded->threads) + " threads, " +
-                      std::to_string(loaded->shared_bytes) + " bytes of shared memory");
+                  runtime::describe_launch(k, ctas_x, grid.y, grid.z, *loaded, "shared memory"));
   }
 
   void synchronize() override {
@@ -190,117 +159,43 @@ class CudaDevice final : public detail::DeviceImpl {
     return double(ms);
   }
 
-  CompileStats compile_stats() const override {
-    std::lock_guard lock(stats_mutex_);
-    return stats_;
-  }
+  CompileStats compile_stats() const override { return launcher_->stats(); }
 
  private:
   // The driver's current context is per thread; user threads may call us.
   void make_current() const { driver_.check(driver_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
 
-  std::shared_ptr<const LoadedKernel> load(const detail::KernelImpl& k, const codegen::Specialization& spec,
-                                           const runtime::CacheKey& key) {
-    auto& cache = runtime::KernelCache::global();
-    for (int attempt = 0;; ++attempt) {
-      bool compiled = false;
-      runtime::CachedBinary e = runtime::get_or_compile_binary(
-          cache, "cuda", key, [&] { return compile(k, spec); }, &compiled);
-      if (e.shared_bytes > max_shared_optin_)
-        throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) +
-                    " bytes of shared memory per block; " + gpu_name_ + " allows at most " +
-                    std::to_string(max_shared_optin_));
-
-      auto t0 = Clock::now();
-      auto out = std::make_shared<LoadedKernel>();
-      out->entry = e.entry;
-      out->threads = e.threads;
-      out->shared_bytes = e.shared_bytes;
-      auto log = std::make_unique<JitLog>();
-      CUresult r =
-          driver_.cuModuleLoadDataEx(&out->module, e.binary.data(), JitLog::count, log->options, log->values);
-      // A cached cubin that passed the cache's checks but that this driver
-      // refuses (written by another driver, or damaged inside): recompile
-      // once rather than fail in every process.
-      if (r != CUDA_SUCCESS && !compiled && attempt == 0) {
-        cache.evict(key);
-        continue;
-      }
-      driver_.check(r, "cuModuleLoadDataEx",
-                    "kernel '" + k.name + "' for " + target_ +
-                        (log->text().empty() ? std::string() : ":\n" + log->text()));
-      driver_.check(driver_.cuModuleGetFunction(&out->function, out->module, e.entry.c_str()),
-                    "cuModuleGetFunction", "entry '" + e.entry + "'");
-      // Above 48 KiB, dynamic shared memory must be opted into per function.
-      if (e.shared_bytes > 48 * 1024)
-        driver_.check(driver_.cuFuncSetAttribute(out->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                 e.shared_bytes),
-                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                      std::to_string(e.shared_bytes) + " bytes for kernel '" + k.name + "'");
-      double load_ms = ms_since(t0);
-      std::lock_guard lock(stats_mutex_);
-      if (!compiled) ++stats_.cache_hits;
-      ++stats_.modules_loaded;
-      stats_.load_ms += load_ms;
-      return out;
-    }
+  // The launcher's load: the cubin into a module of the context, and its
+  // entry. nullptr when the driver refuses the cubin and `may_refuse`.
+  CUfunction load(const detail::KernelImpl& k, const runtime::CachedBinary& e, bool may_refuse) const {
+    CUmodule module = nullptr;
+    auto log = std::make_unique<JitLog>();
+    CUresult r = driver_.cuModuleLoadDataEx(&module, e.binary.data(), JitLog::count, log->options, log->values);
+    if (r != CUDA_SUCCESS && may_refuse) return nullptr;
+    driver_.check(r, "cuModuleLoadDataEx",
+                  "kernel '" + k.name + "' for " + target_ +
+                      (log->text().empty() ? std::string() : ":\n" + log->text()));
+    CUfunction function = nullptr;
+    driver_.check(driver_.cuModuleGetFunction(&function, module, e.entry.c_str()), "cuModuleGetFunction",
+                  "entry '" + e.entry + "'");
+    // Above 48 KiB, dynamic shared memory must be opted into per function.
+    if (e.shared_bytes > 48 * 1024)
+      driver_.check(driver_.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               e.shared_bytes),
+                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                    std::to_string(e.shared_bytes) + " bytes for kernel '" + k.name + "'");
+    return function;
   }
 
-  // Tile IR -> PTX -> cubin, with what a launch needs besides the binary.
-  runtime::CachedBinary compile(const detail::KernelImpl& k, const codegen::Specialization& spec) {
-    auto t0 = Clock::now();
-    codegen::CompiledKernel ck = codegen::compile(k, spec, target_);
-    double codegen_ms = ms_since(t0);
-    auto t1 = Clock::now();
-    runtime::CachedBinary e;
-    e.entry = ck.entry;
-    e.threads = ck.threads;
-    e.shared_bytes = ck.shared_bytes;
+  // The launcher's link: PTX -> cubin by the driver's JIT linker.
+  runtime::Bytes link(const detail::KernelImpl& k, const codegen::CompiledKernel& ck) const {
     try {
-      e.binary = link_ptx_to_cubin(driver_, ck.assembly, k.name);
+      return link_ptx_to_cubin(driver_, ck.assembly, k.name);
     } catch (const Error& err) {
       if (!cuda_target_is_fallback(cc_major_, cc_minor_)) throw;
       throw Error(std::string(err.what()) + "\n(" + gpu_name_ + " has compute capability " +
                   std::to_string(cc_major_) + "." + std::to_string(cc_minor_) +
                   ", newer than any target this build knows; the kernel was compiled for " + target_ + ")");
-    }
-    double link_ms = ms_since(t1);
-    std::lock_guard lock(stats_mutex_);
-    ++stats_.compiles;
-    stats_.codegen_ms += codegen_ms;
-    stats_.link_ms += link_ms;
-    return e;
-  }
-
-  // One launch argument into `slot`, at the width of its parameter type.
-  static void marshal(const detail::LaunchArg& a, uint8_t* slot) {
-    std::memset(slot, 0, 8);
-    const DType t = a.type.dtype;
-    if (a.type.is_ptr) {
-      CUdeviceptr p = a.address;
-      std::memcpy(slot, &p, sizeof(p));
-    } else if (is_int(t)) {
-      // Little-endian: the low byte_size(t) bytes of the value (i1 is a byte).
-      uint64_t v = uint64_t(a.i);
-      std::memcpy(slot, &v, size_t(byte_size(t)));
-    } else if (t == DType::f64) {
-      double v = a.f;
-      std::memcpy(slot, &v, sizeof(v));
-    } else if (t == DType::f32) {
-      float v = float(a.f);
-      std::memcpy(slot, &v, sizeof(v));
-    } else if (t == DType::f16) {
-      uint16_t bits = f16(float(a.f)).bits;
-      std::memcpy(slot, &bits, 2);
-    } else if (t == DType::bf16) {
-      uint16_t bits = bf16(float(a.f)).bits;
-      std::memcpy(slot, &bits, 2);
-    } else if (t == DType::f8e4m3) {
-      slot[0] = f8e4m3(float(a.f)).bits;
-    } else if (t == DType::f8e5m2) {
-      slot[0] = f8e5m2(float(a.f)).bits;
-    } else {
-      throw Error("cuda device: cannot pass a parameter of type " + a.type.str());
     }
   }
 
@@ -312,10 +207,8 @@ class CudaDevice final : public detail::DeviceImpl {
   std::string gpu_name_, target_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;
 
-  runtime::OnceMap<runtime::CacheKey, LoadedKernel> loaded_;
   std::mutex timing_mutex_;
-  mutable std::mutex stats_mutex_;
-  CompileStats stats_;
+  std::optional<runtime::Launcher> launcher_;  // made last in the constructor, from what it found
 };
 
 }  // namespace

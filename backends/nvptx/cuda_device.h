@@ -1,7 +1,8 @@
 // The "cuda" device: NVIDIA GPU 0 through the CUDA driver (dlopen, see
 // cuda_driver.h) and its primary context. Kernels are compiled by
 // codegen::compile to PTX, linked to a cubin by the driver's JIT linker,
-// kept in the kernel cache (memory + disk) and launched with cuLaunchKernel.
+// kept in the kernel cache (memory + disk), all through the launch path of
+// runtime/launcher.h, and launched with cuLaunchKernel.
 #pragma once
 
 #include <functional>

@@ -15,6 +15,7 @@
 #include "codegen/compile.h"
 #include "runtime/device.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/launcher.h"
 
 namespace tl {
 
@@ -40,9 +41,7 @@ class InspectDevice final : public detail::DeviceImpl {
   void synchronize() override {}
 
   void launch(const detail::KernelImpl& k, Grid, const std::vector<detail::LaunchArg>& args) override {
-    codegen::Specialization spec;
-    for (const auto& a : args)
-      spec.args.push_back(a.type.is_ptr ? codegen::pointer_arg_facts(a.address) : codegen::int_arg_facts(a.i));
+    codegen::Specialization spec = runtime::specialize(args);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!printed_.insert(runtime::kernel_cache_key(k, spec.key(), target_)).second) return;

@@ -30,6 +30,7 @@
 #include "runtime/device.h"
 #include "runtime/kernel.h"
 #include "runtime/kernel_cache.h"
+#include "temp_dir.h"
 #include "tiledsl/tiledsl.h"
 
 using tl::runtime::Bytes;
@@ -41,20 +42,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string sha_hex(std::string_view s) { return Sha256::hex(Sha256::of(s.data(), s.size())); }
-
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tiledsl-cache-test-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 Bytes bytes_of(std::string_view s) { return Bytes(s.begin(), s.end()); }
 

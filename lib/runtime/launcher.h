@@ -1,0 +1,120 @@
+// The launch path every GPU device shares, from a launch's arguments to a
+// kernel loaded by the driver:
+//
+//   launch args --specialize--> Specialization
+//   (Tile IR digest, options, specialization, target, version) --> CacheKey
+//   loaded-kernel map --miss--> kernel cache (memory, then disk)
+//   --miss--> codegen::compile --the driver's link, if any--> binary --> cache
+//   binary --the driver's load--> function handle
+//
+// with the counters and timings of CompileStats (codegen, link, load;
+// tracing is not included). One piece, so that the devices cannot drift
+// apart in their cache keys, statistics or recovery from a cached binary
+// the driver refuses. What only a driver knows (how a binary is linked and
+// loaded, the launch call itself) stays in backends/, behind GpuDriver, so
+// that nothing here needs a vendor header.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/compile.h"
+#include "runtime/device.h"
+#include "runtime/kernel_cache.h"
+
+namespace tl::runtime {
+
+// The facts of the launch arguments that the compiled code may rely on, as
+// Triton specializes: a pointer's alignment, an integer's divisibility by 16
+// or equality to 1; none for a float.
+codegen::Specialization specialize(const std::vector<detail::LaunchArg>& args);
+
+// What a launcher asks of the GPU and driver it compiles for.
+struct GpuDriver {
+  std::string device;         // the name its cache entries carry: "cuda", "hip"
+  std::string target;         // what codegen::compile compiles for: "sm_90a", "gfx942"
+  std::string gpu_name;       // the GPU's name, for messages
+  int max_shared_bytes = 0;   // dynamic shared memory a block may use
+  std::string shared_memory;  // what messages call it: "shared memory per block", "LDS"
+  // The binary the driver loads, made from a compile's assembly (PTX ->
+  // cubin); timed as CompileStats::link_ms. Empty when codegen::compile
+  // makes the binary itself (an AMD code object).
+  std::function<Bytes(const detail::KernelImpl&, const codegen::CompiledKernel&)> link;
+  // Loads `e.binary` and finds `e.entry` in it: the driver's function
+  // handle. When the driver refuses the binary itself and `may_refuse` is
+  // set, returns nullptr (the launcher then evicts the cached binary and
+  // compiles it again); every other failure throws tl::Error in the
+  // driver's words.
+  std::function<void*(const detail::KernelImpl&, const CachedBinary& e, bool may_refuse)> load;
+};
+
+// A kernel loaded by a driver: what its launch call needs.
+struct LoadedKernel {
+  void* function = nullptr;  // the driver's function handle (a CUfunction, a hipFunction_t)
+  int threads = 0;           // block size
+  int shared_bytes = 0;      // dynamic shared memory per block
+};
+
+// One device's launch path (see the top of this file). Thread-safe: a key is
+// loaded at most once per launcher, and concurrent launches of a key that
+// is being loaded wait for it.
+class Launcher {
+ public:
+  // `cache`: where compiled binaries are kept (a test's own cache, say).
+  explicit Launcher(GpuDriver driver, KernelCache& cache = KernelCache::global());
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  // `k` specialized for `args`, loaded: from this launcher's map, else from
+  // the kernel cache, else compiled (and cached). Throws tl::Error when the
+  // kernel needs more shared memory than the GPU has, and whatever the
+  // compile or the driver throws.
+  std::shared_ptr<const LoadedKernel> load(const detail::KernelImpl& k, const std::vector<detail::LaunchArg>& args);
+
+  // The counters and timings since the launcher was made.
+  CompileStats stats() const;
+
+ private:
+  std::shared_ptr<const LoadedKernel> load_binary(const detail::KernelImpl& k, const codegen::Specialization& spec,
+                                                  const CacheKey& key);
+  CachedBinary compile(const detail::KernelImpl& k, const codegen::Specialization& spec);
+
+  const GpuDriver driver_;
+  KernelCache& cache_;
+  OnceMap<CacheKey, LoadedKernel> loaded_;
+  mutable std::mutex stats_mutex_;
+  CompileStats stats_;
+};
+
+// The launch arguments as a driver's kernel-parameter array (the `void**`
+// of cuLaunchKernel and hipModuleLaunchKernel): each in an 8-byte slot at
+// its parameter's own width, of which the driver copies as many bytes as
+// the kernel declares. `device` names the device in the error for a type
+// that cannot be passed.
+class KernelParams {
+ public:
+  KernelParams(const std::vector<detail::LaunchArg>& args, std::string_view device);
+  // The slots point into this object, which therefore stays where it is.
+  KernelParams(const KernelParams&) = delete;
+  KernelParams& operator=(const KernelParams&) = delete;
+
+  void** data() { return pointers_.data(); }
+
+ private:
+  std::vector<std::array<uint8_t, 8>> slots_;
+  std::vector<void*> pointers_;
+};
+
+// A launch, for the message of a driver's launch error: "kernel 'k', grid
+// (x, y, z), 128 threads, 4096 bytes of shared memory" (`shared_memory`
+// names the last).
+std::string describe_launch(const detail::KernelImpl& k, uint64_t grid_x, uint32_t grid_y, uint32_t grid_z,
+                            const LoadedKernel& loaded, std::string_view shared_memory);
+
+}  // namespace tl::runtime
