@@ -205,6 +205,21 @@ void wgmma_fence(llvm::IRBuilder<>& b) { asm_statement(b, "wgmma.fence.sync.alig
 void wgmma_commit(llvm::IRBuilder<>& b) { asm_statement(b, "wgmma.commit_group.sync.aligned;"); }
 void fence_proxy_async(llvm::IRBuilder<>& b) { asm_statement(b, "fence.proxy.async.shared::cta;"); }
 
+// The panels of 32, 64 or 128-byte rows are wgmma's 32B/64B/128B-swizzled
+// canonical layout: 8-row groups of one panel are 8 rows apart (the stride
+// offset), panels a panel apart (the leading offset, used when the operand
+// is stored M/N-major; K-major swizzled tiles ignore it, encoded as 1).
+// Bits: start address >> 4 at 0 (14 bits), leading offset >> 4 at 16,
+// stride offset >> 4 at 32, swizzle mode at 62 (1: 128B, 2: 64B, 3: 32B).
+llvm::Value* wgmma_descriptor(llvm::IRBuilder<>& b, llvm::Value* addr, int64_t row_bytes, int64_t panel_bytes,
+                              bool k_major) {
+  int64_t lead = k_major ? 16 : panel_bytes, stride = 8 * row_bytes;
+  uint64_t mode = row_bytes == 128 ? 1 : row_bytes == 64 ? 2 : 3;
+  uint64_t fixed = (uint64_t(lead >> 4) << 16) | (uint64_t(stride >> 4) << 32) | (mode << 62);
+  llvm::Value* start = b.CreateZExt(b.CreateAnd(b.CreateLShr(addr, b.getInt32(4)), b.getInt32(0x3FFF)), b.getInt64Ty());
+  return b.CreateOr(start, b.getInt64(fixed));
+}
+
 std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc) {
   std::string cons;
   for (size_t i = 0; i < acc.size(); ++i) cons += i ? ",=f" : "=f";

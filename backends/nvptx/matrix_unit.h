@@ -35,6 +35,10 @@ void wgmma_fence(llvm::IRBuilder<>& b);
 void wgmma_commit(llvm::IRBuilder<>& b);
 std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc);
 void fence_proxy_async(llvm::IRBuilder<>& b);
+// The shared-memory matrix descriptor (i64) of a wgmma operand at `addr`
+// (shared, i32) in swizzled panels `row_bytes` wide, `panel_bytes` apart.
+llvm::Value* wgmma_descriptor(llvm::IRBuilder<>& b, llvm::Value* addr, int64_t row_bytes, int64_t panel_bytes,
+                              bool k_major);
 
 // ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16.
 std::vector<llvm::Value*> ldmatrix(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count, bool trans);

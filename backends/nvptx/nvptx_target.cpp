@@ -381,6 +381,10 @@ class NvptxTarget final : public Target {
                                              int num_warps) const override {
     return nvptx::wgmma_instr(in, M, N, K, num_warps, arch_);
   }
+  llvm::Value* warpgroup_operand(llvm::IRBuilder<>& b, llvm::Value* addr, int64_t row_bytes, int64_t panel_bytes,
+                                 bool k_major) const override {
+    return nvptx::wgmma_descriptor(b, addr, row_bytes, panel_bytes, k_major);
+  }
   std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, llvm::Value* a_desc,
                                                llvm::Value* b_desc, bool trans_a, bool trans_b,
                                                const std::vector<llvm::Value*>& c) const override {

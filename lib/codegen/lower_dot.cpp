@@ -123,14 +123,10 @@ bool Lowerer::k_major(const SmemTile& t, int i) {
   return view_contig == (i == 0 ? 1 : 0);
 }
 
-// The shared-memory descriptor of the part of operand `i` a warpgroup
-// instruction reads: rows from `mn0` along M (A) or N (B), K from `k0`.
-// The stored tile is panels of 32, 64 or 128-byte rows (SmemTile), which
-// is the 32B/64B/128B-swizzled canonical layout: 8-row groups of one
-// panel are 8 rows apart (the stride offset), panels a panel apart (the
-// leading offset, used when the operand is stored M/N-major). Bits: start
-// address >> 4 at 0, leading offset >> 4 at 16, stride offset >> 4 at 32,
-// swizzle mode at 62 (1: 128B, 2: 64B, 3: 32B).
+// Operand `i` of a warpgroup instruction, as the target describes it
+// (warpgroup_operand): the part it reads, rows from `mn0` along M (A) or
+// N (B) and K from `k0`, of a stored tile of swizzled panels (SmemTile)
+// `row_bytes` wide and `rows` high.
 llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int k0) {
   int64_t panel = t.panel_elems(), row_bytes = panel * t.elem_bytes;
   int64_t rows = t.shape[1 - t.contiguous];  // stored rows (a panel's height)
@@ -147,13 +143,7 @@ llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* 
                           b_.getInt32(int32_t(k0 * row_bytes)));
   }
   llvm::Value* addr = b_.CreateAdd(b_.CreatePtrToInt(t.base, b_.getInt32Ty()), offset);
-  // K-major swizzled tiles ignore the leading offset (encoded as 1).
-  int64_t lead = k_major(t, i) ? 16 : rows * row_bytes, stride = 8 * row_bytes;
-  uint64_t mode = row_bytes == 128 ? 1 : row_bytes == 64 ? 2 : 3;
-  uint64_t fixed = (uint64_t(lead >> 4) << 16) | (uint64_t(stride >> 4) << 32) | (mode << 62);
-  llvm::Value* start = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(addr, b_.getInt32(4)), b_.getInt32(0x3FFF)),
-                                     b_.getInt64Ty());
-  return b_.CreateOr(start, b_.getInt64(fixed));
+  return t_.warpgroup_operand(b_, addr, row_bytes, rows * row_bytes, k_major(t, i));
 }
 
 // Where operand `i` of a matrix-unit dot can be read with matrix loads:

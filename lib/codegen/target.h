@@ -108,8 +108,17 @@ class Target : public TargetInfo {
     throw Error("internal: target " + name() + " has no matrix instructions");
   }
 
+  // What a warpgroup instruction takes for an operand in shared memory:
+  // its first element at `addr` (a shared address, i32) in a tile of
+  // swizzled panels `row_bytes` wide (32, 64 or 128 bytes, SmemTile in
+  // lowerer.h), `panel_bytes` apart; `k_major`: K runs along the panels'
+  // rows.
+  virtual llvm::Value* warpgroup_operand(llvm::IRBuilder<>& b, llvm::Value* addr, int64_t row_bytes,
+                                         int64_t panel_bytes, bool k_major) const {
+    throw Error("internal: target " + name() + " has no warpgroup instructions");
+  }
   // Issues a warpgroup instruction: c + A x B with A and B described by shared-memory
-  // descriptors (i64, see lower_dot.cpp); `trans_a` / `trans_b`: the
+  // descriptors (warpgroup_operand); `trans_a` / `trans_b`: the
   // operand is stored M- / N-major instead of K-major. The result is only
   // valid after warpgroup_wait, which takes and returns the accumulators.
   virtual std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
