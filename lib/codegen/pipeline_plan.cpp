@@ -74,7 +74,7 @@ class Planner {
     note_users(body_);
   }
 
-  std::optional<PipelinePlan> run();
+  std::optional<PipelinePlan> run(std::vector<PipelinePlan::Left>* left);
   std::optional<PipelinePlan> scheduled();
 
  private:
@@ -123,7 +123,7 @@ class Planner {
   std::unordered_map<const ir::Value*, bool> invariant_memo_;
   std::set<const Op*> need_;  // the lead slice
   std::set<size_t> args_;     // carried values it reads
-  std::vector<PipelinePlan::Left> over_budget_;
+  std::vector<PipelinePlan::Left> over_budget_;  // register loads whose buffers did not fit
 };
 
 // Whether every use of `ld` is a dot operand read with matrix loads
@@ -221,11 +221,11 @@ bool Planner::prefetch_fits(const PipelinePlan& p) const {
   return 4 * regs <= 3 * int64_t(target_.thread_registers);
 }
 
-std::optional<PipelinePlan> Planner::run() {
+std::optional<PipelinePlan> Planner::run(std::vector<PipelinePlan::Left>* left) {
   int stages = int(loop_.attr_int_or("num_stages", plan_.num_stages));
   if (stages < 2) return std::nullopt;
   auto p = build(stages, candidates(stages), nullptr);
-  if (p) p->over_budget = over_budget_;
+  if (left) *left = over_budget_;
   return p;
 }
 
@@ -337,8 +337,8 @@ std::optional<PipelinePlan> Planner::build(int stages, const std::vector<Candida
 }  // namespace
 
 std::optional<PipelinePlan> plan_pipeline(const Op& loop, const LayoutPlan& plan, const transforms::AxisAnalysis& axis,
-                                          const PipelineTarget& target) {
-  return Planner(loop, plan, axis, target).run();
+                                          const PipelineTarget& target, std::vector<PipelinePlan::Left>* left) {
+  return Planner(loop, plan, axis, target).run(left);
 }
 
 std::optional<PipelinePlan> scheduled_pipeline(const Op& loop, const LayoutPlan& plan,

@@ -71,11 +71,10 @@ struct PipelinePlan {
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order
   std::vector<size_t> lead_args;        // carried values (index k of args[k + 1]) those ops read
   std::set<const ir::Op*> skip;         // loads read by dots, their trans and conversions: never in registers
-  struct Left {                         // a register load left in place: its buffers would not fit
+  struct Left {  // a load left in place: its buffers would not fit beside the body's scratch
     const ir::Op* load;
     int64_t bytes, room;
   };
-  std::vector<Left> over_budget;
 
   int slots() const { return early_refill ? stages - 1 : stages; }
 };
@@ -89,9 +88,11 @@ struct PipelineTarget {
 
 // The plan for `loop` (a For op), or nullopt when nothing qualifies or its
 // depth (the loop's num_stages, else the kernel's) is below 2. Call only
-// for targets with asynchronous copies.
+// for targets with asynchronous copies. `left` (if given) receives the
+// loads read into registers that the shared-memory budget left in place.
 std::optional<PipelinePlan> plan_pipeline(const ir::Op& loop, const LayoutPlan& plan,
-                                          const transforms::AxisAnalysis& axis, const PipelineTarget& target);
+                                          const transforms::AxisAnalysis& axis, const PipelineTarget& target,
+                                          std::vector<PipelinePlan::Left>* left = nullptr);
 
 // The plan of a loop that schedule-loops scheduled (its `stages` and its
 // loads' `pipeline` forms, schedule_loops.h), rebuilt and checked: nullopt

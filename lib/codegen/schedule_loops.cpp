@@ -28,6 +28,7 @@ class Scheduler {
   // places them.
   void schedule(bool register_loads) {
     plans_.clear();
+    left_.clear();
     register_loads_ = register_loads;
     walk(fn_.body, start());
   }
@@ -43,6 +44,9 @@ class Scheduler {
   }
 
   const std::map<const Op*, PipelinePlan>& plans() const { return plans_; }
+  // Loads read into registers whose buffers the budget left out (none when
+  // scheduled without such loads: the function says why).
+  const std::vector<PipelinePlan::Left>& left() const { return left_; }
 
  private:
   int64_t start() const { return shared_start(plan_); }
@@ -59,8 +63,10 @@ class Scheduler {
       int64_t inner = base;
       if (o->kind == OpKind::For) {
         int64_t budget = register_loads_ ? t_.shared_bytes - base - kScratchReserve : 0;
-        auto p = plan_pipeline(*o, plan_, axis_, {t_.matrix_loads, budget, t_.thread_registers});
+        std::vector<PipelinePlan::Left> left;
+        auto p = plan_pipeline(*o, plan_, axis_, {t_.matrix_loads, budget, t_.thread_registers}, &left);
         if (p) plans_.emplace(o.get(), std::move(*p));
+        if (register_loads_) left_.insert(left_.end(), left.begin(), left.end());
         inner = past_buffers(*o, base);
       }
       for (const auto& sub : o->regions) walk(*sub, inner);
@@ -91,6 +97,7 @@ class Scheduler {
   const ScheduleTarget& t_;
   bool register_loads_ = true;
   std::map<const Op*, PipelinePlan> plans_;
+  std::vector<PipelinePlan::Left> left_;
 };
 
 const char* form_of(const PipelinePlan& p, size_t li) {
@@ -128,11 +135,11 @@ void schedule_loops(ir::Function& fn, const LayoutPlan& plan, const transforms::
     auto* l = const_cast<Op*>(loop);  // the plans point into `fn`
     l->attrs["stages"] = int64_t(p.stages);
     for (size_t li = 0; li < p.loads.size(); ++li) const_cast<Op*>(p.loads[li])->attrs["pipeline"] = std::string(form_of(p, li));
-    for (const auto& left : p.over_budget)
-      const_cast<Op*>(left.load)->attrs["unpipelined"] =
-          "its buffers would take " + std::to_string(left.bytes) + " bytes of shared memory, " +
-          std::to_string(std::max<int64_t>(left.room, 0)) + " are left beside the body's scratch";
   }
+  for (const auto& left : s.left())
+    const_cast<Op*>(left.load)->attrs["unpipelined"] =
+        "its buffers would take " + std::to_string(left.bytes) + " bytes of shared memory, " +
+        std::to_string(std::max<int64_t>(left.room, 0)) + " are left beside the body's scratch";
 }
 
 }  // namespace tl::codegen
