@@ -74,6 +74,15 @@ bool permutes_registers(const LinearLayout& from, const LinearLayout& to) {
   return true;
 }
 
+std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int axis) {
+  std::vector<int> bits;
+  for (const auto& d : l.in_dims())
+    if (d.name == in)
+      for (size_t bit = 0; bit < d.bases.size(); ++bit)
+        if (d.bases[bit][size_t(axis)] != 0) bits.push_back(int(bit));
+  return bits;
+}
+
 bool crosses_ctas(const LinearLayout& from, const LinearLayout& to) {
   if (from.in_bits(kBlock) == 0 && to.in_bits(kBlock) == 0) return false;
   const auto& fb = from.bases(kBlock);

@@ -98,6 +98,8 @@ LinearLayout reshape_layout(const LinearLayout& operand, const std::vector<int64
 LinearLayout join_layout(const LinearLayout& operand);  // adds a top register bit for the new minor dim
 // A layout in which every thread holds whole lines along `axis` (for scans).
 LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size, int ctas = 1);
+// The bits of input `in` of layout `l` that move along dimension `axis`.
+std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int axis);
 // True if a reduction along `axis` can run on `l` with register combines,
 // lane shuffles and one exchange between warps.
 bool reducible(const LinearLayout& l, int axis);

@@ -271,15 +271,20 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
     return out;
   }
   // Through shared memory: every thread writes what it holds, then reads
-  // what it needs. The leading barrier protects the previous user. Within
-  // a CTA only: each must hold what it needs (its part, or all of it).
-  if (crosses_ctas(from, to))
-    throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
-                "conversion across CTAs), which is not supported yet; use num_ctas = 1");
+  // what it needs. The leading barrier protects the previous user.
+  check_within_ctas(from, to);
   barrier();
   store_row_major(regs, from, shape, ty);
   barrier();
   return load_row_major(to, shape, ty);
+}
+
+// Elements move through shared memory within a CTA only: each must hold
+// what it needs (its part, or all of it).
+void Lowerer::check_within_ctas(const LinearLayout& from, const LinearLayout& to) {
+  if (crosses_ctas(from, to))
+    throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
+                "conversion across CTAs), which is not supported yet; use num_ctas = 1");
 }
 
 // A tile in layout `from` written row-major at the scratch base, each
@@ -315,9 +320,7 @@ void Lowerer::lower_local_load(const Op& op) {
   auto it = buffers_.find(op.operands[0]);
   if (it == buffers_.end()) unsupported(op, "of a buffer no local_alloc with an initial value made is not lowered yet");
   const LinearLayout& to = plan_.of(op.result());
-  if (crosses_ctas(*it->second.from, to))
-    throw Error("num_ctas > 1: this kernel moves tile elements between the CTAs of a cluster (a layout "
-                "conversion across CTAs), which is not supported yet; use num_ctas = 1");
+  check_within_ctas(*it->second.from, to);
   PlacementScope scope(*this);
   scratch_base_ = it->second.at;
   const ir::Value* v = op.result();

@@ -164,16 +164,6 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
   cluster_clean_[cs] = false;
 }
 
-// The bits of input `in` of layout `l` that move along dimension `axis`.
-std::vector<int> Lowerer::bits_along(const LinearLayout& l, const std::string& in, int axis) {
-  std::vector<int> bits;
-  for (const auto& d : l.in_dims())
-    if (d.name == in)
-      for (size_t bit = 0; bit < d.bases.size(); ++bit)
-        if (d.bases[bit][axis] != 0) bits.push_back(int(bit));
-  return bits;
-}
-
 // Applies a combine region to (lhs..., rhs...) scalars.
 std::vector<llvm::Value*> Lowerer::combine(const ir::Region& region, const std::vector<llvm::Value*>& lhs,
                                   const std::vector<llvm::Value*>& rhs) {

@@ -118,7 +118,6 @@ class Lowerer {
   // The same for the two slots into which the other CTAs of a cluster send
   // reduction partials (num_ctas > 1): clean once every thread of this CTA
   // is past its reads of them (a barrier).
-  static std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int axis);
   void rely_on_cluster_clean(int slot);
   void reduce_across_ctas(const Op& op, const LinearLayout& s, const std::vector<int>& block_bits,
                           std::vector<std::vector<llvm::Value*>>& acc, const std::vector<int64_t>& rshape);
@@ -126,6 +125,7 @@ class Lowerer {
   // `bytes` of scratch from the scratch base, for the op being lowered
   // (within its scratch_bound, shared_sizes.h).
   void need_smem(int64_t bytes);
+  void check_within_ctas(const LinearLayout& from, const LinearLayout& to);
   void store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape, llvm::Type* ty);
   Regs load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty);
   void lower_local_alloc(const Op& op);

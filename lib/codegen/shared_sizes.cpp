@@ -15,23 +15,6 @@ namespace {
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
-// Whether any basis of hardware input `in` moves `axis`.
-bool moves_axis(const LinearLayout& l, const std::string& in, int axis) {
-  for (const auto& d : l.in_dims())
-    if (d.name == in)
-      for (const auto& b : d.bases)
-        if (b[size_t(axis)] != 0) return true;
-  return false;
-}
-
-int64_t count_bits_along(const LinearLayout& l, const std::string& in, int axis) {
-  int64_t n = 0;
-  for (const auto& d : l.in_dims())
-    if (d.name == in)
-      for (const auto& b : d.bases) n += b[size_t(axis)] != 0;
-  return n;
-}
-
 // A register-to-register move from `from` to `to` of tile `v` that may go
 // through shared memory (convert in lower_llvm.cpp): the whole tile.
 int64_t conversion_bytes(const ir::Value* v, const LinearLayout& from, const LinearLayout& to) {
@@ -46,7 +29,7 @@ int64_t reduce_bytes(const Op& op, const LayoutPlan& plan) {
   int axis = int(op.attr_int("axis"));
   auto req = required_operand_layout(op, 0, plan);
   const LinearLayout& l = req ? *req : plan.of(op.operands[0]);
-  int64_t groups = int64_t(1) << count_bits_along(l, kWarp, axis);
+  int64_t groups = int64_t(1) << bits_along(l, kWarp, axis).size();
   if (groups == 1) return 0;
   const auto& shape = op.operands[0]->type.shape;
   int64_t slots = 1;
@@ -67,7 +50,7 @@ int64_t scan_bytes(const Op& op, const LayoutPlan& plan) {
   int axis = int(op.attr_int("axis"));
   auto req = required_operand_layout(op, 0, plan);
   const LinearLayout& l = req ? *req : plan.of(op.operands[0]);
-  if (!moves_axis(l, kWarp, axis)) return 0;
+  if (bits_along(l, kWarp, axis).empty()) return 0;
   int64_t total = 0;
   for (const ir::Value* v : op.operands) total = align_up(total + v->type.numel() * shared_elem_bytes(v->type), 16);
   return total;
@@ -105,23 +88,36 @@ bool warpgroup_reads(const Op& loop, const LayoutPlan& plan) {
   return false;
 }
 
+namespace {
+
+// Buffers of warpgroup operands start at 1024-byte boundaries, others at 128.
+int64_t buffer_align(bool wg_reads) { return wg_reads ? 1024 : 128; }
+
+// The bytes load `li`'s buffers take: a slot per stage (one if it is copied
+// once), rounded up to the alignment.
+int64_t buffer_bytes(const PipelinePlan& p, size_t li, const LayoutPlan& plan, int64_t align) {
+  return align_up(buffer_slot_bytes(p.loads[li]->result(), plan) * (p.invariant[li] ? 1 : p.slots()), align);
+}
+
+}  // namespace
+
 PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, bool wg_reads) {
   PipelineBuffers b;
   b.end = base;
   if (p.prefetch_registers) return b;
-  int64_t align = wg_reads ? 1024 : 128;
+  int64_t align = buffer_align(wg_reads);
   for (size_t li = 0; li < p.loads.size(); ++li) {
     b.end = align_up(b.end, align);
     b.at.push_back(b.end);
-    b.end += align_up(buffer_slot_bytes(p.loads[li]->result(), plan) * (p.invariant[li] ? 1 : p.slots()), align);
+    b.end += buffer_bytes(p, li, plan, align);
   }
   return b;
 }
 
 int64_t pipeline_buffers_end(const PipelinePlan& p, const LayoutPlan& plan, const std::vector<int64_t>& at, bool wg_reads) {
-  int64_t align = wg_reads ? 1024 : 128, end = 0;
+  int64_t end = 0;
   for (size_t li = 0; li < p.loads.size() && li < at.size(); ++li)
-    end = std::max(end, at[li] + align_up(buffer_slot_bytes(p.loads[li]->result(), plan) * (p.invariant[li] ? 1 : p.slots()), align));
+    end = std::max(end, at[li] + buffer_bytes(p, li, plan, buffer_align(wg_reads)));
   return end;
 }
 

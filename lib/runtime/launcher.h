@@ -37,14 +37,14 @@ codegen::Specialization specialize(const std::vector<detail::LaunchArg>& args);
 
 // What a launcher asks of the GPU and driver it compiles for.
 struct GpuDriver {
-  std::string device;         // the name its cache entries carry: "cuda", "hip"
-  std::string target;         // what codegen::compile compiles for: "sm_90a", "gfx942"
+  std::string device;         // the name its cache entries carry (the device's name)
+  std::string target;         // what codegen::compile compiles for (a registered target)
   std::string gpu_name;       // the GPU's name, for messages
   int max_shared_bytes = 0;   // dynamic shared memory a block may use
-  std::string shared_memory;  // what messages call it: "shared memory per block", "LDS"
-  // The binary the driver loads, made from a compile's assembly (PTX ->
-  // cubin); timed as CompileStats::link_ms. Empty when codegen::compile
-  // makes the binary itself (an AMD code object).
+  std::string shared_memory;  // what messages call it, in the vendor's words
+  // The binary the driver loads, made from a compile's assembly; timed as
+  // CompileStats::link_ms. Empty when codegen::compile makes the binary
+  // itself.
   std::function<Bytes(const detail::KernelImpl&, const codegen::CompiledKernel&)> link;
   // Loads `e.binary` and finds `e.entry` in it: the driver's function
   // handle. When the driver refuses the binary itself and `may_refuse` is
@@ -56,7 +56,7 @@ struct GpuDriver {
 
 // A kernel loaded by a driver: what its launch call needs.
 struct LoadedKernel {
-  void* function = nullptr;  // the driver's function handle (a CUfunction, a hipFunction_t)
+  void* function = nullptr;  // the driver's function handle
   int threads = 0;           // block size
   int shared_bytes = 0;      // dynamic shared memory per block
 };
@@ -93,7 +93,7 @@ class Launcher {
 };
 
 // The launch arguments as a driver's kernel-parameter array (the `void**`
-// of cuLaunchKernel and hipModuleLaunchKernel): each in an 8-byte slot at
+// a driver's launch call takes): each in an 8-byte slot at
 // its parameter's own width, of which the driver copies as many bytes as
 // the kernel declares. `device` names the device in the error for a type
 // that cannot be passed.
