@@ -32,13 +32,6 @@ class Allocator {
   // Places `loop`'s buffers from `base`; returns where its body's scratch
   // starts.
   int64_t loop(Op& loop, int64_t base) {
-    // Dot operands defined before the loop are staged at its entry
-    // (lower_control.cpp: hoist_dot_operands).
-    for (const auto& o : loop.regions[0]->ops)
-      if (o->kind == OpKind::Dot && !plan_.dots.at(o.get()).on_warpgroups() && scratch_bound(*o, plan_, {}) > 0)
-        for (int i = 0; i < 2; ++i)
-          if (!ir::defined_in(o->operands[i], *loop.regions[0]) && o->operands[i]->type.is_tile())
-            loop.attrs["scratch"] = base;
     auto p = scheduled_pipeline(loop, plan_, axis_, {matrix_loads_});
     if (!p || p->prefetch_registers) return base;
     PipelineBuffers b = place_pipeline_buffers(*p, plan_, base, warpgroup_reads(loop, plan_));

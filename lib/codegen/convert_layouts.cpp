@@ -4,6 +4,8 @@
 // the loop).
 #include "codegen/convert_layouts.h"
 
+#include "codegen/pipeline_plan.h"
+
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
@@ -80,13 +82,15 @@ void note_users(const ir::Region& r, Users& users) {
   }
 }
 
-// A trans whose result only a dot's A or B reads: the dot's lowering
-// stages the pair, through shared memory or the pipeline's buffers.
+// A trans whose result only a dot's A or B reads (or their conversion to
+// its fragments through matrix loads): the dot's lowering stages the pair,
+// through shared memory or the pipeline's buffers.
 bool staged_with_dot(const Op& op, const Users& users) {
   if (op.kind != OpKind::Trans) return false;
   auto it = users.find(op.result());
   return it != users.end() && !it->second.empty() && std::all_of(it->second.begin(), it->second.end(), [&](const Op* u) {
-           return u->kind == OpKind::Dot && u->operands[2] != op.result();
+           return (u->kind == OpKind::Dot && u->operands[2] != op.result()) ||
+                  (u->kind == OpKind::ConvertLayout && u->attr_str_or("move", "") == "matrix_loads");
          });
 }
 
@@ -99,7 +103,8 @@ std::optional<LinearLayout> needed_layout(const Op& op, int i, const LayoutPlan&
 
 class Converter {
  public:
-  Converter(ir::Function& fn, const LayoutPlan& plan) : fn_(fn), plan_(plan) {}
+  Converter(ir::Function& fn, const LayoutPlan& plan, bool matrix_loads)
+      : fn_(fn), plan_(plan), matrix_loads_(matrix_loads) {}
 
   void run() {
     note_users(fn_.body, users_);
@@ -174,6 +179,34 @@ class Converter {
       op.operands[3 + k] = convert(r, it, op.operands[3 + k], plan_.of(arg));
       move_result(r, after, op.result(int(k)), plan_.of(arg));
     }
+    hoist_dot_operands(r, it);
+  }
+
+  // A dot's A or B defined before its loop reaches the dot's fragment
+  // layout once, right before the loop, not in every iteration (warpgroup
+  // dots read both from shared memory instead). Where the target has 8x8
+  // matrix loads and the dot can use them, the move is "matrix_loads": the
+  // tile is written to swizzled shared memory and read back with them.
+  void hoist_dot_operands(ir::Region& r, ir::Region::iterator it) {
+    ir::Region& body = *(*it)->regions[0];
+    for (auto& o : body.ops) {
+      if (o->kind != OpKind::Dot || plan_.dots.at(o.get()).on_warpgroups()) continue;
+      for (int i = 0; i < 2; ++i) {
+        Value* v = o->operands[i];
+        if (ir::defined_in(v, body) || !v->type.is_tile()) continue;
+        const DotLayouts& d = plan_.dots.at(o.get());
+        LinearLayout from = plan_.of(v), need = i == 0 ? d.a : d.b;
+        if (matrix_loads_ && matrix_loadable_dot(*o, plan_) && !is_uniform(v) && !(from == need) &&
+            !same_threads(from, need)) {
+          ir::Builder b(&r, it);
+          b.loc = o->loc;
+          o->operands[i] = b.create1(OpKind::ConvertLayout, {v}, v->type.with_layout(fn_.intern_layout(need)),
+                                     {{"move", std::string("matrix_loads")}});
+        } else {
+          o->operands[i] = convert(r, it, v, need);
+        }
+      }
+    }
   }
 
   // Reductions, scans, joins and splits compute a result in a layout of
@@ -235,12 +268,15 @@ class Converter {
 
   ir::Function& fn_;
   const LayoutPlan& plan_;
+  bool matrix_loads_;
   Users users_;  // of the IR before the pass
 };
 
 }  // namespace
 
-void convert_layouts(ir::Function& fn, const LayoutPlan& plan) { Converter(fn, plan).run(); }
+void convert_layouts(ir::Function& fn, const LayoutPlan& plan, bool matrix_loads) {
+  Converter(fn, plan, matrix_loads).run();
+}
 
 void check_layouts(const ir::Function& fn, const LayoutPlan& plan) {
   auto number = [&](const LinearLayout& l) {

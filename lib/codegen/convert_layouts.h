@@ -28,10 +28,21 @@
 // the value's layout when they are cheap to recompute there, else the
 // value to theirs.
 //
+// A dot's A or B defined before its loop is converted to the dot's
+// fragment layout once, before the loop:
+//
+//   %f = convert_layout %q {move = "matrix_loads"} : tile<128x64xbf16, #l9>
+//
+// "matrix_loads" (targets with 8x8 matrix loads, 16-bit operands of a
+// k = 16 instruction): written to swizzled shared memory, a barrier on
+// each side, and read back with matrix loads; otherwise one of the moves
+// above.
+//
 // Not converted here (the ops' lowering still does it): a dot's A and B
-// operands, and the operand of a trans only they read, which reach their
-// fragment layouts through shared memory or matrix loads (the
-// shared-memory step of docs/gpu-ir-plan.md makes those explicit).
+// operands defined in the loop, and the operand of a trans only they read,
+// which reach their fragment layouts through shared memory or matrix
+// loads (the shared-memory step of docs/gpu-ir-plan.md makes those
+// explicit).
 //
 // After the pass, every tile operand is in its user's layout, which the
 // lowering checks.
@@ -41,7 +52,8 @@
 
 namespace tl::codegen {
 
-void convert_layouts(ir::Function& fn, const LayoutPlan& plan);
+// `matrix_loads`: the target has 8x8 matrix loads.
+void convert_layouts(ir::Function& fn, const LayoutPlan& plan, bool matrix_loads);
 
 // What convert_layouts leaves, checked on GPU IR from elsewhere (read from
 // text, say) before it is lowered: every operand in the layout its op needs

@@ -153,7 +153,7 @@ llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* 
 std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& staged) {
   const ir::Value* v = dot.operands[i];
   if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return it->second;
-  if (hoisted_.count({&dot, i}) || !matrix_loadable(dot) || is_uniform(v)) return std::nullopt;
+  if (!matrix_loadable(dot) || is_uniform(v)) return std::nullopt;
   const DotLayouts& d = plan_.dots.at(&dot);
   const LinearLayout& from = plan_.of(v);
   if (from == (i == 0 ? d.a : d.b) || same_threads(from, i == 0 ? d.a : d.b)) return std::nullopt;
@@ -164,26 +164,19 @@ std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& stag
 }
 
 // Operand `i` of a dot in its fragment layout: from shared memory when a
-// pipeline left it there, from before the loop when it was hoisted, else
-// written to shared memory and read back with matrix loads (or converted
-// generically).
+// pipeline left it there, else written to shared memory and read back with
+// matrix loads (or converted generically); one converted before its loop
+// (convert_layouts.h) is in that layout already.
 Regs Lowerer::dot_operand(const Op& dot, int i) {
-  const DotLayouts& d = plan_.dots.at(&dot);
-  if (auto it = hoisted_.find({&dot, i}); it != hoisted_.end()) return it->second;
   int64_t staged = 0;
   if (auto t = smem_source(dot, i, staged)) {
     if (staged) barrier();
-    Regs out(num_regs(i == 0 ? d.a : d.b));
-    for (int s = 0; s < d.reps_k; ++s) {
-      Regs part = load_fragments(*t, dot, i, s);
-      for (size_t r = 0; r < out.size(); ++r)
-        if (part[r]) out[r] = part[r];
-    }
-    return out;
+    return all_fragments(*t, dot, i);
   }
   // Registers already in the fragment layout's threads (a dot's result
   // feeding the next) are only permuted.
   const ir::Value* v = dot.operands[i];
+  const DotLayouts& d = plan_.dots.at(&dot);
   return convert_or_remat(v, get(v), i == 0 ? d.a : d.b);
 }
 
@@ -315,6 +308,37 @@ Regs Lowerer::fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Re
     c[r] = cast(sum, work, acc, op);
   }
   return c;
+}
+
+// Every K step's fragments of operand `i` of `dot`, read from `t`.
+Regs Lowerer::all_fragments(const SmemTile& t, const Op& dot, int i) {
+  const DotLayouts& d = plan_.dots.at(&dot);
+  Regs out(num_regs(i == 0 ? d.a : d.b));
+  for (int s = 0; s < d.reps_k; ++s) {
+    Regs part = load_fragments(t, dot, i, s);
+    for (size_t r = 0; r < out.size(); ++r)
+      if (part[r]) out[r] = part[r];
+  }
+  return out;
+}
+
+// A convert_layout {move = "matrix_loads"} (convert_layouts.h): the tile
+// written to swizzled shared memory at the op's scratch and read back
+// with matrix loads, in the fragments of the dot that reads it.
+void Lowerer::lower_matrix_loads(const Op& conv) {
+  auto it = fragment_reader_.find(conv.result());
+  if (it == fragment_reader_.end())
+    unsupported(conv, "with move = \"matrix_loads\" expects its result read as A or B of a dot, found another use");
+  const auto [dot, i] = it->second;
+  const ir::Value* v = conv.operands[0];
+  const DotLayouts& d = plan_.dots.at(dot);
+  if (!matrix_loadable(*dot) || !(plan_.of(conv.result()) == (i == 0 ? d.a : d.b)))
+    unsupported(conv, "with move = \"matrix_loads\" expects a result in the fragment layout of a dot the target "
+                      "reads with 8x8 matrix loads");
+  barrier();  // the previous scratch user is done
+  SmemTile t = write_tile(get(v), plan_.of(v), v->type, 0);
+  barrier();
+  vals_[conv.result()] = all_fragments(t, *dot, i);
 }
 
 }  // namespace tl::codegen::lowering

@@ -52,6 +52,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   tid_ = tid;
   if (plan_.num_ctas > 1) init_cluster_exchange();
   for (size_t i = 0; i < fn.body.args.size(); ++i) vals_[fn.body.args[i].get()] = {fn_->getArg(unsigned(i))};
+  note_fragment_readers(fn.body);
 
   lower_region(fn.body);
   b_.CreateRetVoid();
@@ -206,6 +207,16 @@ std::vector<bool> Lowerer::duplicate_regs(const LinearLayout& l) {
   return dup;
 }
 
+// The dots reading conversions to their fragments (lower_matrix_loads).
+void Lowerer::note_fragment_readers(const ir::Region& r) {
+  for (const auto& o : r.ops) {
+    for (int i = 0; i < 2 && o->kind == OpKind::Dot; ++i)
+      if (const Op* d = o->operands[i]->def; d && d->kind == OpKind::ConvertLayout)
+        fragment_reader_.emplace(o->operands[i], std::pair<const Op*, int>{o.get(), i});
+    for (const auto& sub : o->regions) note_fragment_readers(*sub);
+  }
+}
+
 // Shared memory is where allocate-shared put it (allocate_shared.h): the
 // op being lowered has its scratch from scratch_base_, its `scratch`, and
 // may use what scratch_bound allows.
@@ -307,26 +318,6 @@ Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>&
   return out;
 }
 
-// A buffer holding a tile (expand_conversions.h), at the op's scratch; and
-// a read of it in another layout, within the CTA that wrote it.
-void Lowerer::lower_local_alloc(const Op& op) {
-  if (op.operands.empty()) unsupported(op, "without an initial value is not lowered yet (expand-conversions makes buffers with one)");
-  const ir::Value* v = op.operands[0];
-  store_row_major(get(v), plan_.of(v), v->type.shape, value_type(v->type));
-  buffers_[op.result()] = {scratch_base_, &plan_.of(v)};
-}
-
-void Lowerer::lower_local_load(const Op& op) {
-  auto it = buffers_.find(op.operands[0]);
-  if (it == buffers_.end()) unsupported(op, "of a buffer no local_alloc with an initial value made is not lowered yet");
-  const LinearLayout& to = plan_.of(op.result());
-  check_within_ctas(*it->second.from, to);
-  PlacementScope scope(*this);
-  scratch_base_ = it->second.at;
-  const ir::Value* v = op.result();
-  vals_[v] = load_row_major(to, v->type.shape, value_type(v->type));
-}
-
 // Operand i of `op`, which convert_layouts put in the layout the op needs.
 Regs Lowerer::operand(const Op& op, int i) {
   const ir::Value* v = op.operands[i];
@@ -355,6 +346,8 @@ void Lowerer::lower_convert_layout(const Op& op) {
   const LinearLayout& to = plan_.of(op.result());
   if (is_uniform(v)) {
     vals_[op.result()] = Regs(num_regs(to), get(v)[0]);
+  } else if (op.attr_str_or("move", "") == "matrix_loads") {
+    lower_matrix_loads(op);
   } else if (op.attr_str_or("move", "") == "remat") {
     int budget = std::numeric_limits<int>::max();
     auto r = remat(v, to, budget);
@@ -439,7 +432,6 @@ const Regs& Lowerer::get(const ir::Value* v) {
 void Lowerer::lower_region(const ir::Region& r) {
   for (const auto& op : r.ops) {
     if (op->kind == OpKind::Yield) continue;  // read by the parent op
-    if (skip_.count(op.get())) continue;      // lives in shared memory (pipelined)
     b_.SetCurrentDebugLocation(llvm::DebugLoc());
     // A broken invariant of the lowering still names the user's op.
     try {
@@ -448,7 +440,6 @@ void Lowerer::lower_region(const ir::Region& r) {
       if (!std::string_view(e.what()).starts_with("internal: ")) throw;
       unsupported(*op, std::string("hit a compiler bug (") + e.what() + ")");
     }
-    if (op.get() == refill_after_) refill_();
   }
 }
 
@@ -480,6 +471,7 @@ void Lowerer::lower_op(const Op& op) {
       vals_[op.result()] = Regs(width_of(op.result()), get(op.operands[0])[0]);
       return;
     case OpKind::Trans:
+      if (op.operands[0]->type.is_shared()) return lower_buffer_trans(op);
       // One only a dot reads is left to the dot's staging (convert_layouts):
       // its operand may come in another layout.
       if (auto req = required_operand_layout(op, 0, plan_); req && !(*req == plan_.of(op.operands[0]))) {
@@ -536,7 +528,12 @@ void Lowerer::lower_op(const Op& op) {
     case OpKind::Yield: return;
     case OpKind::ConvertLayout: return lower_convert_layout(op);
     case OpKind::LocalAlloc: return lower_local_alloc(op);
+    case OpKind::LocalSlot: return lower_local_slot(op);
     case OpKind::LocalLoad: return lower_local_load(op);
+    case OpKind::AsyncCopy: return lower_async_copy(op);
+    case OpKind::AsyncCommit:
+    case OpKind::AsyncWait:
+    case OpKind::FenceAsyncShared: return lower_async_sync(op);
     case OpKind::Barrier: return barrier();
     default:
       if (ir::op_is_elementwise(op.kind)) return lower_elementwise(op);

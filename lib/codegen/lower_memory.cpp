@@ -1,7 +1,8 @@
 // Lowering of memory ops (see lowerer.h): tile loads and stores as vector
 // accesses of the widths the layout and axis analysis allow, with masks and
 // cache hints through the target; atomics with their order and scope;
-// device-side assert and print.
+// device-side assert and print; shared-memory buffers, their slots,
+// asynchronous copies into them and the waits for those.
 #include "codegen/lowerer.h"
 
 namespace tl::codegen::lowering {
@@ -19,11 +20,7 @@ void Lowerer::lower_load(const Op& op) {
     vals_[op.result()] = {from_memory(t_.load(b_, mt, get(op.operands[0])[0], mask, other, hints(op)), rt.dtype)};
     return;
   }
-  if (auto it = buffer_reads_.find(&op); it != buffer_reads_.end()) return read_buffer(op, it->second);
-  // Loaded by the previous iteration (register prefetch, lower_control.cpp).
-  auto pre = prefetched_.find(&op);
-  vals_[op.result()] = unpack_chunks(pre != prefetched_.end() ? pre->second : load_chunks(op, operand(op, 0), nullptr),
-                                     rt.dtype);
+  vals_[op.result()] = unpack_chunks(load_chunks(op, operand(op, 0), nullptr), rt.dtype);
 }
 
 // The elements of vector accesses (as loaded from memory), in order.
@@ -259,6 +256,138 @@ void Lowerer::lower_print(const Op& op) {
       }
     }
   }
+}
+
+// ---- shared-memory buffers ------------------------------------------------
+
+// A buffer. With an initial value (expand_conversions.h): the tile written
+// row-major at the op's scratch. Without: a pipeline's buffer at its
+// `offset` (expand_pipelines.h), in the swizzled layout the lowering
+// addresses (swizzled_tile.h), one slot or a leading dimension of them.
+void Lowerer::lower_local_alloc(const Op& op) {
+  if (!op.operands.empty()) {
+    const ir::Value* v = op.operands[0];
+    store_row_major(get(v), plan_.of(v), v->type.shape, value_type(v->type));
+    buffers_[op.result()] = {scratch_base_, &plan_.of(v)};
+    return;
+  }
+  if (!op.has_attr("offset"))
+    unsupported(op, "without an initial value expects attribute 'offset' (expand-pipelines gives it), found none");
+  const ir::Type& t = op.result()->type;
+  const LinearLayout& l = plan_.of(op.result());
+  bool slotted = size_t(t.rank()) > l.out_dims().size();
+  std::vector<int64_t> shape(t.shape.begin() + int(slotted), t.shape.end());
+  auto tile = swizzled_tile_of(l, shape, byte_size(t.dtype));
+  if (!tile)
+    unsupported(op, "expects a buffer in the swizzled layout of a pipeline's buffers (swizzled_tile.h), found " + t.str());
+  int64_t at = op.attr_int("offset");
+  smem_bytes_ = std::max(smem_bytes_, at + tile->bytes() * (slotted ? t.shape[0] : 1));
+  SmemTile st(*tile);
+  st.base = b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(at));
+  if (slotted) slotted_[op.result()] = st;
+  else smem_vals_[op.result()] = st;
+}
+
+// Slot `i` of a buffer of slots: its tile, `i` tiles on.
+void Lowerer::lower_local_slot(const Op& op) {
+  auto it = slotted_.find(op.operands[0]);
+  if (it == slotted_.end()) unsupported(op, "of a buffer no local_alloc with an 'offset' made is not lowered yet");
+  SmemTile t = it->second;
+  llvm::Value* slot = b_.CreateZExt(get(op.operands[1])[0], b_.getInt64Ty());
+  t.base = b_.CreateGEP(b_.getInt8Ty(), t.base, b_.CreateMul(slot, b_.getInt64(t.bytes())));
+  smem_vals_[op.result()] = t;
+}
+
+// A trans of a buffer: the same bytes seen transposed (a dot reads it).
+void Lowerer::lower_buffer_trans(const Op& op) {
+  auto it = smem_vals_.find(op.operands[0]);
+  if (it == smem_vals_.end()) unsupported(op, "of a buffer no local_alloc or local_slot made is not lowered yet");
+  SmemTile t = it->second;
+  t.transposed = !t.transposed;
+  smem_vals_[op.result()] = t;
+}
+
+// Where register r of a tile in layout `l` lives in its buffer `t`.
+// In a cluster the buffer holds this CTA's part (buffer_slot_tile): the
+// CTA's coordinate bits, the top ones, are masked off.
+llvm::Value* Lowerer::buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r) {
+  auto c = reg_coords(l, r);
+  bool row = c.size() == 1;  // stored as one row
+  auto at = [&](int d) {
+    llvm::Value* x = coord(l, d, hw[d], c[d]);
+    int64_t stored = t.shape[row ? 1 : d];
+    return l.out_size(dim_name(d)) > stored ? b_.CreateAnd(x, b_.getInt32(int32_t(stored - 1))) : x;
+  };
+  if (row) return tile_ptr(t, b_.getInt32(0), at(0));
+  return tile_ptr(t, at(0), at(1));
+}
+
+// A buffer read back as a tile: a row-major one (local_alloc with an
+// initial value) within the CTA that wrote it; a swizzled one (a
+// pipeline's) by each thread's own elements, in vectors as long as its
+// registers and the buffer's 16-byte chunks run along one dimension.
+void Lowerer::lower_local_load(const Op& op) {
+  const ir::Value* v = op.result();
+  const LinearLayout& l = plan_.of(v);
+  if (auto it = smem_vals_.find(op.operands[0]); it != smem_vals_.end()) {
+    const SmemTile& t = it->second;
+    DType d = v->type.dtype;
+    llvm::Type* mt = memory_type(d);
+    int dim = stored_contiguous_dim(l);
+    bool along = l.out_dims().size() == 1 || dim == t.contiguous;
+    int vec = along ? int(std::bit_floor(uint32_t(std::min<int64_t>({l.contiguous_run(kReg, dim), t.vec,
+                                                                       16 / std::max(1, byte_size(d))})))) : 1;
+    llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
+    auto hw = hw_coords(l);
+    Regs chunks;
+    for (int r = 0; r < num_regs(l); r += vec)
+      chunks.push_back(b_.CreateAlignedLoad(ty, buffer_ptr(t, l, hw, r), llvm::Align(vec * byte_size(d))));
+    vals_[v] = unpack_chunks(chunks, d);
+    return;
+  }
+  auto it = buffers_.find(op.operands[0]);
+  if (it == buffers_.end()) unsupported(op, "of a buffer no local_alloc made is not lowered yet");
+  check_within_ctas(*it->second.from, l);
+  PlacementScope scope(*this);
+  scratch_base_ = it->second.at;
+  vals_[v] = load_row_major(l, v->type.shape, value_type(v->type));
+}
+
+// An asynchronous copy into a buffer: each thread copies its elements
+// (masked-off ones are written with 0) in vectors of what axis analysis
+// proved contiguous; lanes and warps that replicate the tile leave their
+// copy to its owner (readers wait for the whole CTA's copies at a barrier
+// anyway), and branch around it, since a copy whose predicate is off still
+// writes zeros.
+void Lowerer::lower_async_copy(const Op& op) {
+  if (!t_.has_async_copy()) unsupported(op, "needs asynchronous copies, which the target does not have");
+  auto it = smem_vals_.find(op.operands[0]);
+  if (it == smem_vals_.end()) unsupported(op, "into a buffer no local_alloc or local_slot made is not lowered yet");
+  const SmemTile& t = it->second;
+  const ir::Value* ptr = op.operands[1];
+  const LinearLayout& l = plan_.of(ptr);
+  Regs ptrs = get(ptr);
+  Regs mask = op.operands.size() > 2 ? get(op.operands[2]) : Regs{};
+  int vec = vector_width(op, l, ptr->type.dtype);
+  auto hw = hw_coords(l);
+  auto dup = duplicate_regs(l);
+  guarded(owner_predicate(l), [&]() -> llvm::Value* {
+    for (int r = 0; r < num_regs(l); r += vec)
+      if (!dup[r])
+        t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(ptr->type.dtype),
+                      mask.empty() ? b_.getTrue() : mask[r]);
+    return nullptr;
+  }, nullptr);
+  vals_[op.result()] = {};
+}
+
+// Commit groups, waits, and the fence before the asynchronous proxy reads.
+void Lowerer::lower_async_sync(const Op& op) {
+  if (!t_.has_async_copy()) unsupported(op, "needs asynchronous copies, which the target does not have");
+  if (op.kind == OpKind::AsyncCommit) t_.async_commit(b_);
+  else if (op.kind == OpKind::AsyncWait) t_.async_wait(b_, int(op.attr_int("pending")));
+  else t_.async_proxy_fence(b_);
+  if (!op.results.empty()) vals_[op.result()] = {};
 }
 
 }  // namespace tl::codegen::lowering

@@ -1,11 +1,13 @@
 // The lowering's state and steps (private to lib/codegen): one Lowerer
 // walks a function of GPU IR and emits LLVM IR for one target. Its parts
 // live in one file per concern:
-//   lower_llvm.cpp     values, layouts and conversions, elementwise ops,
-//                      casts, memory, the entry point
+//   lower_llvm.cpp     values, layouts and conversions, the entry point
+//   lower_elementwise.cpp  elementwise ops and casts
+//   lower_memory.cpp   loads, stores, atomics; shared-memory buffers,
+//                      asynchronous copies and their waits
 //   lower_reduce.cpp   reductions and scans
 //   lower_dot.cpp      dot: matrix instructions, shared-memory operands
-//   lower_control.cpp  loops (software pipelining) and conditionals
+//   lower_control.cpp  loops and conditionals
 // LLVM-facing: include only from those files.
 #pragma once
 
@@ -24,6 +26,7 @@
 
 #include "codegen/lower_llvm.h"
 #include "codegen/pipeline_plan.h"
+#include "codegen/swizzled_tile.h"
 #include "codegen/shared_sizes.h"
 
 namespace tl::codegen::lowering {
@@ -41,36 +44,17 @@ inline int ilog2(int64_t v) { return std::countr_zero(uint64_t(v)); }
 
 inline bool is_f8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
 
-// A 2-D tile in shared memory, stored with rows of its contiguous
-// dimension in 16-byte chunks whose order within a row is XOR-swizzled by
-// the row index (bank-conflict-free 8-row matrix loads), seen possibly
-// transposed. Rows longer than 128 bytes are cut into 128-byte panels
-// stored one after the other (all rows of panel 0, then of panel 1): the
-// swizzled layouts warpgroup instructions read (32, 64 or 128 bytes a row
-// with the 32B/64B/128B swizzle, the tile 1024-byte aligned).
-struct SmemTile {
+// A swizzled tile in shared memory (swizzled_tile.h) at `base`, seen
+// possibly transposed.
+struct SmemTile : SwizzledTile {
   llvm::Value* base = nullptr;  // first byte (i8 pointer in shared memory)
-  int64_t shape[2] = {0, 0};    // stored shape
-  int contiguous = 1;           // stored dimension that is contiguous
-  int elem_bytes = 2;
-  int vec = 8;                  // elements per 16-byte chunk
-  int per_phase = 1, max_phase = 1;
   bool transposed = false;      // the value is the transpose of what is stored
 
+  SmemTile() = default;
+  SmemTile(const SwizzledTile& t) : SwizzledTile(t) {}  // NOLINT: a tile at no base yet
   static SmemTile plan(int64_t d0, int64_t d1, int contiguous, int elem_bytes) {
-    SmemTile t;
-    t.shape[0] = d0, t.shape[1] = d1;
-    t.contiguous = contiguous;
-    t.elem_bytes = elem_bytes;
-    int64_t row_bytes = t.shape[contiguous] * elem_bytes;
-    t.vec = int(std::min<int64_t>(16 / elem_bytes, t.shape[contiguous]));
-    t.per_phase = int(std::max<int64_t>(1, 128 / row_bytes));
-    t.max_phase = int(std::max<int64_t>(1, std::min<int64_t>(row_bytes / 16, 8)));
-    return t;
+    return SwizzledTile::plan(d0, d1, contiguous, elem_bytes);
   }
-  int64_t bytes() const { return shape[0] * shape[1] * elem_bytes; }
-  // Elements of a panel row along the contiguous dimension.
-  int64_t panel_elems() const { return std::min<int64_t>(shape[contiguous], 128 / elem_bytes); }
 };
 
 // The kernel needs more shared memory than the target has.
@@ -129,7 +113,12 @@ class Lowerer {
   void store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape, llvm::Type* ty);
   Regs load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty);
   void lower_local_alloc(const Op& op);
+  void lower_local_slot(const Op& op);
   void lower_local_load(const Op& op);
+  void lower_buffer_trans(const Op& op);
+  void lower_async_copy(const Op& op);
+  void lower_async_sync(const Op& op);
+  llvm::Value* buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r);
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
   llvm::Value* smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t base = 0);
   int64_t alloc_size(llvm::Type* ty);
@@ -208,6 +197,9 @@ class Lowerer {
   // matrix loads: 16-bit elements on a k = 16 instruction.
   bool matrix_loadable(const Op& dot) { return t_.has_matrix_load_8x8() && matrix_loadable_dot(dot, plan_); }
   Regs dot_operand(const Op& dot, int i);
+  Regs all_fragments(const SmemTile& t, const Op& dot, int i);
+  void lower_matrix_loads(const Op& conv);
+  void note_fragment_readers(const ir::Region& r);
   llvm::Value* tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
   llvm::Value* tile_ptr(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
 
@@ -222,36 +214,6 @@ class Lowerer {
   llvm::Value* operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int k0);
 
   // ------------------------------------------------------------ control flow
-  SmemTile buffer_tile(const ir::Value* v, llvm::Value* base, llvm::Value* slot);
-  llvm::Value* buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r);
-  // A pipelined load read back into registers from its buffer; `wait` >= 0
-  // first waits until at most that many copy groups are pending.
-  struct BufferRead {
-    SmemTile tile;
-    int wait = -1;
-  };
-  void read_buffer(const Op& op, const BufferRead& at);
-  std::vector<Regs> issue_stage(const Op& loop, const PipelinePlan& p, const std::vector<llvm::Value*>& bases,
-                                const std::vector<Regs>& lead, llvm::Value* iv_lead, llvm::Value* slot, bool first);
-  void issue_copy(const Op& ld, const PipelinePlan& p, size_t li, const std::vector<llvm::Value*>& bases,
-                  llvm::Value* slot, llvm::Value* live, std::vector<Regs>& prefetched);
-  llvm::Value* in_range(const Op& loop, llvm::Value* iv);
-  void hoist_dot_operands(const ir::Region& body);
-  // A loop's pipeline while it is lowered (lower_control.cpp).
-  struct LoopPipeline {
-    PipelinePlan plan;
-    std::vector<llvm::Value*> bases;  // per load, its buffers (none for a register prefetch)
-    llvm::PHINode* slot = nullptr;    // the slot this iteration reads
-    llvm::Value* slot_next = nullptr;
-    std::vector<Regs> lead_next;      // lead values (and prefetched registers) for the next iteration
-    bool async_reads = false;         // warpgroup dots read the buffers (async proxy)
-  };
-  std::optional<LoopPipeline> plan_loop_pipeline(const Op& loop);
-  std::vector<Regs> pipeline_prologue(const Op& loop, const LoopPipeline& lp, const std::vector<Regs>& init,
-                                      llvm::Value* lo, llvm::Value* step);
-  void pipelined_body(const Op& loop, LoopPipeline& lp, llvm::Value* iv, llvm::Value* lo, llvm::Value* step,
-                      const std::vector<Regs>& lead);
-  void finish_pipeline(const LoopPipeline& lp);
   void lower_for(const Op& op);
   void lower_if(const Op& op);
 
@@ -284,19 +246,14 @@ class Lowerer {
     const LinearLayout* from;
   };
   std::unordered_map<const ir::Value*, Buffer> buffers_;
-  // Dot operands that live in shared memory (pipelined loads, their trans).
+  // Buffers of swizzled tiles (a pipeline's, expand_pipelines.h) and their
+  // slots and views, which dots read in place; buffers of several slots.
   std::unordered_map<const ir::Value*, SmemTile> smem_vals_;
-  // Dot operands converted once before a loop that uses them.
-  std::map<std::pair<const Op*, int>, Regs> hoisted_;
-  std::set<const Op*> skip_;
-  // Pipelined loads read into registers, and the buffer slot they read.
-  std::unordered_map<const Op*, BufferRead> buffer_reads_;
-  // Pipelined loads prefetched into registers: their chunks.
-  std::unordered_map<const Op*, Regs> prefetched_;
+  std::unordered_map<const ir::Value*, SmemTile> slotted_;
+  // The dot (and operand index) reading each convert_layout {move =
+  // "matrix_loads"} (convert_layouts.h).
+  std::unordered_map<const ir::Value*, std::pair<const Op*, int>> fragment_reader_;
 
-  // Run right after lowering `refill_after_` (a pipelined loop's refill).
-  const Op* refill_after_ = nullptr;
-  std::function<void()> refill_;
   std::unordered_map<const ir::Value*, Regs> vals_;
   // Reductions exchange partials between warps through two slots of the
   // scratch region, used in turn; a slot is clean when no thread can still

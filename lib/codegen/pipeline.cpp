@@ -5,6 +5,7 @@
 #include "codegen/allocate_shared.h"
 #include "codegen/convert_layouts.h"
 #include "codegen/expand_conversions.h"
+#include "codegen/expand_pipelines.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -37,7 +38,7 @@ void assign_layouts_pass(GpuContext& c) {
   // The kernel options the lowering reads, so that the text is all it needs.
   c.fn.attrs["num_stages"] = int64_t(c.num_stages);
   c.fn.attrs["fp_fusion"] = int64_t(c.fp_fusion);
-  convert_layouts(c.fn, *c.plan);
+  convert_layouts(c.fn, *c.plan, c.target.has_matrix_load_8x8());
   c.axis.emplace(c.fn, c.args);  // the conversions' values too
 }
 
@@ -73,6 +74,13 @@ void allocate_shared_pass(GpuContext& c) {
   allocate_shared(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8());
 }
 
+// Each scheduled loop's pipeline as buffers, copies and waits.
+void expand_pipelines_pass(GpuContext& c) {
+  expect_gpu_ir(c, "expand-pipelines");
+  expand_pipelines(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8());
+  c.axis.emplace(c.fn, c.args);  // the new ops' values too
+}
+
 // A dot's layouts from its `instr` and its result's layout (the one choice
 // the instruction leaves, whether warps share rows, shows there).
 DotLayouts dot_layouts_of(const ir::Op& dot, const TargetInfo& t, const LayoutPlan& p) {
@@ -99,6 +107,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"schedule-loops", &schedule_loops_pass},
       {"expand-conversions", &expand_conversions_pass},
       {"allocate-shared", &allocate_shared_pass},
+      {"expand-pipelines", &expand_pipelines_pass},
   };
   return passes;
 }

@@ -15,9 +15,12 @@
 //                    written and read back, with barriers (expand_conversions.cpp)
 //   allocate-shared  where each loop's pipeline buffers and each op's
 //                    scratch go in shared memory (allocate_shared.cpp)
+//   expand-pipelines each scheduled loop as the ops that run it: buffers,
+//                    the prologue's copies, waits, slots, the refill and the
+//                    predicated tail (expand_pipelines.cpp)
 //
-// then the lowering to LLVM IR (lower_llvm.cpp), which expands the
-// schedule and still decides the rest (docs/gpu-ir-plan.md). The IR is verified
+// then the lowering to LLVM IR (lower_llvm.cpp), which still decides the
+// rest (docs/gpu-ir-plan.md). The IR is verified
 // after each pass: every pass reads and writes valid IR. Passes over GPU
 // IR to come (the pipeliner, shared-memory allocation, barriers) read
 // what the IR does not hold from plan_from_ir.

@@ -29,6 +29,15 @@ bool matrix_loadable_dot(const Op& dot, const LayoutPlan& plan) {
   return d.instr && d.instr->k == 16 && byte_size(dot.operands[0]->type.dtype) == 2;
 }
 
+bool is_zero_constant(const ir::Value* v) {
+  const Op* d = v->def;
+  if (d && d->kind == OpKind::Splat) d = d->operands[0]->def;
+  if (!d || d->kind != OpKind::Constant) return false;
+  const ir::Attr& a = d->attrs.at("value");
+  if (std::holds_alternative<double>(a)) return std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a));
+  return std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
+}
+
 namespace {
 
 // Ops the lead slice may contain: pure, cheap, no regions.
@@ -41,15 +50,6 @@ bool clonable(const Op& op) {
     default:
       return ir::op_is_elementwise(op.kind) && op.regions.empty();
   }
-}
-
-bool is_zero_constant(const ir::Value* v) {
-  const Op* d = v->def;
-  if (d && d->kind == OpKind::Splat) d = d->operands[0]->def;
-  if (!d || d->kind != OpKind::Constant) return false;
-  const ir::Attr& a = d->attrs.at("value");
-  if (std::holds_alternative<double>(a)) return std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a));
-  return std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
 }
 
 bool writes_memory(const ir::Region& r) {

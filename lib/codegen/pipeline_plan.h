@@ -21,7 +21,7 @@
 //    memory instead of L2 for every row, and no registers held across the
 //    loop. Such loads ride along with a pipeline; alone they make none.
 // The ops a load's address and mask need (pointer increments, the
-// ragged-K mask) form the "lead" slice: the lowering runs them `stages - 1`
+// ragged-K mask) form the "lead" slice: expand-pipelines runs them `stages - 1`
 // iterations ahead, carrying its own copies of the loop-carried values they
 // read. The slice must consist of cheap pure ops (elementwise, shape,
 // constants): a load that needs anything else (another load, a reduction)
@@ -46,7 +46,8 @@
 // (f32 rows of 32 per thread at 64 registers) it lost a quarter, hence the
 // bound (docs/perf.md, run 25).
 //
-// LLVM-free: the lowering (lower_llvm.cpp) emits what this decides.
+// LLVM-free: schedule-loops writes what this decides into the GPU IR, and
+// expand-pipelines (expand_pipelines.h) expands it.
 #pragma once
 
 #include <optional>
@@ -109,6 +110,8 @@ int access_width(const ir::Op& op, const LinearLayout& l, DType d, const transfo
 // the dimension a tile's registers run along (the last on a tie), which is
 // also the one stored contiguously in shared memory;
 int stored_contiguous_dim(const LinearLayout& l);
+// whether `v` is the constant 0 (or a splat of it), bit for bit;
+bool is_zero_constant(const ir::Value* v);
 // whether `dot`'s operands can be read with 8x8 matrix loads (16-bit
 // elements on a k = 16 instruction), given the target has them.
 bool matrix_loadable_dot(const ir::Op& dot, const LayoutPlan& plan);

@@ -64,7 +64,7 @@ int64_t dot_bytes(const Op& op, const LayoutPlan& plan, const InShared& in_share
   int64_t total = 0;
   for (int i = 0; i < 2; ++i) {
     const ir::Value* v = op.operands[i];
-    if (in_shared && in_shared(v)) continue;
+    if (v->type.is_shared() || (in_shared && in_shared(v))) continue;
     const LinearLayout& need = i == 0 ? d.a : d.b;
     if (!d.on_warpgroups() && (plan.of(v) == need || is_uniform(v))) continue;
     total += v->type.numel() * shared_elem_bytes(v->type) + 1024;
@@ -127,6 +127,8 @@ int64_t scratch_bound(const Op& op, const LayoutPlan& plan, const InShared& in_s
       if (op.attr_str_or("move", "") == "remat") return 0;
       return conversion_bytes(op.operands[0], plan.of(op.operands[0]), plan.of(op.result()));
     case OpKind::Trans:
+      // A view of a buffer a dot reads in place moves nothing.
+      if (op.operands[0]->type.is_shared() || (in_shared && in_shared(op.operands[0]))) return 0;
       // One only a dot reads takes any layout; the lowering converts it.
       if (auto req = required_operand_layout(op, 0, plan))
         return conversion_bytes(op.operands[0], plan.of(op.operands[0]), *req);

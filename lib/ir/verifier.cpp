@@ -50,8 +50,11 @@ class Verifier : public Rules {
   void check_type_at(const Loc& loc, const std::string& what, const Type& t, const std::string& role) const {
     std::string problem;
     if (t.rank() > 3) problem = "rank " + std::to_string(t.rank());
-    for (auto d : t.shape)
-      if (problem.empty() && !is_pow2(d)) problem = "dimension " + std::to_string(d);
+    // A buffer's leading dimension may count slots, any number of them
+    // (GpuRules::type checks its layout covers the rest).
+    for (size_t i = t.is_shared() && t.rank() > 1 ? 1 : 0; i < t.shape.size(); ++i)
+      if (problem.empty() && !is_pow2(t.shape[i])) problem = "dimension " + std::to_string(t.shape[i]);
+    if (problem.empty() && t.is_shared() && !t.shape.empty() && t.shape[0] < 1) problem = "dimension " + std::to_string(t.shape[0]);
     if (problem.empty() && exceeds_max_tile(t))
       throw Error(loc.str() + ": '" + what + "' expects " + role + " of at most " + std::to_string(max_tile_elements) +
                   " elements (tl::max_tile_elements), found " + t.str());
@@ -212,9 +215,11 @@ class Verifier : public Rules {
         for (size_t i = 0; perm && i < sorted.size(); ++i) perm = sorted[i] == int64_t(i);
         require(perm, op, "'order' to be a permutation of the operand's " + std::to_string(in.rank()) + " dims",
                 shape_str(order));
-        std::vector<int64_t> shape;
-        for (auto d : order) shape.push_back(in.shape[d]);
-        same_type(op, in.with_shape(shape), res(op), "a result");
+        // A buffer's trans is a view of it (GPU IR: a dot reads it so).
+        Type want = in;
+        want.shape.clear();
+        for (auto d : order) want.shape.push_back(in.shape[d]);
+        same_type(op, want, res(op), "a result");
         break;
       }
       case OpKind::Join: {
@@ -397,6 +402,7 @@ class Verifier : public Rules {
       case OpKind::AsyncWait:
       case OpKind::Barrier:
       case OpKind::DotWait:
+      case OpKind::FenceAsyncShared:
         GpuRules(*fn_).op(op);
         break;
       case OpKind::If: {
@@ -490,6 +496,8 @@ class Verifier : public Rules {
     require(a.rank() == 2 && b.rank() == 2 && acc.rank() == 2, op, "rank-2 operands",
             a.str() + ", " + b.str() + ", " + acc.str());
     require(!a.is_ptr && !b.is_ptr && !acc.is_ptr, op, "numeric operands", a.str() + ", " + b.str());
+    // GPU IR: A and B may be read from buffers (a pipeline's), C is a tile.
+    require(!acc.is_shared(), op, "a tile accumulator", acc.str());
     require(a.shape[1] == b.shape[0] && acc.shape[0] == a.shape[0] && acc.shape[1] == b.shape[1], op,
             "[M, K] x [K, N] + [M, N]", shape_str(a.shape) + " x " + shape_str(b.shape) + " + " + shape_str(acc.shape));
     require(a.dtype == b.dtype, op, "inputs of one dtype", elem_str(a) + " and " + elem_str(b));

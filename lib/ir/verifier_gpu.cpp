@@ -69,12 +69,14 @@ void GpuRules::type(const Loc& loc, const std::string& what, const Type& t, cons
   if (t.layout < 0 || size_t(t.layout) > fn_.layouts.size())
     bad("with a layout of the function's table (#l1 to #l" + std::to_string(fn_.layouts.size()) + ")");
   const LinearLayout& l = fn_.layout_of(t);
-  // A tile's layout maps threads' registers; a buffer's, element offsets.
-  bool ok = int(l.out_dims().size()) == t.rank();
+  // A tile's layout maps threads' registers; a buffer's, element offsets,
+  // and may leave out a leading dimension that counts slots.
+  int lead = t.rank() - int(l.out_dims().size());
+  bool ok = lead == 0 || (lead == 1 && t.is_shared());
   for (const auto& d : l.in_dims())
     if (t.is_shared() ? d.name != kOffset && d.name != kBlock : d.name == kOffset) ok = false;
-  for (int d = 0; ok && d < t.rank(); ++d)
-    ok = l.out_dims()[size_t(d)].name == dim_name(d) && l.out_dims()[size_t(d)].size == t.shape[size_t(d)];
+  for (int d = 0; ok && d + lead < t.rank(); ++d)
+    ok = l.out_dims()[size_t(d)].name == dim_name(d) && l.out_dims()[size_t(d)].size == t.shape[size_t(d + lead)];
   if (!ok) bad("whose layout covers its shape (#l" + std::to_string(t.layout) + " is " + l.str() + ")");
 }
 
@@ -168,13 +170,14 @@ void GpuRules::op(const Op& op) const {
       results(op, 1);
       require(opnd(op, 0).is_tile(), op, "a tile operand", opnd(op, 0).str());
       same_type(op, opnd(op, 0), res(op), "a result");
-      optional_str_in(op, "move", {"registers", "shared", "remat"});
+      optional_str_in(op, "move", {"registers", "shared", "remat", "matrix_loads"});
       break;
     case OpKind::LocalAlloc:
       operands(op, 0, 1);
       results(op, 1);
       require(res(op).is_shared() && !res(op).is_ptr, op, "a buffer result of numbers (smem<...>)", res(op).str());
       if (!op.operands.empty()) same_type(op, buffer_tile(res(op)), opnd(op, 0), "an initial value");
+      if (op.has_attr("offset")) require(int_attr(op, "offset") >= 0, op, "'offset' of at least 0", std::to_string(int_attr(op, "offset")));
       break;
     case OpKind::LocalSlot: {
       operands(op, 2, 2);
@@ -185,6 +188,10 @@ void GpuRules::op(const Op& op) const {
       Type want = buf;
       want.shape.erase(want.shape.begin());
       same_type(op, want, res(op), "a result");
+      // Slots its layout leaves out are all laid out alike.
+      if (size_t(buf.rank()) > fn_.layout_of(buf).out_dims().size())
+        require(res(op).layout == buf.layout, op, "a result in its buffer's layout #l" + std::to_string(buf.layout),
+                res(op).str());
       break;
     }
     case OpKind::LocalLoad:
@@ -199,14 +206,13 @@ void GpuRules::op(const Op& op) const {
       same_type(op, buffer_tile(shared(0)), opnd(op, 1), "a stored value");
       break;
     case OpKind::AsyncCopy: {
-      operands(op, 2, 4);
+      operands(op, 2, 3);
       token_result();
       const Type& buf = shared(0);
       const Type& ptr = opnd(op, 1);
       require(ptr.is_ptr && ptr.is_tile(), op, "a tile of pointers", ptr.str());
       same_type(op, Type{buf.dtype, true, buf.shape}, ptr, "pointers to the buffer's elements");
       if (op.operands.size() > 2) same_type(op, tile_like(ptr, DType::i1), opnd(op, 2), "a mask");
-      if (op.operands.size() > 3) same_type(op, buffer_tile(buf), opnd(op, 3), "an 'other' value");
       optional_str(op, "cache");
       optional_str(op, "evict");
       break;
@@ -221,6 +227,7 @@ void GpuRules::op(const Op& op) const {
       pending();
       break;
     case OpKind::Barrier:
+    case OpKind::FenceAsyncShared:
       operands(op, 0, 0);
       results(op, 0);
       break;

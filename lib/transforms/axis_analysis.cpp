@@ -332,14 +332,15 @@ int AxisAnalysis::fast_dim(const ir::Op& op) const {
 }
 
 int AxisAnalysis::vector_width(const ir::Op& op, int dim) const {
-  const ir::Value* ptr = op.operands.at(0);
+  bool copy = op.kind == ir::OpKind::AsyncCopy;  // (buffer, ptr, mask)
+  const ir::Value* ptr = op.operands.at(copy ? 1 : 0);
   if (ptr->type.is_scalar()) return 1;
   int last = dim < 0 ? ptr->type.rank() - 1 : dim;
   int64_t elem = byte_size(ptr->type.dtype);
   const auto& p = get(ptr);
   int64_t w = std::min<int64_t>({p.contiguity[last], std::max<int64_t>(1, p.divisibility[last] / elem), 16 / elem});
   // The mask operand: load (ptr, mask, other), store (ptr, value, mask),
-  // atomic_rmw (ptr, value, mask).
+  // atomic_rmw (ptr, value, mask), async_copy (buffer, ptr, mask).
   int mask_index = op.kind == ir::OpKind::Load ? 1 : 2;
   if (int(op.operands.size()) > mask_index) w = std::min(w, get(op.operands[mask_index]).constancy[last]);
   return int(std::max<int64_t>(1, std::bit_floor(uint64_t(w))));

@@ -1,0 +1,333 @@
+// Software pipelines as IR (see expand_pipelines.h).
+#include "codegen/expand_pipelines.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "codegen/pipeline_plan.h"
+#include "codegen/shared_sizes.h"
+#include "codegen/swizzled_tile.h"
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+// `l` with its output dimensions permuted as a trans's `order` permutes
+// its operand's (result dimension i is operand dimension order[i]).
+LinearLayout permute_outs(const LinearLayout& l, const std::vector<int64_t>& order) {
+  std::vector<LinearLayout::InDim> ins = l.in_dims();
+  for (auto& d : ins)
+    for (auto& c : d.bases) {
+      LinearLayout::Coords p(c.size());
+      for (size_t i = 0; i < order.size(); ++i) p[i] = c[size_t(order[i])];
+      c = p;
+    }
+  std::vector<LinearLayout::OutDim> outs;
+  for (size_t i = 0; i < order.size(); ++i) outs.push_back({dim_name(int(i)), l.out_dims()[size_t(order[i])].size});
+  return LinearLayout(ins, outs);
+}
+
+class Expander {
+ public:
+  Expander(ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, bool matrix_loads)
+      : fn_(fn), plan_(plan), axis_(axis), matrix_loads_(matrix_loads) {}
+
+  // Inner loops first: a loop's expansion does not touch the loops in it.
+  void region(ir::Region& r) {
+    for (auto it = r.ops.begin(); it != r.ops.end(); ++it) {
+      for (auto& sub : (*it)->regions) region(*sub);
+      if ((*it)->kind != OpKind::For) continue;
+      if (auto p = scheduled_pipeline(**it, plan_, axis_, {matrix_loads_})) it = expand(r, it, *p);
+    }
+  }
+
+ private:
+  // One stage's copies, as issue() makes them.
+  struct Issued {
+    std::vector<Value*> lead;    // the lead carried values of the next iteration
+    std::vector<Value*> loaded;  // register prefetch: each load's tile
+  };
+
+  Type scalar(DType d) const { return Type{d, false, {}}; }
+  Type token() const {
+    Type t{DType::i1, false, {}};
+    t.kind = ir::TypeKind::token;
+    return t;
+  }
+
+  // The buffer of pipelined load `ld`: a slot per stage (`slots`), or one
+  // without a slot dimension (`slots` = 0), in the swizzled layout.
+  Type buffer_type(const Op& ld, int slots) {
+    const Value* v = ld.result();
+    Type t{v->type.dtype, false, v->type.shape};
+    t.kind = ir::TypeKind::shared;
+    t.layout = fn_.intern_layout(buffer_slot_layout(plan_.of(v), v->type.shape, byte_size(v->type.dtype)));
+    if (slots) t.shape.insert(t.shape.begin(), slots);
+    return t;
+  }
+  Type view_type(const Value* buf) const {
+    Type t = buf->type;
+    if (size_t(t.rank()) > fn_.layout_of(t).out_dims().size()) t.shape.erase(t.shape.begin());
+    return t;
+  }
+
+  // The copies of one stage, at `b`: the lead slice for iteration `iv`
+  // with lead carried values `lead`, then each load's copies into slot
+  // `slot` of its buffer (invariant loads with the first stage only, into
+  // their one buffer; after its commit when they form a group of their
+  // own), or for a register prefetch the loads themselves. A copy past the
+  // loop's end (`iv` >= its bound) is masked off: it writes zeros.
+  Issued issue(ir::Builder& b, const Op& loop, const PipelinePlan& p, const std::vector<Value*>& bufs,
+               const std::vector<Value*>& lead, Value* iv, Value* slot, bool first) {
+    const ir::Region& body = *loop.regions[0];
+    std::unordered_map<const Value*, Value*> map;
+    map[body.args[0].get()] = iv;
+    for (size_t j = 0; j < p.lead_args.size(); ++j) map[body.args[p.lead_args[j] + 1].get()] = lead[j];
+    auto get = [&](Value* v) {
+      auto it = map.find(v);
+      return it == map.end() ? v : it->second;
+    };
+    for (const Op* o : p.lead_ops) {
+      std::vector<Value*> operands;
+      for (Value* x : o->operands) operands.push_back(get(x));
+      std::vector<Type> types;
+      for (const auto& r : o->results) types.push_back(r->type);
+      Op* c = b.create(o->kind, operands, types, o->attrs);
+      for (size_t k = 0; k < o->results.size(); ++k) map[o->result(int(k))] = c->result(int(k));
+    }
+    Value* live = b.create1(OpKind::Cmp, {iv, loop.operands[1]}, scalar(DType::i1), {{"pred", std::string("lt")}});
+    Issued out;
+    std::vector<Value*> tokens;
+    auto copy = [&](size_t li) {
+      const Op& ld = *p.loads[li];
+      Value* ptr = get(ld.operands[0]);
+      Type mask_type{DType::i1, false, ptr->type.shape};
+      mask_type.layout = ptr->type.layout;
+      Value* mask = b.create1(OpKind::Splat, {live}, mask_type);
+      if (ld.operands.size() > 1) mask = b.create1(OpKind::And, {mask, get(ld.operands[1])}, mask_type);
+      if (p.prefetch_registers) {
+        std::vector<Value*> operands{ptr, mask};
+        if (ld.operands.size() > 2) operands.push_back(get(ld.operands[2]));
+        ir::Attrs attrs = ld.attrs;
+        attrs.erase("pipeline");
+        out.loaded.push_back(b.create1(OpKind::Load, operands, ld.result()->type, attrs));
+        return;
+      }
+      Value* dst = p.invariant[li] ? bufs[li] : b.create1(OpKind::LocalSlot, {bufs[li], slot}, view_type(bufs[li]));
+      tokens.push_back(b.create1(OpKind::AsyncCopy, {dst, ptr, mask}, token()));
+    };
+    auto commit = [&] {
+      b.create1(OpKind::AsyncCommit, tokens, token());
+      tokens.clear();
+    };
+    for (size_t li = 0; li < p.loads.size(); ++li)
+      if (!p.invariant[li] || (first && !p.invariant_group)) copy(li);
+    if (!p.prefetch_registers) commit();
+    if (first && p.invariant_group) {
+      for (size_t li = 0; li < p.loads.size(); ++li)
+        if (p.invariant[li]) copy(li);
+      commit();
+    }
+    const Op* yield = body.terminator();
+    for (size_t k : p.lead_args) out.lead.push_back(get(yield->operands[k]));
+    return out;
+  }
+
+  Value* constant(ir::Builder& b, Type t, int64_t v) { return b.constant_int(t, v); }
+
+  // Expands the loop at `it` as `p` says; returns the iterator of the last
+  // op it put after the loop (or of the loop).
+  ir::Region::iterator expand(ir::Region& r, ir::Region::iterator it, const PipelinePlan& p) {
+    Op& loop = **it;
+    ir::Region& body = *loop.regions[0];
+    const int S = p.stages;
+    const bool buffered = !p.prefetch_registers;
+    const Type i32 = scalar(DType::i32), iv_type = loop.operands[0]->type;
+    ir::Builder pre(&r, it);
+    pre.loc = loop.loc;
+
+    // The buffers, where allocate-shared placed them.
+    std::vector<Value*> bufs(p.loads.size(), nullptr);
+    if (buffered) {
+      if (!loop.has_attr("buffers") || loop.attr_ints("buffers").size() != p.loads.size())
+        throw Error(loop.loc.str() + ": 'for' expects attribute 'buffers' with an offset for each of its " +
+                    std::to_string(p.loads.size()) + " pipelined loads (allocate-shared gives it)");
+      pre.create(OpKind::Barrier, {}, {});
+      for (size_t li = 0; li < p.loads.size(); ++li)
+        bufs[li] = pre.create1(OpKind::LocalAlloc, {}, buffer_type(*p.loads[li], p.invariant[li] ? 0 : p.slots()),
+                               {{"offset", loop.attr_ints("buffers")[li]}});
+    }
+
+    // The prologue: iterations 0 .. S-2 into slots 0 .. S-2.
+    std::vector<Value*> lead;
+    for (size_t k : p.lead_args) lead.push_back(loop.operands[3 + k]);
+    Value* iv = loop.operands[0];
+    Issued issued;
+    for (int j = 0; j + 1 < S; ++j) {
+      if (j > 0) iv = pre.create1(OpKind::Add, {iv, loop.operands[2]}, iv_type);
+      issued = issue(pre, loop, p, bufs, lead, iv, constant(pre, i32, j), j == 0);
+      lead = issued.lead;
+    }
+
+    // The loop carries the lead values, the prefetched tiles and the slot.
+    std::vector<Value*> inits = lead;
+    inits.insert(inits.end(), issued.loaded.begin(), issued.loaded.end());
+    if (buffered) inits.push_back(constant(pre, i32, 0));
+    std::vector<Value*> args;
+    for (Value* v : inits) {
+      loop.operands.push_back(v);
+      loop.add_result(v->type);
+      args.push_back(body.add_arg(v->type));
+    }
+    std::vector<Value*> lead_args(args.begin(), args.begin() + long(lead.size()));
+    Value* slot = buffered ? args.back() : nullptr;
+
+    // The top of the body: this iteration's copies have landed, every
+    // thread is past the previous iteration's reads of the slot refilled
+    // below (a thread that reads only what it copied needs no barrier);
+    // each buffer's slot; the lead iteration; the next slot.
+    ir::Builder top(&body, body.ops.begin());
+    top.loc = loop.loc;
+    Value* body_iv = body.args[0].get();
+    if (buffered) {
+      if (p.invariant_group) {
+        // Iteration 0 waits for its own copies only: the invariant group,
+        // committed after them, may still be pending (its reads wait).
+        Value* at_first = top.create1(OpKind::Cmp, {body_iv, loop.operands[0]}, scalar(DType::i1),
+                                      {{"pred", std::string("eq")}});
+        Op* branch = top.create(OpKind::If, {at_first}, {});
+        for (int pending : {S - 1, S - 2}) {
+          ir::Builder arm(branch->add_region());
+          arm.loc = loop.loc;
+          arm.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(pending)}});
+          arm.create(OpKind::Yield, {}, {});
+        }
+      } else {
+        top.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(S - 2)}});
+      }
+      if (warpgroup_reads(loop, plan_)) top.create(OpKind::FenceAsyncShared, {}, {});
+      if (!p.early_refill || p.shared_reads) top.create(OpKind::Barrier, {}, {});
+    }
+    std::vector<Value*> views(p.loads.size(), nullptr);
+    for (size_t li = 0; li < p.loads.size() && buffered; ++li)
+      views[li] = p.invariant[li] ? bufs[li] : top.create1(OpKind::LocalSlot, {bufs[li], slot}, view_type(bufs[li]));
+    Value* ahead = top.create1(OpKind::Mul, {loop.operands[2], constant(top, iv_type, S - 1)}, iv_type);
+    Value* iv_lead = top.create1(OpKind::Add, {body_iv, ahead}, iv_type);
+    Value *last = nullptr, *zero = nullptr, *one = nullptr, *slot_next = nullptr;
+    if (buffered) {
+      last = constant(top, i32, p.slots() - 1);
+      zero = constant(top, i32, 0);
+      one = constant(top, i32, 1);
+      Value* inc = top.create1(OpKind::Add, {slot, one}, i32);
+      Value* wraps = top.create1(OpKind::Cmp, {slot, last}, scalar(DType::i1), {{"pred", std::string("eq")}});
+      slot_next = top.create1(OpKind::Select, {wraps, zero, inc}, i32);
+    }
+
+    // Each load as its form says. The refill, iteration i + S - 1, goes
+    // into this iteration's slot once every thread has read it (early:
+    // right after the last load that changes from one iteration to the
+    // next), else into the slot iteration i - 1 read, after this
+    // iteration's multiplies so that those start right after the barrier.
+    const Op* refill_at = nullptr;
+    for (size_t li = 0; li < p.loads.size() && p.early_refill; ++li)
+      if (!p.invariant[li]) refill_at = p.loads[li];
+    Issued next;
+    auto refill = [&](ir::Builder& fill) {
+      Value* fill_slot = slot;
+      if (p.early_refill) {
+        if (p.shared_reads && buffered) fill.create(OpKind::Barrier, {}, {});
+      } else {
+        Value* at_zero = fill.create1(OpKind::Cmp, {slot, zero}, scalar(DType::i1), {{"pred", std::string("eq")}});
+        fill_slot = fill.create1(OpKind::Select, {at_zero, last, fill.create1(OpKind::Sub, {slot, one}, i32)}, i32);
+      }
+      next = issue(fill, loop, p, bufs, lead_args, iv_lead, fill_slot, false);
+    };
+    bool refilled = false;
+    for (auto bit = body.ops.begin(); bit != body.ops.end(); ++bit) {
+      auto lit = std::find(p.loads.begin(), p.loads.end(), bit->get());
+      if (lit == p.loads.end()) continue;
+      size_t li = size_t(lit - p.loads.begin());
+      Op& ld = **bit;
+      ir::Builder at(&body, bit);
+      at.loc = ld.loc;
+      Value* now = nullptr;
+      if (p.prefetch_registers) {
+        now = args[lead.size() + li];
+      } else if (p.to_registers[li]) {
+        // An invariant group is complete once no more than the groups
+        // committed after it are pending: the other stages' and, past the
+        // refill, this iteration's. Later iterations find it so already.
+        if (p.invariant_group && p.invariant[li])
+          at.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(S - 2 + int(refilled))}});
+        now = at.create1(OpKind::LocalLoad, {views[li]}, ld.result()->type);
+        if (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2]))
+          now = at.create1(OpKind::Select, {ld.operands[1], now, ld.operands[2]}, ld.result()->type);
+      } else {
+        // Read by dots in place; a trans of it is a view of the buffer.
+        now = views[li];
+        Type view = view_type(bufs[li]);
+        for (const Op* s : p.skip)
+          if (s->kind == OpKind::Trans && s->operands[0] == ld.result()) {
+            Value* t = s->result();
+            Type tt = view;
+            tt.shape = t->type.shape;
+            tt.layout = fn_.intern_layout(permute_outs(fn_.layout_of(view), s->attr_ints("order")));
+            t->type = tt;
+          }
+      }
+      ir::replace_uses(body, ld.result(), now);
+      if (&ld == refill_at) {
+        ir::Builder fill(&body, bit);
+        fill.loc = loop.loc;
+        refill(fill);
+        refilled = true;
+      }
+    }
+    if (!p.early_refill) {
+      ir::Builder fill(&body, std::prev(body.ops.end()));  // before the yield
+      fill.loc = loop.loc;
+      refill(fill);
+    }
+    // The loads, and the conversions only they read, are gone.
+    for (auto bit = body.ops.begin(); bit != body.ops.end();) {
+      const Op* o = bit->get();
+      bool gone = std::find(p.loads.begin(), p.loads.end(), o) != p.loads.end() ||
+                  (o->kind == OpKind::ConvertLayout && p.skip.count(o));
+      bit = gone ? body.ops.erase(bit) : std::next(bit);
+    }
+    Op* yield = body.terminator();
+    yield->operands.insert(yield->operands.end(), next.lead.begin(), next.lead.end());
+    yield->operands.insert(yield->operands.end(), next.loaded.begin(), next.loaded.end());
+    if (buffered) yield->operands.push_back(slot_next);
+
+    loop.attrs.erase("stages");
+    loop.attrs.erase("buffers");
+
+    // After the loop: copies past the end still write zeros, so they land
+    // before the buffers are scratch again.
+    if (!buffered) return it;
+    ir::Builder post(&r, std::next(it));
+    post.loc = loop.loc;
+    post.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(0)}});
+    post.create(OpKind::Barrier, {}, {});
+    return std::prev(post.pos());
+  }
+
+  ir::Function& fn_;
+  const LayoutPlan& plan_;
+  const transforms::AxisAnalysis& axis_;
+  bool matrix_loads_;
+};
+
+}  // namespace
+
+void expand_pipelines(ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, bool matrix_loads) {
+  Expander(fn, plan, axis, matrix_loads).region(fn.body);
+}
+
+}  // namespace tl::codegen

@@ -1,0 +1,47 @@
+// Software pipelines as IR, the GPU pass "expand-pipelines" (pipeline.h):
+// each loop that schedule-loops scheduled ({stages = S}, its loads'
+// {pipeline = ...}) and allocate-shared placed ({buffers = [...]}) becomes
+// the ops that run it, and a plain loop the lowering lowers as it is.
+// At depth S, for a gemm's B tile read by its dot:
+//
+//   barrier                                   scratch before the buffers is done
+//   %buf = local_alloc {offset = 0} : smem<3x32x64xbf16, #lS>   one slot a stage
+//   ...the address slice for iteration 0 (cloned), %live0 = cmp %lo, %hi
+//   %s0 = local_slot %buf, %c0
+//   %t0 = async_copy %s0, %ptr0, (%mask0 and splat %live0)     the tail predicated
+//   %g0 = async_commit %t0
+//   ...the same for iterations 1 .. S-2, into slots 1 .. S-2
+//   for ... (%iv, %carried..., %lead..., %slot) {
+//     async_wait {pending = S-2}              this iteration's group has landed
+//     barrier                                 and every thread is past the slot refilled below
+//     %b = local_slot %buf, %slot             the dot reads the buffer in place
+//     ...the body, %b for the load...
+//     ...the address slice for iteration i + S - 1 from %lead, into the slot
+//        iteration i - 1 read; async_commit
+//     yield %carried'..., %lead'..., %slot + 1 mod S
+//   }
+//   async_wait {pending = 0}                  copies past the end still land
+//   barrier
+//
+// The forms (schedule_loops.h, pipeline_plan.h): "registers" loads become
+// local_load of their slot (and a select where `other` is not 0); "once"
+// loads are copied with iteration 0 into a buffer of one slot (a commit
+// group of their own when each thread reads only what it copied: iteration
+// 0 then waits for its own copies at the top and for those at their first
+// read); without dots reading the buffers, each slot is refilled right after
+// its last read (S - 1 slots); "prefetch" loads are plain loads of the next
+// iteration, carried in registers. Warpgroup dots read the buffers through
+// the asynchronous proxy: a fence_async_shared after each wait.
+//
+// LLVM-free.
+#pragma once
+
+#include "codegen/assign_layouts.h"
+#include "ir/ir.h"
+#include "transforms/axis_analysis.h"
+
+namespace tl::codegen {
+
+void expand_pipelines(ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, bool matrix_loads);
+
+}  // namespace tl::codegen

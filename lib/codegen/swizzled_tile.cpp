@@ -1,0 +1,86 @@
+// The swizzled shared-memory tile (see swizzled_tile.h).
+#include "codegen/swizzled_tile.h"
+
+#include <algorithm>
+
+#include "codegen/assign_layouts.h"
+#include "codegen/pipeline_plan.h"
+
+namespace tl::codegen {
+
+SwizzledTile SwizzledTile::plan(int64_t d0, int64_t d1, int contiguous, int elem_bytes) {
+  SwizzledTile t;
+  t.shape[0] = d0, t.shape[1] = d1;
+  t.contiguous = contiguous;
+  t.elem_bytes = elem_bytes;
+  int64_t row_bytes = t.shape[contiguous] * elem_bytes;
+  t.vec = int(std::min<int64_t>(16 / elem_bytes, t.shape[contiguous]));
+  t.per_phase = int(std::max<int64_t>(1, 128 / row_bytes));
+  t.max_phase = int(std::max<int64_t>(1, std::min<int64_t>(row_bytes / 16, 8)));
+  return t;
+}
+
+// As Lowerer::tile_offset computes it (lower_dot.cpp), in elements.
+int64_t SwizzledTile::elem_offset(int64_t c0, int64_t c1) const {
+  int64_t row = contiguous == 1 ? c0 : c1, col = contiguous == 1 ? c1 : c0;
+  int64_t cols = panel_elems(), rows = shape[1 - contiguous];
+  int64_t phase = (row / per_phase) % max_phase;
+  int64_t chunk = ((col % cols) / vec) ^ phase;
+  return row * cols + chunk * vec + col % vec + (col / cols) * rows * cols;
+}
+
+// The map is a bijection linear over GF(2) (every size a power of two, the
+// phase XORed into chunk bits of the same row): offset bit i maps to the
+// coordinates whose offset is 2^i.
+LinearLayout SwizzledTile::layout() const {
+  std::vector<LinearLayout::Coords> bases;
+  for (int64_t bit = 1; bit < shape[0] * shape[1]; bit <<= 1)
+    for (int64_t c0 = 0; c0 < shape[0]; ++c0)
+      for (int64_t c1 = 0; c1 < shape[1]; ++c1)
+        if (elem_offset(c0, c1) == bit) bases.push_back({int32_t(c0), int32_t(c1)});
+  return LinearLayout({{kOffset, bases}}, {{dim_name(0), int32_t(shape[0])}, {dim_name(1), int32_t(shape[1])}});
+}
+
+SwizzledTile buffer_slot_tile(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes) {
+  auto sh = cta_shape(l, shape);
+  return sh.size() == 1 ? SwizzledTile::plan(1, sh[0], 1, elem_bytes)
+                        : SwizzledTile::plan(sh[0], sh[1], stored_contiguous_dim(l), elem_bytes);
+}
+
+namespace {
+
+// `t` over a tile of `shape`, its CTAs' parts as `block` says.
+LinearLayout over_tile(const SwizzledTile& t, const std::vector<int64_t>& shape,
+                       const std::vector<LinearLayout::Coords>& block) {
+  std::vector<LinearLayout::Coords> offsets = t.layout().bases(kOffset);
+  if (shape.size() == 1)  // one row: dim1 is the tile's only dimension
+    for (auto& c : offsets) c = {c[1]};
+  std::vector<LinearLayout::InDim> ins{{kOffset, offsets}};
+  if (!block.empty()) ins.push_back({kBlock, block});
+  std::vector<LinearLayout::OutDim> outs;
+  for (size_t d = 0; d < shape.size(); ++d) outs.push_back({dim_name(int(d)), int32_t(shape[d])});
+  return LinearLayout(ins, outs);
+}
+
+}  // namespace
+
+LinearLayout buffer_slot_layout(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes) {
+  return over_tile(buffer_slot_tile(l, shape, elem_bytes), shape, l.bases(kBlock));
+}
+
+// The CTA's part from the block bits, the contiguous dimension from offset
+// bit 0; then the layout must be the one those make.
+std::optional<SwizzledTile> swizzled_tile_of(const LinearLayout& buffer, const std::vector<int64_t>& shape,
+                                             int elem_bytes) {
+  if (shape.empty() || shape.size() > 2 || buffer.out_dims().size() != shape.size() || buffer.in_bits(kOffset) == 0)
+    return std::nullopt;
+  auto sh = cta_shape(buffer, shape);
+  int contiguous = 1;
+  if (sh.size() == 2) contiguous = buffer.bases(kOffset)[0][1] != 0 ? 1 : 0;
+  SwizzledTile t = sh.size() == 1 ? SwizzledTile::plan(1, sh[0], 1, elem_bytes)
+                                  : SwizzledTile::plan(sh[0], sh[1], contiguous, elem_bytes);
+  if (!(over_tile(t, shape, buffer.bases(kBlock)) == buffer)) return std::nullopt;
+  return t;
+}
+
+}  // namespace tl::codegen

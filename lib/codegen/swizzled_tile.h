@@ -1,0 +1,60 @@
+// The swizzled shared-memory tile: how a 2-D tile is stored in shared
+// memory for matrix loads, warpgroup instructions and the pipelines'
+// buffers, and the same thing as a LinearLayout (offset -> coordinates) for
+// the buffer types of the GPU IR (smem<..., #lN>).
+//
+// Rows of the contiguous dimension are stored in 16-byte chunks whose order
+// within a row is XOR-swizzled by the row index (bank-conflict-free 8-row
+// matrix loads). Rows longer than 128 bytes are cut into 128-byte panels
+// stored one after the other (all rows of panel 0, then of panel 1): the
+// swizzled layouts warpgroup instructions read (32, 64 or 128 bytes a row
+// with the 32B/64B/128B swizzle, the tile 1024-byte aligned).
+//
+// The lowering (lowerer.h's SmemTile) computes addresses from these fields;
+// `layout()` is the same map as a LinearLayout, which the lowering checks a
+// buffer's type against before it addresses it.
+//
+// LLVM-free.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/linear_layout.h"
+
+namespace tl::codegen {
+
+using ir::LinearLayout;
+
+struct SwizzledTile {
+  int64_t shape[2] = {0, 0};  // stored shape
+  int contiguous = 1;         // stored dimension that is contiguous
+  int elem_bytes = 2;
+  int vec = 8;                // elements per 16-byte chunk
+  int per_phase = 1, max_phase = 1;
+
+  static SwizzledTile plan(int64_t d0, int64_t d1, int contiguous, int elem_bytes);
+  int64_t bytes() const { return shape[0] * shape[1] * elem_bytes; }
+  // Elements of a panel row along the contiguous dimension.
+  int64_t panel_elems() const { return std::min<int64_t>(shape[contiguous], 128 / elem_bytes); }
+  // The element offset of stored coordinates (c0, c1).
+  int64_t elem_offset(int64_t c0, int64_t c1) const;
+  // Element offset -> (dim0, dim1).
+  LinearLayout layout() const;
+};
+
+// The buffer (one slot) of a pipelined load of a tile of `shape` in
+// register layout `l`: this CTA's part of it (cta_shape), contiguous along
+// the dimension the registers run along, one row for a rank-1 tile.
+SwizzledTile buffer_slot_tile(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes);
+// Its layout over the whole tile: offset -> coordinates within this CTA's
+// part, and the CTAs' part as `l` splits it ("block" bits).
+LinearLayout buffer_slot_layout(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes);
+// The tile a buffer (one slot) of `shape` in layout `buffer` stores, when
+// that is a layout buffer_slot_layout makes; nullopt otherwise.
+std::optional<SwizzledTile> swizzled_tile_of(const LinearLayout& buffer, const std::vector<int64_t>& shape,
+                                             int elem_bytes);
+
+}  // namespace tl::codegen
