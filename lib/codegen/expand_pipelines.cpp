@@ -242,8 +242,9 @@ class Expander {
       if (p.early_refill) {
         if (p.shared_reads && buffered) fill.create(OpKind::Barrier, {}, {});
       } else {
+        Value* dec = fill.create1(OpKind::Sub, {slot, one}, i32);
         Value* at_zero = fill.create1(OpKind::Cmp, {slot, zero}, scalar(DType::i1), {{"pred", std::string("eq")}});
-        fill_slot = fill.create1(OpKind::Select, {at_zero, last, fill.create1(OpKind::Sub, {slot, one}, i32)}, i32);
+        fill_slot = fill.create1(OpKind::Select, {at_zero, last, dec}, i32);
       }
       next = issue(fill, loop, p, bufs, lead_args, iv_lead, fill_slot, false);
     };
