@@ -114,13 +114,6 @@ PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& 
   return b;
 }
 
-int64_t pipeline_buffers_end(const PipelinePlan& p, const LayoutPlan& plan, const std::vector<int64_t>& at, bool wg_reads) {
-  int64_t end = 0;
-  for (size_t li = 0; li < p.loads.size() && li < at.size(); ++li)
-    end = std::max(end, at[li] + buffer_bytes(p, li, plan, buffer_align(wg_reads)));
-  return end;
-}
-
 int64_t scratch_bound(const Op& op, const LayoutPlan& plan, const InShared& in_shared) {
   switch (op.kind) {
     case OpKind::ConvertLayout:

@@ -2,8 +2,8 @@
 // loop's pipeline buffers go, and how many bytes of scratch each op may
 // take at the scratch base (a conversion through shared memory, a
 // reduction's or scan's exchange between warps, a dot's staged operands, an
-// atomic's old values). The lowering places the buffers with
-// place_pipeline_buffers and checks every scratch use against
+// atomic's old values). allocate-shared places the buffers with
+// place_pipeline_buffers, and the lowering checks every scratch use against
 // scratch_bound; schedule-loops (schedule_loops.h) bounds a kernel's
 // shared memory with them before choosing its schedule, so a kernel never
 // overflows into a second lowering. The shared-memory allocator (issue 12,
@@ -39,9 +39,6 @@ struct PipelineBuffers {
   int64_t end = 0;
 };
 PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, bool warpgroup_reads);
-// The first byte past buffers placed at `at` (one offset per load).
-int64_t pipeline_buffers_end(const PipelinePlan& p, const LayoutPlan& plan, const std::vector<int64_t>& at,
-                             bool warpgroup_reads);
 // Where shared memory for buffers and scratch starts (past the cluster
 // exchange, with clusters).
 inline int64_t shared_start(const LayoutPlan& plan) { return plan.num_ctas > 1 ? kClusterExchangeBytes : 0; }

@@ -44,6 +44,7 @@ class Verifier : public Rules {
       visible_.insert(a.get());
     }
     region(fn.body, 0);
+    if (fn.is_gpu()) GpuRules(fn).tokens_and_waits();
   }
 
  private:

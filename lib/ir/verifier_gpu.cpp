@@ -3,6 +3,9 @@
 // types, the target-independent rules of which layout an operand is in,
 // and the GPU IR's own ops (buffers, async copies and waits, barriers,
 // conversions).
+#include <algorithm>
+#include <unordered_set>
+
 #include "ir/verifier_rules.h"
 
 namespace tl::ir::verify_rules {
@@ -239,6 +242,75 @@ void GpuRules::op(const Op& op) const {
     default:
       break;
   }
+}
+
+// ---- tokens and waits ------------------------------------------------------
+namespace {
+
+// The buffer a view (local_slot, a trans of a buffer) is part of.
+const Value* root_buffer(const Value* v) {
+  while (v->def && (v->def->kind == OpKind::LocalSlot || v->def->kind == OpKind::Trans) && v->def->operands[0]->type.is_shared())
+    v = v->def->operands[0];
+  return v;
+}
+
+bool copies_into(const Op& op, const Value* root) {
+  if (op.kind == OpKind::AsyncCopy && root_buffer(op.operands[0]) == root) return true;
+  for (const auto& sub : op.regions)
+    for (const auto& o : sub->ops)
+      if (copies_into(*o, root)) return true;
+  return false;
+}
+
+// An if every arm of which waits at its top level (a loop's first
+// iteration waiting for fewer groups than the others).
+bool waits_in_every_arm(const Op& op) {
+  if (op.kind != OpKind::If || op.regions.size() < 2) return false;
+  return std::all_of(op.regions.begin(), op.regions.end(), [](const auto& r) {
+    return std::any_of(r->ops.begin(), r->ops.end(), [](const auto& o) { return o->kind == OpKind::AsyncWait; });
+  });
+}
+
+// Walking back from `read` through its region and the regions around it,
+// a wait comes before any copy into `root`.
+bool waited(const Op& read, const Value* root) {
+  const Op* at = &read;
+  for (const Region* r = read.parent; r; r = at->parent) {
+    auto it = std::find_if(r->ops.begin(), r->ops.end(), [&](const auto& o) { return o.get() == at; });
+    while (it != r->ops.begin()) {
+      const Op& o = **--it;
+      if (o.kind == OpKind::AsyncWait || waits_in_every_arm(o)) return true;
+      if (copies_into(o, root)) return false;
+    }
+    if (!r->parent) return true;
+    at = r->parent;
+  }
+  return true;
+}
+
+}  // namespace
+
+void GpuRules::tokens_and_waits() const {
+  std::unordered_set<const Value*> used, filled;
+  std::vector<const Op*> reads;
+  walk(const_cast<Region&>(fn_.body), [&](Op* op) {
+    for (size_t i = 0; i < op->operands.size(); ++i)
+      if (op->operands[i]->type.is_token())
+        require(used.insert(op->operands[i]).second, *op,
+                "operand #" + std::to_string(i) + " to be a token no other op uses (each token is used once)",
+                "one used before");
+    if (op->kind == OpKind::AsyncCopy) filled.insert(root_buffer(op->operands[0]));
+    bool reads_buffer = op->kind == OpKind::LocalLoad || op->kind == OpKind::Dot;
+    if (reads_buffer) reads.push_back(op);
+  });
+  for (const Op* op : reads)
+    for (size_t i = 0; i < op->operands.size() && i < 2; ++i) {
+      if (!op->operands[i]->type.is_shared()) continue;
+      const Value* root = root_buffer(op->operands[i]);
+      if (filled.count(root) && !waited(*op, root))
+        fail(*op, "an async_wait between the asynchronous copies into its buffer and this read",
+             "a copy into it with no wait after it");
+    }
 }
 
 }  // namespace tl::ir::verify_rules

@@ -163,6 +163,10 @@ class GpuRules : public Rules {
   // `pipeline` on loads) and the shared-memory placement (allocate-shared:
   // `buffers`, `scratch`).
   void schedule(const Op& op) const;
+  // Over the whole function, once its ops are checked: each token is used
+  // once, and every read of a buffer that asynchronous copies fill has a
+  // wait between those copies and it.
+  void tokens_and_waits() const;
 
  private:
   void same_layout(const Op& op, const Value* v, int32_t want, const std::string& what) const;
