@@ -325,7 +325,8 @@ llvm::Value* Lowerer::buffer_ptr(const SmemTile& t, const LinearLayout& l, const
 // A buffer read back as a tile: a row-major one (local_alloc with an
 // initial value) within the CTA that wrote it; a swizzled one (a
 // pipeline's) by each thread's own elements, in vectors as long as its
-// registers and the buffer's 16-byte chunks run along one dimension.
+// registers and the buffer's offsets run along one dimension (16 bytes at
+// most).
 void Lowerer::lower_local_load(const Op& op) {
   const ir::Value* v = op.result();
   const LinearLayout& l = plan_.of(v);
@@ -334,9 +335,9 @@ void Lowerer::lower_local_load(const Op& op) {
     DType d = v->type.dtype;
     llvm::Type* mt = memory_type(d);
     int dim = stored_contiguous_dim(l);
-    bool along = l.out_dims().size() == 1 || dim == t.contiguous;
-    int vec = along ? int(std::bit_floor(uint32_t(std::min<int64_t>({l.contiguous_run(kReg, dim), t.vec,
-                                                                       16 / std::max(1, byte_size(d))})))) : 1;
+    int vec = int(std::bit_floor(uint32_t(std::min<int64_t>({l.contiguous_run(kReg, dim),
+                                                             plan_.of(op.operands[0]).contiguous_run(kOffset, dim),
+                                                             16 / std::max(1, byte_size(d))}))));
     llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
     auto hw = hw_coords(l);
     Regs chunks;
@@ -368,7 +369,9 @@ void Lowerer::lower_async_copy(const Op& op) {
   const LinearLayout& l = plan_.of(ptr);
   Regs ptrs = get(ptr);
   Regs mask = op.operands.size() > 2 ? get(op.operands[2]) : Regs{};
-  int vec = vector_width(op, l, ptr->type.dtype);
+  // As wide as the addresses are contiguous and the buffer's offsets run.
+  int vec = std::min<int>(vector_width(op, l, ptr->type.dtype),
+                          plan_.of(op.operands[0]).contiguous_run(kOffset, stored_contiguous_dim(l)));
   auto hw = hw_coords(l);
   auto dup = duplicate_regs(l);
   guarded(owner_predicate(l), [&]() -> llvm::Value* {

@@ -68,19 +68,18 @@ LinearLayout buffer_slot_layout(const LinearLayout& l, const std::vector<int64_t
   return over_tile(buffer_slot_tile(l, shape, elem_bytes), shape, l.bases(kBlock));
 }
 
-// The CTA's part from the block bits, the contiguous dimension from offset
-// bit 0; then the layout must be the one those make.
+// The CTA's part from the block bits; then the layout must be the one
+// either contiguous dimension makes (a dimension of 1 makes both alike).
 std::optional<SwizzledTile> swizzled_tile_of(const LinearLayout& buffer, const std::vector<int64_t>& shape,
                                              int elem_bytes) {
-  if (shape.empty() || shape.size() > 2 || buffer.out_dims().size() != shape.size() || buffer.in_bits(kOffset) == 0)
-    return std::nullopt;
+  if (shape.empty() || shape.size() > 2 || buffer.out_dims().size() != shape.size()) return std::nullopt;
   auto sh = cta_shape(buffer, shape);
-  int contiguous = 1;
-  if (sh.size() == 2) contiguous = buffer.bases(kOffset)[0][1] != 0 ? 1 : 0;
-  SwizzledTile t = sh.size() == 1 ? SwizzledTile::plan(1, sh[0], 1, elem_bytes)
-                                  : SwizzledTile::plan(sh[0], sh[1], contiguous, elem_bytes);
-  if (!(over_tile(t, shape, buffer.bases(kBlock)) == buffer)) return std::nullopt;
-  return t;
+  for (int contiguous : {1, 0}) {
+    SwizzledTile t = sh.size() == 1 ? SwizzledTile::plan(1, sh[0], 1, elem_bytes)
+                                    : SwizzledTile::plan(sh[0], sh[1], contiguous, elem_bytes);
+    if (over_tile(t, shape, buffer.bases(kBlock)) == buffer) return t;
+  }
+  return std::nullopt;
 }
 
 }  // namespace tl::codegen
