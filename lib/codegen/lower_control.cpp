@@ -5,6 +5,41 @@
 
 namespace tl::codegen::lowering {
 
+// Narrow elements travel around a loop packed into 32 bits (two 16-bit or
+// four 8-bit ones, as vector loads produce them): a phi of its own per
+// element would hold a register each (a bf16 row prefetched into registers
+// spilled so, docs/perf.md run 43). Returns how many go in one (1: none).
+static int pack_factor(const Regs& regs) {
+  if (regs.size() < 2 || regs[0]->getType()->isVectorTy()) return 1;
+  unsigned bits = regs[0]->getType()->getPrimitiveSizeInBits();
+  if (bits != 8 && bits != 16) return 1;
+  int f = int(32 / bits);
+  if (regs.size() % size_t(f)) return 1;
+  for (auto* v : regs)
+    if (v->getType() != regs[0]->getType()) return 1;
+  return f;
+}
+
+Regs Lowerer::pack_narrow(const Regs& regs, int f) {
+  if (f == 1) return regs;
+  Regs out;
+  auto* vt = llvm::FixedVectorType::get(regs[0]->getType(), unsigned(f));
+  for (size_t r = 0; r < regs.size(); r += size_t(f)) {
+    llvm::Value* v = llvm::PoisonValue::get(vt);
+    for (int k = 0; k < f; ++k) v = b_.CreateInsertElement(v, regs[r + size_t(k)], uint64_t(k));
+    out.push_back(v);
+  }
+  return out;
+}
+
+Regs Lowerer::unpack_narrow(const Regs& packed, int f) {
+  if (f == 1) return packed;
+  Regs out;
+  for (llvm::Value* v : packed)
+    for (int k = 0; k < f; ++k) out.push_back(b_.CreateExtractElement(v, uint64_t(k)));
+  return out;
+}
+
 void Lowerer::lower_for(const Op& op) {
   const ir::Region& body = *op.regions[0];
   llvm::Value* lo = get(op.operands[0])[0];
@@ -27,6 +62,11 @@ void Lowerer::lower_for(const Op& op) {
   for (const auto& sc : scopes_) outer_seen.push_back(sc.barrier_seen);
   scopes_.push_back({});
 
+  std::vector<int> pack(nc);
+  for (size_t k = 0; k < nc; ++k) {
+    pack[k] = pack_factor(init[k]);
+    init[k] = pack_narrow(init[k], pack[k]);
+  }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
   auto* body_bb = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
@@ -47,13 +87,9 @@ void Lowerer::lower_for(const Op& op) {
     }
     return out;
   };
-  auto as_regs = [](const std::vector<std::vector<llvm::PHINode*>>& phis) {
-    std::vector<Regs> out;
-    for (const auto& ph : phis) out.emplace_back(ph.begin(), ph.end());
-    return out;
-  };
   auto phis = make_phis(init);
-  std::vector<Regs> carried = as_regs(phis);
+  std::vector<Regs> carried;
+  for (size_t k = 0; k < nc; ++k) carried.push_back(unpack_narrow(Regs(phis[k].begin(), phis[k].end()), pack[k]));
   for (size_t k = 0; k < nc; ++k) vals_[body.args[k + 1].get()] = vals_[op.results[k].get()] = carried[k];
   vals_[body.args[0].get()] = {iv};
   llvm::Value* hi = get(op.operands[1])[0];
@@ -64,7 +100,7 @@ void Lowerer::lower_for(const Op& op) {
   lower_region(body);
   const Op* yield = body.terminator();
   std::vector<Regs> next;
-  for (size_t k = 0; k < nc; ++k) next.push_back(in_layout(yield->operands[k], body.args[k + 1].get()));
+  for (size_t k = 0; k < nc; ++k) next.push_back(pack_narrow(in_layout(yield->operands[k], body.args[k + 1].get()), pack[k]));
   // Back to the top: restore what the body assumed of the slots.
   const ScratchScope body_scope = scopes_.back();
   bool dirty = false;

@@ -214,6 +214,8 @@ class Lowerer {
   llvm::Value* operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int k0);
 
   // ------------------------------------------------------------ control flow
+  Regs pack_narrow(const Regs& regs, int f);
+  Regs unpack_narrow(const Regs& packed, int f);
   void lower_for(const Op& op);
   void lower_if(const Op& op);
 
