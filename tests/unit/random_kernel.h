@@ -17,8 +17,8 @@
 // exact values only. `error_bounds` then derives, per stored value, how far
 // a conforming NVIDIA back end may differ from the interpreter: 0 for
 // integers and for floats computed only by correctly rounded ops, else a
-// bound built from each op's documented accuracy (random_kernel.cpp lists
-// them) propagated through the op's Lipschitz constant over its interval.
+// bound built from each op's documented accuracy (random_kernel_errors.cpp
+// lists them) propagated through the op's Lipschitz constant over its interval.
 //
 // Shrinking: generation draws ops one at a time, and everything that closes
 // a program (loop yields, the stores) comes from streams of its own, so the
@@ -111,7 +111,7 @@ struct Instr {
 
 struct GenOptions {
   // Skip combinations that crash or are known-unsupported today (listed in
-  // random_kernel.cpp, each with the issue it belongs to); the skipped
+  // random_kernel_gen_*.cpp, each with the issue it belongs to); the skipped
   // ones are counted in Program::notes. TILEDSL_RANDOM_ALL=1 turns it off.
   bool avoid_known_issues = true;
   // Size limits: elements of a tile (loops divide it by their trip counts)

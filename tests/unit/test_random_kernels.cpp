@@ -19,7 +19,7 @@
 // the kernel, reruns the CI checks (and the GPU comparison where there is
 // a GPU) and shrinks a failure. Any failure prints such a replay line.
 // TILEDSL_RANDOM_ALL=1 stops the generator from avoiding the known issues
-// listed in random_kernel.cpp.
+// listed in random_kernel_gen_*.cpp.
 #include <catch2/catch.hpp>
 
 #include <chrono>
