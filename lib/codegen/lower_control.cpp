@@ -5,15 +5,19 @@
 
 namespace tl::codegen::lowering {
 
-// Narrow elements travel around a loop packed into 32 bits (two 16-bit or
-// four 8-bit ones, as vector loads produce them): a phi of its own per
-// element would hold a register each (a bf16 row prefetched into registers
-// spilled so, docs/perf.md run 43). Returns how many go in one (1: none).
-static int pack_factor(const Regs& regs) {
+// Narrow elements travel around a loop packed into vectors of 32 bits at
+// least (two 16-bit or four 8-bit ones) and as long as the registers run
+// along one dimension, up to 16 bytes (as vector loads produce them): a phi
+// of its own per element would hold a register each (a bf16 row prefetched
+// into registers spilled so, docs/perf.md run 43). Returns how many go in
+// one (1: none).
+static int pack_factor(const Regs& regs, const LinearLayout& l) {
   if (regs.size() < 2 || regs[0]->getType()->isVectorTy()) return 1;
   unsigned bits = regs[0]->getType()->getPrimitiveSizeInBits();
   if (bits != 8 && bits != 16) return 1;
-  int f = int(32 / bits);
+  int run = l.contiguous_run(kReg, stored_contiguous_dim(l));
+  int f = std::max(int(32 / bits), std::min(int(128 / bits), run));
+  if (regs.size() % size_t(f)) f = int(32 / bits);
   if (regs.size() % size_t(f)) return 1;
   for (auto* v : regs)
     if (v->getType() != regs[0]->getType()) return 1;
@@ -64,7 +68,8 @@ void Lowerer::lower_for(const Op& op) {
 
   std::vector<int> pack(nc);
   for (size_t k = 0; k < nc; ++k) {
-    pack[k] = pack_factor(init[k]);
+    const ir::Value* arg = body.args[k + 1].get();
+    pack[k] = arg->type.is_tile() ? pack_factor(init[k], plan_.of(arg)) : 1;
     init[k] = pack_narrow(init[k], pack[k]);
   }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
