@@ -195,9 +195,8 @@ class Converter {
         Value* v = o->operands[i];
         if (ir::defined_in(v, body) || !v->type.is_tile()) continue;
         const DotLayouts& d = plan_.dots.at(o.get());
-        LinearLayout from = plan_.of(v), need = i == 0 ? d.a : d.b;
-        if (matrix_loads_ && matrix_loadable_dot(*o, plan_) && !is_uniform(v) && !(from == need) &&
-            !same_threads(from, need)) {
+        LinearLayout need = i == 0 ? d.a : d.b;
+        if (matrix_loads_ && staged_for_matrix_loads(*o, i, v, plan_)) {
           ir::Builder b(&r, it);
           b.loc = o->loc;
           o->operands[i] = b.create1(OpKind::ConvertLayout, {v}, v->type.with_layout(fn_.intern_layout(need)),

@@ -17,21 +17,6 @@ using ir::Value;
 
 namespace {
 
-// `l` with its output dimensions permuted as a trans's `order` permutes
-// its operand's (result dimension i is operand dimension order[i]).
-LinearLayout permute_outs(const LinearLayout& l, const std::vector<int64_t>& order) {
-  std::vector<LinearLayout::InDim> ins = l.in_dims();
-  for (auto& d : ins)
-    for (auto& c : d.bases) {
-      LinearLayout::Coords p(c.size());
-      for (size_t i = 0; i < order.size(); ++i) p[i] = c[size_t(order[i])];
-      c = p;
-    }
-  std::vector<LinearLayout::OutDim> outs;
-  for (size_t i = 0; i < order.size(); ++i) outs.push_back({dim_name(int(i)), l.out_dims()[size_t(order[i])].size});
-  return LinearLayout(ins, outs);
-}
-
 class Expander {
  public:
   Expander(ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, bool matrix_loads)
@@ -53,7 +38,6 @@ class Expander {
     std::vector<Value*> loaded;  // register prefetch: each load's tile
   };
 
-  Type scalar(DType d) const { return Type{d, false, {}}; }
   Type token() const {
     Type t{DType::i1, false, {}};
     t.kind = ir::TypeKind::token;
@@ -100,14 +84,13 @@ class Expander {
       Op* c = b.create(o->kind, operands, types, o->attrs);
       for (size_t k = 0; k < o->results.size(); ++k) map[o->result(int(k))] = c->result(int(k));
     }
-    Value* live = b.create1(OpKind::Cmp, {iv, loop.operands[1]}, scalar(DType::i1), {{"pred", std::string("lt")}});
+    Value* live = b.create1(OpKind::Cmp, {iv, loop.operands[1]}, ir::scalar_type(DType::i1), {{"pred", std::string("lt")}});
     Issued out;
     std::vector<Value*> tokens;
     auto copy = [&](size_t li) {
       const Op& ld = *p.loads[li];
       Value* ptr = get(ld.operands[0]);
-      Type mask_type{DType::i1, false, ptr->type.shape};
-      mask_type.layout = ptr->type.layout;
+      Type mask_type = ptr->type.with_dtype(DType::i1).with_layout(ptr->type.layout);
       Value* mask = b.create1(OpKind::Splat, {live}, mask_type);
       if (ld.operands.size() > 1) mask = b.create1(OpKind::And, {mask, get(ld.operands[1])}, mask_type);
       if (p.prefetch_registers) {
@@ -138,8 +121,6 @@ class Expander {
     return out;
   }
 
-  Value* constant(ir::Builder& b, Type t, int64_t v) { return b.constant_int(t, v); }
-
   // Expands the loop at `it` as `p` says; returns the iterator of the last
   // op it put after the loop (or of the loop).
   ir::Region::iterator expand(ir::Region& r, ir::Region::iterator it, const PipelinePlan& p) {
@@ -147,7 +128,7 @@ class Expander {
     ir::Region& body = *loop.regions[0];
     const int S = p.stages;
     const bool buffered = !p.prefetch_registers;
-    const Type i32 = scalar(DType::i32), iv_type = loop.operands[0]->type;
+    const Type i32 = ir::scalar_type(DType::i32), iv_type = loop.operands[0]->type;
     ir::Builder pre(&r, it);
     pre.loc = loop.loc;
 
@@ -170,14 +151,14 @@ class Expander {
     Issued issued;
     for (int j = 0; j + 1 < S; ++j) {
       if (j > 0) iv = pre.create1(OpKind::Add, {iv, loop.operands[2]}, iv_type);
-      issued = issue(pre, loop, p, bufs, lead, iv, constant(pre, i32, j), j == 0);
+      issued = issue(pre, loop, p, bufs, lead, iv, pre.constant_int(i32, j), j == 0);
       lead = issued.lead;
     }
 
     // The loop carries the lead values, the prefetched tiles and the slot.
     std::vector<Value*> inits = lead;
     inits.insert(inits.end(), issued.loaded.begin(), issued.loaded.end());
-    if (buffered) inits.push_back(constant(pre, i32, 0));
+    if (buffered) inits.push_back(pre.constant_int(i32, 0));
     std::vector<Value*> args;
     for (Value* v : inits) {
       loop.operands.push_back(v);
@@ -198,7 +179,7 @@ class Expander {
       if (p.invariant_group) {
         // Iteration 0 waits for its own copies only: the invariant group,
         // committed after them, may still be pending (its reads wait).
-        Value* at_first = top.create1(OpKind::Cmp, {body_iv, loop.operands[0]}, scalar(DType::i1),
+        Value* at_first = top.create1(OpKind::Cmp, {body_iv, loop.operands[0]}, ir::scalar_type(DType::i1),
                                       {{"pred", std::string("eq")}});
         Op* branch = top.create(OpKind::If, {at_first}, {});
         for (int pending : {S - 1, S - 2}) {
@@ -216,15 +197,15 @@ class Expander {
     std::vector<Value*> views(p.loads.size(), nullptr);
     for (size_t li = 0; li < p.loads.size() && buffered; ++li)
       views[li] = p.invariant[li] ? bufs[li] : top.create1(OpKind::LocalSlot, {bufs[li], slot}, view_type(bufs[li]));
-    Value* ahead = top.create1(OpKind::Mul, {loop.operands[2], constant(top, iv_type, S - 1)}, iv_type);
+    Value* ahead = top.create1(OpKind::Mul, {loop.operands[2], top.constant_int(iv_type, S - 1)}, iv_type);
     Value* iv_lead = top.create1(OpKind::Add, {body_iv, ahead}, iv_type);
     Value *last = nullptr, *zero = nullptr, *one = nullptr, *slot_next = nullptr;
     if (buffered) {
-      last = constant(top, i32, p.slots() - 1);
-      zero = constant(top, i32, 0);
-      one = constant(top, i32, 1);
+      last = top.constant_int(i32, p.slots() - 1);
+      zero = top.constant_int(i32, 0);
+      one = top.constant_int(i32, 1);
       Value* inc = top.create1(OpKind::Add, {slot, one}, i32);
-      Value* wraps = top.create1(OpKind::Cmp, {slot, last}, scalar(DType::i1), {{"pred", std::string("eq")}});
+      Value* wraps = top.create1(OpKind::Cmp, {slot, last}, ir::scalar_type(DType::i1), {{"pred", std::string("eq")}});
       slot_next = top.create1(OpKind::Select, {wraps, zero, inc}, i32);
     }
 
@@ -243,7 +224,7 @@ class Expander {
         if (p.shared_reads && buffered) fill.create(OpKind::Barrier, {}, {});
       } else {
         Value* dec = fill.create1(OpKind::Sub, {slot, one}, i32);
-        Value* at_zero = fill.create1(OpKind::Cmp, {slot, zero}, scalar(DType::i1), {{"pred", std::string("eq")}});
+        Value* at_zero = fill.create1(OpKind::Cmp, {slot, zero}, ir::scalar_type(DType::i1), {{"pred", std::string("eq")}});
         fill_slot = fill.create1(OpKind::Select, {at_zero, last, dec}, i32);
       }
       next = issue(fill, loop, p, bufs, lead_args, iv_lead, fill_slot, false);
@@ -277,7 +258,7 @@ class Expander {
             Value* t = s->result();
             Type tt = view;
             tt.shape = t->type.shape;
-            tt.layout = fn_.intern_layout(permute_outs(fn_.layout_of(view), s->attr_ints("order")));
+            tt.layout = fn_.intern_layout(trans_layout(fn_.layout_of(view), s->attr_ints("order")));
             t->type = tt;
           }
       }

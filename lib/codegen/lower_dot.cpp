@@ -153,12 +153,9 @@ llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* 
 std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& staged) {
   const ir::Value* v = dot.operands[i];
   if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return it->second;
-  if (!matrix_loadable(dot) || is_uniform(v)) return std::nullopt;
-  const DotLayouts& d = plan_.dots.at(&dot);
-  const LinearLayout& from = plan_.of(v);
-  if (from == (i == 0 ? d.a : d.b) || same_threads(from, i == 0 ? d.a : d.b)) return std::nullopt;
+  if (!t_.has_matrix_load_8x8() || !staged_for_matrix_loads(dot, i, v, plan_)) return std::nullopt;
   if (staged == 0) barrier();  // the previous scratch user is done
-  SmemTile t = write_tile(get(v), from, v->type, staged);
+  SmemTile t = write_tile(get(v), plan_.of(v), v->type, staged);
   staged += (t.bytes() + 127) / 128 * 128;
   return t;
 }

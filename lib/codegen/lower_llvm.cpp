@@ -226,7 +226,7 @@ void Lowerer::need_smem(int64_t bytes) {
     if (!scratch_placed_)
       throw Error(scratch_user_->loc.str() + ": '" + std::string(scratch_user_->name()) +
                   "' expects attribute 'scratch' (allocate-shared gives it), found none");
-    int64_t bound = scratch_bound(*scratch_user_, plan_, [this](const ir::Value* v) { return smem_vals_.count(v) != 0; });
+    int64_t bound = scratch_bound(*scratch_user_, plan_, {});  // buffers read in place are smem<...> by now
     if (bytes > bound)
       throw Error("internal: " + std::to_string(bytes) + " bytes of scratch shared memory exceed the " +
                   std::to_string(bound) + " that scratch_bound allows '" + std::string(scratch_user_->name()) + "'");

@@ -29,6 +29,13 @@ bool matrix_loadable_dot(const Op& dot, const LayoutPlan& plan) {
   return d.instr && d.instr->k == 16 && byte_size(dot.operands[0]->type.dtype) == 2;
 }
 
+bool staged_for_matrix_loads(const Op& dot, int i, const ir::Value* v, const LayoutPlan& plan) {
+  if (!matrix_loadable_dot(dot, plan) || is_uniform(v)) return false;
+  const DotLayouts& d = plan.dots.at(&dot);
+  const LinearLayout &from = plan.of(v), &need = i == 0 ? d.a : d.b;
+  return !(from == need) && !same_threads(from, need);
+}
+
 bool is_zero_constant(const ir::Value* v) {
   const Op* d = v->def;
   if (d && d->kind == OpKind::Splat) d = d->operands[0]->def;

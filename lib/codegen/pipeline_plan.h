@@ -115,5 +115,10 @@ bool is_zero_constant(const ir::Value* v);
 // whether `dot`'s operands can be read with 8x8 matrix loads (16-bit
 // elements on a k = 16 instruction), given the target has them.
 bool matrix_loadable_dot(const ir::Op& dot, const LayoutPlan& plan);
+// whether `v`, as operand `i` (0: A, 1: B) of such a dot, reaches its
+// fragments by a round trip through swizzled shared memory read with
+// matrix loads: not uniform, and held by other threads than the fragments
+// need (given the target has matrix loads).
+bool staged_for_matrix_loads(const ir::Op& dot, int i, const ir::Value* v, const LayoutPlan& plan);
 
 }  // namespace tl::codegen

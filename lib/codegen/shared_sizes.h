@@ -48,8 +48,9 @@ bool warpgroup_reads(const ir::Op& loop, const LayoutPlan& plan);
 int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan);
 
 // At most how many bytes of scratch, from the scratch base, `op` uses
-// (0: none). `in_shared` says which values a pipeline leaves in shared
-// memory (dots read those in place).
+// (0: none). A buffer (smem<...>) a dot or trans reads in place takes
+// none; before expand-pipelines makes the buffers, `in_shared` says which
+// loads a schedule will leave in shared memory.
 using InShared = std::function<bool(const ir::Value*)>;
 int64_t scratch_bound(const ir::Op& op, const LayoutPlan& plan, const InShared& in_shared);
 

@@ -29,16 +29,20 @@ int64_t SwizzledTile::elem_offset(int64_t c0, int64_t c1) const {
   return row * cols + chunk * vec + col % vec + (col / cols) * rows * cols;
 }
 
-// The map is a bijection linear over GF(2) (every size a power of two, the
-// phase XORed into chunk bits of the same row): offset bit i maps to the
-// coordinates whose offset is 2^i.
+// The map from coordinates to offsets is a bijection linear over GF(2)
+// (every size a power of two, the phase XORed into chunk bits of the same
+// row): built from each coordinate bit's offset and inverted.
 LinearLayout SwizzledTile::layout() const {
-  std::vector<LinearLayout::Coords> bases;
-  for (int64_t bit = 1; bit < shape[0] * shape[1]; bit <<= 1)
-    for (int64_t c0 = 0; c0 < shape[0]; ++c0)
-      for (int64_t c1 = 0; c1 < shape[1]; ++c1)
-        if (elem_offset(c0, c1) == bit) bases.push_back({int32_t(c0), int32_t(c1)});
-  return LinearLayout({{kOffset, bases}}, {{dim_name(0), int32_t(shape[0])}, {dim_name(1), int32_t(shape[1])}});
+  std::vector<LinearLayout::InDim> coords;
+  for (int d = 0; d < 2; ++d) {
+    LinearLayout::InDim in{dim_name(d), {}};
+    for (int64_t bit = 1; bit < shape[d]; bit <<= 1)
+      in.bases.push_back({int32_t(d == 0 ? elem_offset(bit, 0) : elem_offset(0, bit))});
+    coords.push_back(in);
+  }
+  auto inverse = LinearLayout(coords, {{kOffset, int32_t(shape[0] * shape[1])}}).invert();
+  if (!inverse) throw Error("internal: a swizzled tile's offsets are not a bijection");
+  return *inverse;
 }
 
 SwizzledTile buffer_slot_tile(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes) {
