@@ -63,9 +63,7 @@ class Expander {
     ir::Type buf{x->type.dtype, x->type.is_ptr, x->type.shape};
     buf.kind = ir::TypeKind::shared;
     buf.layout = fn_.intern_layout(row_major_buffer(x->type.shape));
-    b.create(OpKind::Barrier, {}, {});
     ir::Value* mem = b.create1(OpKind::LocalAlloc, {x}, buf);
-    b.create(OpKind::Barrier, {}, {});
     ir::Value* read = b.create1(OpKind::LocalLoad, {mem}, y->type);
     ir::replace_uses(r, y, read);
     auto last = std::prev(it);

@@ -1,15 +1,15 @@
 // Layout conversions through shared memory as buffers, the GPU pass
 // "expand-conversions" (pipeline.h): each convert_layout {move = "shared"}
 // becomes a buffer every thread writes what it holds into and then reads
-// what it needs from, with the barriers around it:
+// what it needs from:
 //
-//   barrier                                      the buffer's last readers are done
 //   %b = local_alloc %x : smem<64x32xf32, #lK>   the tile, row-major (#lK maps
 //                                                element offsets to coordinates)
-//   barrier                                      every write has landed
 //   %y = local_load %b : tile<64x32xf32, #lJ>    in the layout needed
 //
-// allocate-shared then places the buffer (its `scratch`). Conversions a
+// allocate-shared then places the buffer (its `scratch`), and
+// insert-barriers puts a barrier between the two (every write has landed)
+// and one before the first where earlier readers of its bytes need it. Conversions a
 // loop's schedule runs ahead of the loop (the slice a pipelined load's
 // address needs) or leaves unlowered stay as they are: the schedule's
 // expansion handles them.

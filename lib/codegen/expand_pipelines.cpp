@@ -59,15 +59,20 @@ class Expander {
     if (size_t(t.rank()) > fn_.layout_of(t).out_dims().size()) t.shape.erase(t.shape.begin());
     return t;
   }
+  Value* slot_view(ir::Builder& b, Value* buf, Value* slot, int stage) {
+    return b.create1(OpKind::LocalSlot, {buf, slot}, view_type(buf), {{"stage", int64_t(stage)}});
+  }
 
   // The copies of one stage, at `b`: the lead slice for iteration `iv`
   // with lead carried values `lead`, then each load's copies into slot
-  // `slot` of its buffer (invariant loads with the first stage only, into
-  // their one buffer; after its commit when they form a group of their
-  // own), or for a register prefetch the loads themselves. A copy past the
-  // loop's end (`iv` >= its bound) is masked off: it writes zeros.
+  // `slot` of its buffer, the slot of iteration `stage` from the current
+  // one (insert_barriers.h tells slots apart by it; invariant loads with
+  // the first stage only, into their one buffer; after its commit when they
+  // form a group of their own), or for a register prefetch the loads
+  // themselves. A copy past the loop's end (`iv` >= its bound) is masked
+  // off: it writes zeros.
   Issued issue(ir::Builder& b, const Op& loop, const PipelinePlan& p, const std::vector<Value*>& bufs,
-               const std::vector<Value*>& lead, Value* iv, Value* slot, bool first) {
+               const std::vector<Value*>& lead, Value* iv, Value* slot, int stage, bool first) {
     const ir::Region& body = *loop.regions[0];
     std::unordered_map<const Value*, Value*> map;
     map[body.args[0].get()] = iv;
@@ -101,7 +106,7 @@ class Expander {
         out.loaded.push_back(b.create1(OpKind::Load, operands, ld.result()->type, attrs));
         return;
       }
-      Value* dst = p.invariant[li] ? bufs[li] : b.create1(OpKind::LocalSlot, {bufs[li], slot}, view_type(bufs[li]));
+      Value* dst = p.invariant[li] ? bufs[li] : slot_view(b, bufs[li], slot, stage);
       tokens.push_back(b.create1(OpKind::AsyncCopy, {dst, ptr, mask}, token()));
     };
     auto commit = [&] {
@@ -138,7 +143,6 @@ class Expander {
       if (!loop.has_attr("buffers") || loop.attr_ints("buffers").size() != p.loads.size())
         throw Error(loop.loc.str() + ": 'for' expects attribute 'buffers' with an offset for each of its " +
                     std::to_string(p.loads.size()) + " pipelined loads (allocate-shared gives it)");
-      pre.create(OpKind::Barrier, {}, {});
       for (size_t li = 0; li < p.loads.size(); ++li)
         bufs[li] = pre.create1(OpKind::LocalAlloc, {}, buffer_type(*p.loads[li], p.invariant[li] ? 0 : p.slots()),
                                {{"offset", loop.attr_ints("buffers")[li]}});
@@ -151,7 +155,7 @@ class Expander {
     Issued issued;
     for (int j = 0; j + 1 < S; ++j) {
       if (j > 0) iv = pre.create1(OpKind::Add, {iv, loop.operands[2]}, iv_type);
-      issued = issue(pre, loop, p, bufs, lead, iv, pre.constant_int(i32, j), j == 0);
+      issued = issue(pre, loop, p, bufs, lead, iv, pre.constant_int(i32, j), j, j == 0);
       lead = issued.lead;
     }
 
@@ -168,9 +172,9 @@ class Expander {
     std::vector<Value*> lead_args(args.begin(), args.begin() + long(lead.size()));
     Value* slot = buffered ? args.back() : nullptr;
 
-    // The top of the body: this iteration's copies have landed, every
-    // thread is past the previous iteration's reads of the slot refilled
-    // below (a thread that reads only what it copied needs no barrier);
+    // The top of the body: this iteration's copies have landed (the
+    // barrier after which every thread sees them, and is past the previous
+    // iteration's reads of the slot refilled below, is insert-barriers');
     // each buffer's slot; the lead iteration; the next slot.
     ir::Builder top(&body, body.ops.begin());
     top.loc = loop.loc;
@@ -192,11 +196,10 @@ class Expander {
         top.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(S - 2)}});
       }
       if (warpgroup_reads(loop, plan_)) top.create(OpKind::FenceAsyncShared, {}, {});
-      if (!p.early_refill || p.shared_reads) top.create(OpKind::Barrier, {}, {});
     }
     std::vector<Value*> views(p.loads.size(), nullptr);
     for (size_t li = 0; li < p.loads.size() && buffered; ++li)
-      views[li] = p.invariant[li] ? bufs[li] : top.create1(OpKind::LocalSlot, {bufs[li], slot}, view_type(bufs[li]));
+      views[li] = p.invariant[li] ? bufs[li] : slot_view(top, bufs[li], slot, 0);
     Value* ahead = top.create1(OpKind::Mul, {loop.operands[2], top.constant_int(iv_type, S - 1)}, iv_type);
     Value* iv_lead = top.create1(OpKind::Add, {body_iv, ahead}, iv_type);
     Value *last = nullptr, *zero = nullptr, *one = nullptr, *slot_next = nullptr;
@@ -210,24 +213,22 @@ class Expander {
     }
 
     // Each load as its form says. The refill, iteration i + S - 1, goes
-    // into this iteration's slot once every thread has read it (early:
-    // right after the last load that changes from one iteration to the
-    // next), else into the slot iteration i - 1 read, after this
-    // iteration's multiplies so that those start right after the barrier.
+    // into this iteration's slot once it is read (early: right after the
+    // last load that changes from one iteration to the next), else into
+    // the slot iteration i - 1 read, after this iteration's multiplies so
+    // that those start right after the wait.
     const Op* refill_at = nullptr;
     for (size_t li = 0; li < p.loads.size() && p.early_refill; ++li)
       if (!p.invariant[li]) refill_at = p.loads[li];
     Issued next;
     auto refill = [&](ir::Builder& fill) {
       Value* fill_slot = slot;
-      if (p.early_refill) {
-        if (p.shared_reads && buffered) fill.create(OpKind::Barrier, {}, {});
-      } else {
+      if (!p.early_refill) {
         Value* dec = fill.create1(OpKind::Sub, {slot, one}, i32);
         Value* at_zero = fill.create1(OpKind::Cmp, {slot, zero}, ir::scalar_type(DType::i1), {{"pred", std::string("eq")}});
         fill_slot = fill.create1(OpKind::Select, {at_zero, last, dec}, i32);
       }
-      next = issue(fill, loop, p, bufs, lead_args, iv_lead, fill_slot, false);
+      next = issue(fill, loop, p, bufs, lead_args, iv_lead, fill_slot, S - 1, false);
     };
     bool refilled = false;
     for (auto bit = body.ops.begin(); bit != body.ops.end(); ++bit) {
@@ -296,7 +297,6 @@ class Expander {
     ir::Builder post(&r, std::next(it));
     post.loc = loop.loc;
     post.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(0)}});
-    post.create(OpKind::Barrier, {}, {});
     return std::prev(post.pos());
   }
 

@@ -4,24 +4,26 @@
 // the ops that run it, and a plain loop the lowering lowers as it is.
 // At depth S, for a gemm's B tile read by its dot:
 //
-//   barrier                                   scratch before the buffers is done
 //   %buf = local_alloc {offset = 0} : smem<3x32x64xbf16, #lS>   one slot a stage
 //   ...the address slice for iteration 0 (cloned), %live0 = cmp %lo, %hi
-//   %s0 = local_slot %buf, %c0
+//   %s0 = local_slot %buf, %c0 {stage = 0}    the slot of iteration 0
 //   %t0 = async_copy %s0, %ptr0, (%mask0 and splat %live0)     the tail predicated
 //   %g0 = async_commit %t0
 //   ...the same for iterations 1 .. S-2, into slots 1 .. S-2
 //   for ... (%iv, %carried..., %lead..., %slot) {
 //     async_wait {pending = S-2}              this iteration's group has landed
-//     barrier                                 and every thread is past the slot refilled below
-//     %b = local_slot %buf, %slot             the dot reads the buffer in place
+//     %b = local_slot %buf, %slot {stage = 0} the dot reads the buffer in place
 //     ...the body, %b for the load...
 //     ...the address slice for iteration i + S - 1 from %lead, into the slot
-//        iteration i - 1 read; async_commit
+//        iteration i - 1 read ({stage = S-1}); async_commit
 //     yield %carried'..., %lead'..., %slot + 1 mod S
 //   }
 //   async_wait {pending = 0}                  copies past the end still land
-//   barrier
+//
+// Its barriers are insert-barriers' (insert_barriers.h): before the
+// prologue where earlier users of the buffers' bytes need one, after each
+// wait (every thread sees every copy, and is past the reads of the slot
+// refilled next), none where each thread reads back only what it copied.
 //
 // The forms (schedule_loops.h, pipeline_plan.h): "registers" loads become
 // local_load of their slot (and a select where `other` is not 0); "once"

@@ -55,17 +55,6 @@ void Lowerer::lower_for(const Op& op) {
     unsupported(op, "with a pipeline schedule ('stages') is lowered once expand-pipelines has expanded it into "
                     "buffers, copies and waits, found it unexpanded");
 
-  // The body assumes both exchange slots clean on entry (lower_reduce.cpp),
-  // and both cluster slots.
-  if (!slot_clean_[0] || !slot_clean_[1] || !cluster_clean_[0] || !cluster_clean_[1]) {
-    barrier();
-  } else {
-    for (int k = 0; k < 2; ++k) rely_on_clean(k), rely_on_cluster_clean(k);
-  }
-  std::vector<bool> outer_seen;
-  for (const auto& sc : scopes_) outer_seen.push_back(sc.barrier_seen);
-  scopes_.push_back({});
-
   std::vector<int> pack(nc);
   for (size_t k = 0; k < nc; ++k) {
     const ir::Value* arg = body.args[k + 1].get();
@@ -106,14 +95,6 @@ void Lowerer::lower_for(const Op& op) {
   const Op* yield = body.terminator();
   std::vector<Regs> next;
   for (size_t k = 0; k < nc; ++k) next.push_back(pack_narrow(in_layout(yield->operands[k], body.args[k + 1].get()), pack[k]));
-  // Back to the top: restore what the body assumed of the slots.
-  const ScratchScope body_scope = scopes_.back();
-  bool dirty = false;
-  for (int k = 0; k < 2; ++k)
-    dirty = dirty || (body_scope.assumed[k] && !slot_clean_[k]) || (body_scope.cluster_assumed[k] && !cluster_clean_[k]);
-  if (dirty) barrier();
-  scopes_.pop_back();
-  for (size_t k = 0; k < outer_seen.size(); ++k) scopes_[k].barrier_seen = outer_seen[k];  // the body may not run
   llvm::Value* iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateBr(header);
@@ -130,18 +111,7 @@ void Lowerer::lower_if(const Op& op) {
   auto* join = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
   b_.CreateCondBr(cond, then_bb, else_bb);
   std::vector<std::pair<llvm::BasicBlock*, std::vector<Regs>>> arms;
-  // Exchange-slot state: each arm starts from the state here; after the
-  // join a slot is clean, or a barrier seen, only if so on both paths.
-  const bool entry_clean[2] = {slot_clean_[0], slot_clean_[1]};
-  const bool entry_cclean[2] = {cluster_clean_[0], cluster_clean_[1]};
-  std::vector<bool> entry_seen, join_seen;
-  for (const auto& sc : scopes_) entry_seen.push_back(sc.barrier_seen);
-  bool join_clean[2] = {true, true}, join_cclean[2] = {true, true};
-  join_seen.assign(scopes_.size(), true);
   for (int side = 0; side < 2; ++side) {
-    slot_clean_[0] = entry_clean[0], slot_clean_[1] = entry_clean[1];
-    cluster_clean_[0] = entry_cclean[0], cluster_clean_[1] = entry_cclean[1];
-    for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = entry_seen[k];
     b_.SetInsertPoint(side == 0 ? then_bb : else_bb);
     std::vector<Regs> vals;
     if (side < int(op.regions.size())) {
@@ -152,13 +122,7 @@ void Lowerer::lower_if(const Op& op) {
     }
     arms.push_back({b_.GetInsertBlock(), vals});
     b_.CreateBr(join);
-    for (int k = 0; k < 2; ++k) join_clean[k] = join_clean[k] && slot_clean_[k];
-    for (int k = 0; k < 2; ++k) join_cclean[k] = join_cclean[k] && cluster_clean_[k];
-    for (size_t k = 0; k < scopes_.size(); ++k) join_seen[k] = join_seen[k] && scopes_[k].barrier_seen;
   }
-  slot_clean_[0] = join_clean[0], slot_clean_[1] = join_clean[1];
-  cluster_clean_[0] = join_cclean[0], cluster_clean_[1] = join_cclean[1];
-  for (size_t k = 0; k < scopes_.size(); ++k) scopes_[k].barrier_seen = join_seen[k];
   b_.SetInsertPoint(join);
   for (size_t k = 0; k < op.results.size(); ++k) {
     Regs merged;

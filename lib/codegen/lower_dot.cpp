@@ -74,7 +74,7 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
       tile[i] = it->second;
       continue;
     }
-    if (staged == 0) barrier();  // the previous scratch user is done
+    if (staged == 0) scratch_fence();  // the op's earlier scratch use is done
     int64_t at = (scratch_base_ + staged + 1023) / 1024 * 1024 - scratch_base_;  // 1024-byte aligned
     tile[i] = write_tile(get(v), plan_.of(v), v->type, at);
     staged = at + tile[i].bytes();
@@ -111,7 +111,6 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
     }
   t_.warpgroup_commit(b_);
   c = t_.warpgroup_wait(b_, 0, c);
-  scratch_read(-1);
   for (auto*& v : c) v = cast(v, mi.acc, acc, op);
   return c;
 }
@@ -154,7 +153,7 @@ std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& stag
   const ir::Value* v = dot.operands[i];
   if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return it->second;
   if (!t_.has_matrix_load_8x8() || !staged_for_matrix_loads(dot, i, v, plan_)) return std::nullopt;
-  if (staged == 0) barrier();  // the previous scratch user is done
+  if (staged == 0) scratch_fence();  // the op's earlier scratch use is done
   SmemTile t = write_tile(get(v), plan_.of(v), v->type, staged);
   staged += (t.bytes() + 127) / 128 * 128;
   return t;
@@ -236,7 +235,6 @@ SmemTile Lowerer::write_tile(const Regs& regs, const LinearLayout& l, const ir::
 // Only the fragments of K step `s` are read (the other registers stay
 // null).
 Regs Lowerer::load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
-  scratch_read(-1);
   const DotLayouts& d = plan_.dots.at(&dot);
   const LinearLayout& l = i == 0 ? d.a : d.b;
   int k_dim = i == 0 ? 1 : 0;
@@ -332,7 +330,6 @@ void Lowerer::lower_matrix_loads(const Op& conv) {
   if (!matrix_loadable(*dot) || !(plan_.of(conv.result()) == (i == 0 ? d.a : d.b)))
     unsupported(conv, "with move = \"matrix_loads\" expects a result in the fragment layout of a dot the target "
                       "reads with 8x8 matrix loads");
-  barrier();  // the previous scratch user is done
   SmemTile t = write_tile(get(v), plan_.of(v), v->type, 0);
   barrier();
   vals_[conv.result()] = all_fragments(t, *dot, i);

@@ -22,6 +22,9 @@ namespace tl::codegen {
 namespace lowering {
 
 LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
+  if (!fn.attrs.count("barriers"))
+    throw Error("@" + fn.name + ": the lowering expects GPU IR whose barriers insert-barriers placed (attribute "
+                "'barriers'), found none");
   auto module = std::make_unique<llvm::Module>(name, ctx_);
   m_ = module.get();
   t_.init_module(*m_);
@@ -262,7 +265,6 @@ llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t
   llvm::Value* off = b_.CreateAdd(b_.CreateMul(b_.CreateZExt(elem_index, b_.getInt64Ty()), b_.getInt64(size)),
                                   b_.getInt64(base));
   llvm::Value* v = b_.CreateLoad(lt, smem_ptr(off));
-  scratch_read(-1);
   return ty->isIntegerTy(1) ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
 }
 
@@ -282,9 +284,9 @@ Regs Lowerer::convert(const Regs& regs, const LinearLayout& from, const LinearLa
     return out;
   }
   // Through shared memory: every thread writes what it holds, then reads
-  // what it needs. The leading barrier protects the previous user.
+  // what it needs (after the op's earlier use of its scratch, if any).
   check_within_ctas(from, to);
-  barrier();
+  scratch_fence();
   store_row_major(regs, from, shape, ty);
   barrier();
   return load_row_major(to, shape, ty);
@@ -443,7 +445,19 @@ void Lowerer::lower_region(const ir::Region& r) {
   }
 }
 
+// An op that exchanges values through its scratch has a barrier of its
+// own between its writes and its reads, as insert-barriers assumed
+// (lowerer.h), even where its lowering found no need to go through shared
+// memory.
 void Lowerer::lower_op(const Op& op) {
+  const int outer_barriers = op_barriers_;
+  op_barriers_ = 0;
+  lower_op_itself(op);
+  if (exchanges_through_scratch(op) && op_barriers_ == 0) barrier();
+  op_barriers_ += outer_barriers;
+}
+
+void Lowerer::lower_op_itself(const Op& op) {
   PlacementScope user(*this);
   place_scratch(op, op);
   switch (op.kind) {

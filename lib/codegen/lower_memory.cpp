@@ -168,7 +168,7 @@ void Lowerer::lower_atomic(const Op& op) {
   if (tile) {
     int64_t numel = ptr->type.numel();
     need_smem(numel * alloc_size(ty));
-    barrier();
+    scratch_fence();
     auto hw = hw_coords(*l);
     for (size_t r = 0; r < ptrs.size(); ++r)
       if (!dup[r]) guarded(owner, [&]() -> llvm::Value* {
@@ -181,7 +181,7 @@ void Lowerer::lower_atomic(const Op& op) {
     vals_[op.result()] = out;
   } else {
     need_smem(alloc_size(ty));
-    barrier();
+    scratch_fence();
     guarded(owner, [&]() -> llvm::Value* { smem_store(old[0], b_.getInt32(0), ty); return nullptr; }, nullptr);
     barrier();
     vals_[op.result()] = {smem_load(ty, b_.getInt32(0))};

@@ -1,40 +1,18 @@
 // Lowering of reductions and scans (see lowerer.h): registers first, then
 // lane shuffles, then one exchange between warps through shared memory.
 //
-// The exchange alternates between two small slots of the scratch region, so
-// that back-to-back reductions (a row's max, then its sum) need one barrier
+// The exchange goes in one of two small slots of the scratch region when it
+// fits ({exchange = k}, which insert-barriers gives in turn), so that
+// back-to-back reductions (a row's max, then its sum) need one barrier
 // each rather than two: the barrier between one reduction's writes and
-// reads also frees the slot the next one writes. Lowerer::barrier and
-// scratch_read track which slots are free (see lowerer.h).
+// reads also frees the slot the next one writes.
 #include "codegen/lowerer.h"
 
 namespace tl::codegen::lowering {
 
-namespace {
-constexpr int64_t kSlotBytes = 4096;  // larger exchanges use the old path
-}
-
 void Lowerer::barrier() {
   t_.barrier(b_);
-  slot_clean_[0] = slot_clean_[1] = true;
-  cluster_clean_[0] = cluster_clean_[1] = true;
-  for (auto& s : scopes_) s.barrier_seen = true;
-}
-
-// A read of scratch memory: of one exchange slot, or (-1) of any of it.
-void Lowerer::scratch_read(int slot) {
-  if (slot != 1) slot_clean_[0] = false;
-  if (slot != 0) slot_clean_[1] = false;
-}
-
-// A barrier is skipped because `slot` is clean: loop bodies that have not
-// had a barrier yet rely on their entry assumption for it.
-void Lowerer::rely_on_clean(int slot) {
-  for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->barrier_seen; ++it) it->assumed[slot] = true;
-}
-
-void Lowerer::rely_on_cluster_clean(int slot) {
-  for (auto it = scopes_.rbegin(); it != scopes_.rend() && !it->barrier_seen; ++it) it->cluster_assumed[slot] = true;
+  ++op_barriers_;
 }
 
 // Step 4 of a reduction whose axis is split over the CTAs of a cluster.
@@ -66,10 +44,11 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
   if (total > kClusterSlotBytes)
     unsupported(op, "over a dimension split across the CTAs of a cluster needs " + std::to_string(total) +
                         " bytes of partials; at most " + std::to_string(kClusterSlotBytes) + " are supported");
-  int cs = next_cluster_slot_;
-  next_cluster_slot_ ^= 1;
-  if (!cluster_clean_[cs ^ 1]) barrier();
-  else rely_on_cluster_clean(cs ^ 1);
+  // Slots in turn, as insert-barriers numbered them; it made this CTA's
+  // threads be past their reads of the other one.
+  if (!op.has_attr("cluster_slot"))
+    unsupported(op, "across the CTAs of a cluster expects attribute 'cluster_slot' (insert-barriers gives it), found none");
+  int cs = int(op.attr_int("cluster_slot"));
   // This CTA's place in its group, and the group's ranks.
   llvm::Value* me = b_.getInt32(0);
   for (size_t k = 0; k < block_bits.size(); ++k)
@@ -161,7 +140,6 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
     }
     acc[j] = tree(*op.regions[0], items);
   }
-  cluster_clean_[cs] = false;
 }
 
 // Applies a combine region to (lhs..., rhs...) scalars.
@@ -274,11 +252,11 @@ void Lowerer::lower_reduce(const Op& op) {
       total += groups * slots * alloc_size(acc[0][i]->getType());
       total = (total + 15) / 16 * 16;
     }
-    // Slot `ex` of two, or the whole scratch region (ex = -1) when too big.
-    int ex = total <= kSlotBytes ? next_slot_ : -1;
-    int64_t at = ex < 0 ? 0 : ex * kSlotBytes;
+    // Slot `ex` of two ({exchange}), or the whole scratch region (ex = -1)
+    // when too big.
+    int ex = op.has_attr("exchange") ? int(op.attr_int("exchange")) : -1;
+    int64_t at = ex < 0 ? 0 : ex * kExchangeSlotBytes;
     need_smem(at + total);
-    if (ex >= 0) next_slot_ ^= 1;
     for (auto& b : base) b += at;
     // This warp's index among the warps along the axis.
     llvm::Value* group = b_.getInt32(0);
@@ -288,8 +266,7 @@ void Lowerer::lower_reduce(const Op& op) {
     auto slot = [&](int j) -> llvm::Value* {
       return scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
     };
-    if (ex < 0 || !slot_clean_[ex]) barrier();
-    else rely_on_clean(ex);
+    scratch_fence();
     for (int j = 0; j < out_regs; ++j)
       for (size_t i = 0; i < n; ++i)
         smem_store(acc[j][i], b_.CreateAdd(b_.CreateMul(group, b_.getInt32(int32_t(slots))), slot(j)),
@@ -324,8 +301,6 @@ void Lowerer::lower_reduce(const Op& op) {
       }
       acc[j] = v;
     }
-    // The reads dirtied this slot only; the barrier above freed the other.
-    if (ex >= 0) slot_clean_[1 - ex] = true;
   }
   // 4. Across the CTAs of a cluster.
   std::vector<int> block_bits = bits_along(l, kBlock, axis);
@@ -481,7 +456,7 @@ void Lowerer::lower_scan(const Op& op) {
         h[size_t(axis)] = w ? b_.CreateOr(a, b_.CreateShl(w, uint64_t(k))) : a;
         return flat_index(h, bk, shape);
       };
-      barrier();
+      scratch_fence();
       for (auto& [bk, t] : total)
         for (size_t i = 0; i < n; ++i) smem_store(t[i], index(bk, nullptr), t[i]->getType(), base[i]);
       barrier();

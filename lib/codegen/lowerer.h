@@ -94,15 +94,17 @@ class Lowerer {
   std::vector<bool> duplicate_regs(const LinearLayout& l);
 
   // ----------------------------------------------------------- shared memory
-  // Every block-wide barrier goes through here (lower_reduce.cpp), so that
-  // reductions know which of their exchange slots are free.
+  // Every block-wide barrier goes through here, counted per op: an op that
+  // exchanges values through its scratch (exchanges_through_scratch)
+  // writes, waits at a barrier, reads. insert-barriers puts the barrier
+  // before its first writes where one is needed; one before a later
+  // exchange of the same op is scratch_fence's. lower_op keeps the promise
+  // the pass relies on: such an op has a barrier of its own, after its last
+  // writes.
   void barrier();
-  void scratch_read(int slot);
-  void rely_on_clean(int slot);
-  // The same for the two slots into which the other CTAs of a cluster send
-  // reduction partials (num_ctas > 1): clean once every thread of this CTA
-  // is past its reads of them (a barrier).
-  void rely_on_cluster_clean(int slot);
+  void scratch_fence() {
+    if (op_barriers_ > 0) barrier();
+  }
   void reduce_across_ctas(const Op& op, const LinearLayout& s, const std::vector<int>& block_bits,
                           std::vector<std::vector<llvm::Value*>>& acc, const std::vector<int64_t>& rshape);
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
@@ -138,6 +140,7 @@ class Lowerer {
   // ---------------------------------------------------------------- regions
   void lower_region(const ir::Region& r);
   void lower_op(const Op& op);
+  void lower_op_itself(const Op& op);
   void lower_constant(const Op& op);
 
   // ------------------------------------------------------------ elementwise
@@ -257,25 +260,10 @@ class Lowerer {
   std::unordered_map<const ir::Value*, std::pair<const Op*, int>> fragment_reader_;
 
   std::unordered_map<const ir::Value*, Regs> vals_;
-  // Reductions exchange partials between warps through two slots of the
-  // scratch region, used in turn; a slot is clean when no thread can still
-  // be reading it (a barrier since its last read), and then the exchange
-  // needs no barrier before its writes. Loop bodies are lowered assuming
-  // both slots clean on entry; a scope records the slots that assumption
-  // was relied on, and the latch restores it with a barrier if needed.
-  struct ScratchScope {
-    bool barrier_seen = false;      // a barrier on every path since the body began
-    bool assumed[2] = {false, false};
-    bool cluster_assumed[2] = {false, false};
-  };
-  bool slot_clean_[2] = {true, true};
-  int next_slot_ = 0;
+  int op_barriers_ = 0;  // barriers in the op being lowered
   // The cluster exchange at the start of shared memory (shared_sizes.h):
   // the phase each of its barriers waits for next is cluster_phase_.
-  bool cluster_clean_[2] = {true, true};
-  int next_cluster_slot_ = 0;
   llvm::Value* cluster_phase_[2] = {nullptr, nullptr};  // allocas: mem2reg makes them SSA
-  std::vector<ScratchScope> scopes_;
 };
 
 }  // namespace tl::codegen::lowering

@@ -6,6 +6,7 @@
 #include "codegen/convert_layouts.h"
 #include "codegen/expand_conversions.h"
 #include "codegen/expand_pipelines.h"
+#include "codegen/insert_barriers.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -81,6 +82,12 @@ void expand_pipelines_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
+// Barriers where shared-memory accesses need them.
+void insert_barriers_pass(GpuContext& c) {
+  expect_gpu_ir(c, "insert-barriers");
+  insert_barriers(c.fn, *c.plan);
+}
+
 // A dot's layouts from its `instr` and its result's layout (the one choice
 // the instruction leaves, whether warps share rows, shows there).
 DotLayouts dot_layouts_of(const ir::Op& dot, const TargetInfo& t, const LayoutPlan& p) {
@@ -108,6 +115,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"expand-conversions", &expand_conversions_pass},
       {"allocate-shared", &allocate_shared_pass},
       {"expand-pipelines", &expand_pipelines_pass},
+      {"insert-barriers", &insert_barriers_pass},
   };
   return passes;
 }

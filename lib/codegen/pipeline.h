@@ -18,12 +18,13 @@
 //   expand-pipelines each scheduled loop as the ops that run it: buffers,
 //                    the prologue's copies, waits, slots, the refill and the
 //                    predicated tail (expand_pipelines.cpp)
+//   insert-barriers  a barrier wherever shared-memory accesses of different
+//                    threads conflict (insert_barriers.cpp)
 //
 // then the lowering to LLVM IR (lower_llvm.cpp), which still decides the
-// rest (docs/gpu-ir-plan.md). The IR is verified
-// after each pass: every pass reads and writes valid IR. Passes over GPU
-// IR to come (the pipeliner, shared-memory allocation, barriers) read
-// what the IR does not hold from plan_from_ir.
+// rest (docs/gpu-ir-plan.md). The IR is verified after each pass: every
+// pass reads and writes valid IR. A pass run on GPU IR text reads what the
+// IR does not hold from plan_from_ir.
 #pragma once
 
 #include <functional>

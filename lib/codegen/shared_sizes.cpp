@@ -5,6 +5,7 @@
 #include "codegen/shared_sizes.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace tl::codegen {
 
@@ -22,34 +23,25 @@ int64_t conversion_bytes(const ir::Value* v, const LinearLayout& from, const Lin
   return v->type.numel() * shared_elem_bytes(v->type);
 }
 
-// A reduction's exchange between warps (lower_reduce.cpp): each operand's
-// partials of every group of warps along the axis, 16-byte aligned, in one
-// of two 4096-byte slots when small enough, else from the base.
+// The layout a reduction or scan reads its operands in.
+const LinearLayout& reduced_layout(const Op& op, const LayoutPlan& plan, std::optional<LinearLayout>& req) {
+  req = required_operand_layout(op, 0, plan);
+  return req ? *req : plan.of(op.operands[0]);
+}
+
+// A reduction's exchange between warps (lower_reduce.cpp): in one of two
+// slots when small enough, else from the base.
 int64_t reduce_bytes(const Op& op, const LayoutPlan& plan) {
-  int axis = int(op.attr_int("axis"));
-  auto req = required_operand_layout(op, 0, plan);
-  const LinearLayout& l = req ? *req : plan.of(op.operands[0]);
-  int64_t groups = int64_t(1) << bits_along(l, kWarp, axis).size();
-  if (groups == 1) return 0;
-  const auto& shape = op.operands[0]->type.shape;
-  int64_t slots = 1;
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (int(d) != axis) slots *= shape[d];
-  int64_t total = 0;
-  for (size_t i = 0; i < op.operands.size(); ++i) {
-    int64_t elem = std::max(shared_elem_bytes(op.operands[i]->type), shared_elem_bytes(op.results[i]->type));
-    total = align_up(total + groups * slots * elem, 16);
-  }
-  constexpr int64_t kSlotBytes = 4096;
-  return total <= kSlotBytes ? kSlotBytes + total : total;
+  int64_t total = reduce_exchange_bytes(op, plan);
+  return total > 0 && total <= kExchangeSlotBytes ? kExchangeSlotBytes + total : total;
 }
 
 // A scan's exchange between warps (lower_reduce.cpp): every operand's
 // whole tile, 16-byte aligned.
 int64_t scan_bytes(const Op& op, const LayoutPlan& plan) {
   int axis = int(op.attr_int("axis"));
-  auto req = required_operand_layout(op, 0, plan);
-  const LinearLayout& l = req ? *req : plan.of(op.operands[0]);
+  std::optional<LinearLayout> req;
+  const LinearLayout& l = reduced_layout(op, plan, req);
   if (bits_along(l, kWarp, axis).empty()) return 0;
   int64_t total = 0;
   for (const ir::Value* v : op.operands) total = align_up(total + v->type.numel() * shared_elem_bytes(v->type), 16);
@@ -75,6 +67,34 @@ int64_t dot_bytes(const Op& op, const LayoutPlan& plan, const InShared& in_share
 }  // namespace
 
 int64_t shared_elem_bytes(const ir::Type& t) { return t.is_ptr ? 8 : byte_size(t.dtype); }
+
+// Each operand's partials of every group of warps along the axis, 16-byte
+// aligned.
+int64_t reduce_exchange_bytes(const Op& op, const LayoutPlan& plan) {
+  int axis = int(op.attr_int("axis"));
+  std::optional<LinearLayout> req;
+  const LinearLayout& l = reduced_layout(op, plan, req);
+  int64_t groups = int64_t(1) << bits_along(l, kWarp, axis).size();
+  if (groups == 1) return 0;
+  const auto& shape = op.operands[0]->type.shape;
+  int64_t slots = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (int(d) != axis) slots *= shape[d];
+  int64_t total = 0;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    int64_t elem = std::max(shared_elem_bytes(op.operands[i]->type), shared_elem_bytes(op.results[i]->type));
+    total = align_up(total + groups * slots * elem, 16);
+  }
+  return total;
+}
+
+bool reduces_across_ctas(const Op& op, const LayoutPlan& plan) {
+  if (plan.num_ctas <= 1) return false;
+  std::optional<LinearLayout> req;
+  return !bits_along(reduced_layout(op, plan, req), kBlock, int(op.attr_int("axis"))).empty();
+}
+
+bool exchanges_through_scratch(const Op& op) { return op.has_attr("scratch") && op.kind != OpKind::LocalAlloc; }
 
 int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan) {
   int64_t n = 1;

@@ -54,4 +54,17 @@ int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan);
 using InShared = std::function<bool(const ir::Value*)>;
 int64_t scratch_bound(const ir::Op& op, const LayoutPlan& plan, const InShared& in_shared);
 
+// A reduction's exchange between warps: the bytes of its partials (0:
+// none), which go in one of two slots of kExchangeSlotBytes at its scratch
+// when they fit (insert_barriers.h picks the slot, {exchange = k}).
+constexpr int64_t kExchangeSlotBytes = 4096;
+int64_t reduce_exchange_bytes(const ir::Op& op, const LayoutPlan& plan);
+// Whether a reduction's axis is split over the CTAs of a cluster.
+bool reduces_across_ctas(const ir::Op& op, const LayoutPlan& plan);
+// Whether `op` exchanges values between threads through its scratch: it
+// writes there, waits at a barrier of its own, reads; insert-barriers puts
+// one before it where earlier accesses need it, and the lowering keeps the
+// promise of the barrier between (lowerer.h).
+bool exchanges_through_scratch(const ir::Op& op);
+
 }  // namespace tl::codegen

@@ -329,7 +329,7 @@ TEST_CASE("every stage of the pipeline prints", "[codegen]") {
   std::string gpu = codegen::emit_stage(*k.impl(), spec, "sm_90a", Stage::Gpu);
   CHECK(gpu.find("#l1 = {register: [") == 0);
   CHECK(gpu.find("func @vector_add(") != std::string::npos);
-  CHECK(gpu.find("attributes {fp_fusion = 1, num_ctas = 1, num_stages = 3, num_warps = 4, warp_size = 32}") !=
+  CHECK(gpu.find("attributes {barriers = \"inserted\", fp_fusion = 1, num_ctas = 1, num_stages = 3, num_warps = 4, warp_size = 32}") !=
         std::string::npos);
   CHECK(gpu.find("tile<256xf32, #l1>") != std::string::npos);
   CHECK(gpu.find("xf32>") == std::string::npos);  // no tile without a layout
