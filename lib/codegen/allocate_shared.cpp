@@ -1,65 +1,189 @@
-// Shared-memory allocation (see allocate_shared.h).
+// Shared-memory allocation by liveness (see allocate_shared.h).
 #include "codegen/allocate_shared.h"
 
+#include <algorithm>
 #include <set>
+#include <unordered_map>
 
-#include "codegen/pipeline_plan.h"
 #include "codegen/shared_sizes.h"
 
 namespace tl::codegen {
 
 using ir::Op;
 using ir::OpKind;
+using ir::Value;
 
 namespace {
 
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// Something to place: a buffer (`local_alloc`) or an op's scratch, live
+// from program point `first` to `last` (ops numbered in program order, a
+// region's ops within their parent's span).
+struct Allocation {
+  Op* op = nullptr;
+  bool scratch = false;  // written as the op's `scratch` (else `offset`)
+  int64_t bytes = 0, align = 128;
+  int first = 0, last = 0;
+  int64_t at = 0;
+};
+
 class Allocator {
  public:
-  Allocator(const LayoutPlan& plan, const transforms::AxisAnalysis& axis, bool matrix_loads)
-      : plan_(plan), axis_(axis), matrix_loads_(matrix_loads) {}
+  Allocator(ir::Function& fn, const LayoutPlan& plan) : fn_(fn), plan_(plan) {}
 
-  void region(ir::Region& r, int64_t base) {
-    for (auto& o : r.ops) {
-      int64_t inner = base;
-      if (o->kind == OpKind::For) inner = loop(*o, base);
-      if (scratch_bound(*o, plan_, [this](const ir::Value* v) { return in_shared_.count(v) != 0; }) > 0)
-        o->attrs["scratch"] = base;
-      for (auto& sub : o->regions) region(*sub, inner);
+  // The first byte past everything placed, and the largest allocation.
+  int64_t run(const Allocation*& largest) {
+    number(fn_.body);
+    uses(fn_.body);
+    collect(fn_.body);
+    // In order of their first point, each at the lowest offset that no
+    // allocation live at the same time holds.
+    std::stable_sort(all_.begin(), all_.end(), [](const Allocation& a, const Allocation& b) { return a.first < b.first; });
+    const int64_t start = shared_start(plan_);
+    int64_t peak = start;
+    for (size_t i = 0; i < all_.size(); ++i) {
+      Allocation& a = all_[i];
+      std::vector<std::pair<int64_t, int64_t>> taken;
+      for (size_t j = 0; j < i; ++j)
+        if (all_[j].first <= a.last && a.first <= all_[j].last) taken.push_back({all_[j].at, all_[j].at + all_[j].bytes});
+      std::sort(taken.begin(), taken.end());
+      int64_t at = align_up(start, a.align);
+      for (auto [lo, hi] : taken) {
+        if (at + a.bytes <= lo) break;
+        at = std::max(at, align_up(hi, a.align));
+      }
+      a.at = at;
+      peak = std::max(peak, at + a.bytes);
+      a.op->attrs[a.scratch ? "scratch" : "offset"] = at;
+      if (!largest || a.bytes > largest->bytes) largest = &a;
     }
+    return peak;
   }
 
  private:
-  // Places `loop`'s buffers from `base`; returns where its body's scratch
-  // starts.
-  int64_t loop(Op& loop, int64_t base) {
-    auto p = scheduled_pipeline(loop, plan_, axis_, {matrix_loads_});
-    if (!p || p->prefetch_registers) return base;
-    PipelineBuffers b = place_pipeline_buffers(*p, plan_, base, warpgroup_reads(loop, plan_));
-    loop.attrs["buffers"] = b.at;
-    for (const Op* s : p->skip)
-      if (s->kind != OpKind::ConvertLayout) in_shared_.insert(s->result());
-    return b.end;
+  struct Span {
+    int first, last;
+  };
+
+  void number(const ir::Region& r) {
+    for (const auto& o : r.ops) {
+      int first = next_++;
+      for (const auto& sub : o->regions) number(*sub);
+      span_[o.get()] = {first, next_ - 1};
+    }
   }
 
+  // The buffer a buffer value (a view of a slot, a trans) is part of.
+  static const Value* root(const Value* v) {
+    while (v->def && (v->def->kind == OpKind::LocalSlot || v->def->kind == OpKind::Trans) && v->type.is_shared())
+      v = v->def->operands[0];
+    return v;
+  }
+
+  // The op of `r` that `o` is, or is inside.
+  static const Op* in_region(const Op* o, const ir::Region* r) {
+    while (o && o->parent != r) o = o->parent ? o->parent->parent : nullptr;
+    return o;
+  }
+
+  // Each buffer's last use (its uses inside a loop: the loop's end), and
+  // which buffers asynchronous copies write or warpgroup dots read.
+  void uses(const ir::Region& r) {
+    for (const auto& o : r.ops) {
+      for (const Value* v : o->operands) {
+        if (!v->type.is_shared()) continue;
+        const Value* b = root(v);
+        if (!b->def) continue;
+        const Op* at = in_region(o.get(), b->def->parent);
+        if (!at) continue;
+        int& last = last_use_[b];
+        last = std::max(last, span_.at(at).last);
+        if (o->kind == OpKind::AsyncCopy) copied_[b] = at;
+        if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).on_warpgroups()) warpgroup_.insert(b);
+      }
+      for (const auto& sub : o->regions) uses(*sub);
+    }
+  }
+
+  void collect(ir::Region& r) {
+    for (auto it = r.ops.begin(); it != r.ops.end(); ++it) {
+      Op& o = **it;
+      for (auto& sub : o.regions) collect(*sub);
+      Span s = span_.at(&o);
+      if (o.kind == OpKind::LocalAlloc) {
+        const Value* b = o.result();
+        Allocation a;
+        a.op = &o;
+        a.first = s.first;
+        a.last = std::max(s.last, last_use_.count(b) ? last_use_.at(b) : s.last);
+        if (o.operands.empty()) {
+          const LinearLayout& l = fn_.layout_of(b->type);
+          bool slotted = size_t(b->type.rank()) > l.out_dims().size();
+          a.bytes = (slotted ? b->type.shape[0] : 1) * l.in_size(kOffset) * byte_size(b->type.dtype);
+          a.align = warpgroup_.count(b) ? 1024 : 128;  // warpgroup operands: whole swizzle patterns
+        } else {
+          a.scratch = true;
+          a.bytes = scratch_bound(o, plan_, {});
+        }
+        // Copies past a loop's end still write until the wait for all of them.
+        if (auto c = copied_.find(b); c != copied_.end()) a.last = std::max(a.last, drained_at(r, c->second));
+        all_.push_back(a);
+      } else if (int64_t bytes = scratch_bound(o, plan_, {}); bytes > 0) {
+        Allocation a;
+        a.op = &o;
+        a.scratch = true;
+        a.bytes = bytes;
+        a.first = s.first;
+        a.last = s.last;
+        all_.push_back(a);
+      }
+    }
+  }
+
+  // The point of the first `async_wait {pending = 0}` in `r` from the op
+  // that copies last into a buffer (the end of `r` if there is none).
+  int drained_at(const ir::Region& r, const Op* from) const {
+    bool past = false;
+    int last = span_.at(from).last;
+    for (const auto& o : r.ops) {
+      past = past || o.get() == from;
+      if (!past) continue;
+      last = span_.at(o.get()).last;
+      if (o->kind == OpKind::AsyncWait && o->attr_int("pending") == 0 && o.get() != from) break;
+    }
+    return last;
+  }
+
+  ir::Function& fn_;
   const LayoutPlan& plan_;
-  const transforms::AxisAnalysis& axis_;
-  bool matrix_loads_;
-  std::set<const ir::Value*> in_shared_;  // values the pipelines leave in their buffers
+  int next_ = 0;
+  std::unordered_map<const Op*, Span> span_;
+  std::unordered_map<const Value*, int> last_use_;
+  std::unordered_map<const Value*, const Op*> copied_;  // the last op of the buffer's region copying into it
+  std::set<const Value*> warpgroup_;
+  std::vector<Allocation> all_;
 };
 
 void clear(ir::Region& r) {
   for (auto& o : r.ops) {
-    o->attrs.erase("buffers");
     o->attrs.erase("scratch");
+    if (o->kind == OpKind::LocalAlloc) o->attrs.erase("offset");
     for (auto& sub : o->regions) clear(*sub);
   }
 }
 
 }  // namespace
 
-void allocate_shared(ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, bool matrix_loads) {
+void allocate_shared(ir::Function& fn, const LayoutPlan& plan, const std::string& target, int64_t available) {
   clear(fn.body);
-  Allocator(plan, axis, matrix_loads).region(fn.body, shared_start(plan));
+  Allocator a(fn, plan);
+  const Allocation* largest = nullptr;
+  int64_t needed = a.run(largest);
+  if (needed > available)
+    throw Error("@" + fn.name + " needs " + std::to_string(needed) + " bytes of shared memory, " + target + " has " +
+                std::to_string(available) + " (the largest part: " + std::to_string(largest->bytes) + " bytes for '" +
+                std::string(largest->op->name()) + "' at " + largest->op->loc.str() + ")");
 }
 
 }  // namespace tl::codegen

@@ -1,32 +1,35 @@
-// Shared-memory allocation, the GPU pass "allocate-shared" (pipeline.h):
-// where in shared memory each loop's pipeline buffers and each op's
+// Shared-memory allocation by liveness, the GPU pass "allocate-shared"
+// (pipeline.h), after expand-pipelines: where each buffer and each op's
 // scratch go, written into the GPU IR for the lowering to use:
 //
-//   for ... {buffers = [0, 16384], stages = 3}   each pipelined load's
-//                                                buffers (body order)
-//   %s = reduce %x {axis = 1, scratch = 32768}   the first byte of the
-//                                                op's scratch
+//   %a = local_alloc {offset = 0} : smem<3x64x32xbf16, #l4>   a pipeline's buffer
+//   %s = reduce %x {axis = 1, scratch = 24576}               the op's scratch
+//   %b = local_alloc %y {scratch = 24576} : smem<64xf32, #l9>  a conversion's buffer
 //
-// Lifetimes follow the regions: a loop's buffers live while it runs, so
-// they sit above those of the loops around it and the cluster exchange
-// (kClusterExchangeBytes, shared_sizes.h) and below the scratch of the ops
-// inside it; two loops one after the other reuse the same bytes. An op's
-// scratch lives while the op runs: every op's starts at the first byte
-// past the buffers live around it. A loop whose dots take operands defined
-// before it stages them at its entry, at its own `scratch`. The sizes are
-// shared_sizes.h's.
+// Each lives from its op to its last use (a use inside a loop: to the
+// loop's end; a buffer that asynchronous copies write: to the wait for all
+// copies after them, since copies past a loop's end still land); an op's
+// scratch lives while the op runs. In order of their first point, each goes
+// at the lowest offset no allocation live at the same time holds (past
+// the cluster exchange, kClusterExchangeBytes, with clusters): buffers of
+// loops one after the other, and the scratch of ops outside them, share
+// bytes. Buffers that warpgroup dots read start at 1024-byte boundaries,
+// everything else at 128. insert-barriers, after it, synchronizes what
+// shares bytes. A kernel that needs more than the target has is an error
+// naming it, the bytes needed and the bytes available (schedule-loops has
+// bounded it before: shared_sizes.h).
 //
 // LLVM-free.
 #pragma once
 
+#include <string>
+
 #include "codegen/assign_layouts.h"
 #include "ir/ir.h"
-#include "transforms/axis_analysis.h"
 
 namespace tl::codegen {
 
-// `matrix_loads`: the target's 8x8 matrix loads (what lets a pipeline's
-// buffers be read by dots in place: scheduled_pipeline).
-void allocate_shared(ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, bool matrix_loads);
+// `target` names the target in the error, which has `available` bytes.
+void allocate_shared(ir::Function& fn, const LayoutPlan& plan, const std::string& target, int64_t available);
 
 }  // namespace tl::codegen

@@ -137,16 +137,10 @@ class Expander {
     ir::Builder pre(&r, it);
     pre.loc = loop.loc;
 
-    // The buffers, where allocate-shared placed them.
+    // The buffers (allocate-shared places them).
     std::vector<Value*> bufs(p.loads.size(), nullptr);
-    if (buffered) {
-      if (!loop.has_attr("buffers") || loop.attr_ints("buffers").size() != p.loads.size())
-        throw Error(loop.loc.str() + ": 'for' expects attribute 'buffers' with an offset for each of its " +
-                    std::to_string(p.loads.size()) + " pipelined loads (allocate-shared gives it)");
-      for (size_t li = 0; li < p.loads.size(); ++li)
-        bufs[li] = pre.create1(OpKind::LocalAlloc, {}, buffer_type(*p.loads[li], p.invariant[li] ? 0 : p.slots()),
-                               {{"offset", loop.attr_ints("buffers")[li]}});
-    }
+    for (size_t li = 0; li < p.loads.size() && buffered; ++li)
+      bufs[li] = pre.create1(OpKind::LocalAlloc, {}, buffer_type(*p.loads[li], p.invariant[li] ? 0 : p.slots()));
 
     // The prologue: iterations 0 .. S-2 into slots 0 .. S-2.
     std::vector<Value*> lead;
@@ -289,7 +283,6 @@ class Expander {
     if (buffered) yield->operands.push_back(slot_next);
 
     loop.attrs.erase("stages");
-    loop.attrs.erase("buffers");
 
     // After the loop: copies past the end still write zeros, so they land
     // before the buffers are scratch again.

@@ -1,10 +1,10 @@
 // Software pipelines as IR, the GPU pass "expand-pipelines" (pipeline.h):
 // each loop that schedule-loops scheduled ({stages = S}, its loads'
-// {pipeline = ...}) and allocate-shared placed ({buffers = [...]}) becomes
-// the ops that run it, and a plain loop the lowering lowers as it is.
+// {pipeline = ...}) becomes the ops that run it, and a plain loop the
+// lowering lowers as it is; allocate-shared then places its buffers.
 // At depth S, for a gemm's B tile read by its dot:
 //
-//   %buf = local_alloc {offset = 0} : smem<3x32x64xbf16, #lS>   one slot a stage
+//   %buf = local_alloc : smem<3x32x64xbf16, #lS>   one slot a stage
 //   ...the address slice for iteration 0 (cloned), %live0 = cmp %lo, %hi
 //   %s0 = local_slot %buf, %c0 {stage = 0}    the slot of iteration 0
 //   %t0 = async_copy %s0, %ptr0, (%mask0 and splat %live0)     the tail predicated

@@ -204,7 +204,7 @@ class Inserter {
     if (!alloc->has_attr(place))
       throw Error(alloc->loc.str() + ": 'local_alloc' " + (alloc->operands.empty() ? "without an initial value " : "") +
                   "expects attribute '" + place + "' (" +
-                  (alloc->operands.empty() ? "expand-pipelines" : "allocate-shared") + " gives it), found none");
+                  "allocate-shared gives it), found none");
     if (alloc->operands.empty()) {
       const LinearLayout& l = fn_.layout_of(v->type);
       bool slotted = size_t(v->type.rank()) > l.out_dims().size();

@@ -272,7 +272,7 @@ void Lowerer::lower_local_alloc(const Op& op) {
     return;
   }
   if (!op.has_attr("offset"))
-    unsupported(op, "without an initial value expects attribute 'offset' (expand-pipelines gives it), found none");
+    unsupported(op, "without an initial value expects attribute 'offset' (allocate-shared gives it), found none");
   const ir::Type& t = op.result()->type;
   const LinearLayout& l = plan_.of(op.result());
   bool slotted = size_t(t.rank()) > l.out_dims().size();

@@ -69,10 +69,10 @@ void expand_conversions_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
-// Where each loop's buffers and each op's scratch go in shared memory.
+// Where each buffer and each op's scratch go in shared memory.
 void allocate_shared_pass(GpuContext& c) {
   expect_gpu_ir(c, "allocate-shared");
-  allocate_shared(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8());
+  allocate_shared(c.fn, *c.plan, c.target.name(), c.target.max_shared_bytes());
 }
 
 // Each scheduled loop's pipeline as buffers, copies and waits.
@@ -113,8 +113,8 @@ const std::vector<GpuPass>& gpu_passes() {
       {"assign-layouts", &assign_layouts_pass},
       {"schedule-loops", &schedule_loops_pass},
       {"expand-conversions", &expand_conversions_pass},
-      {"allocate-shared", &allocate_shared_pass},
       {"expand-pipelines", &expand_pipelines_pass},
+      {"allocate-shared", &allocate_shared_pass},
       {"insert-barriers", &insert_barriers_pass},
   };
   return passes;

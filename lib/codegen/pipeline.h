@@ -13,11 +13,11 @@
 //                    shared memory the target has (schedule_loops.cpp)
 //   expand-conversions  conversions through shared memory as a buffer
 //                    written and read back, with barriers (expand_conversions.cpp)
-//   allocate-shared  where each loop's pipeline buffers and each op's
-//                    scratch go in shared memory (allocate_shared.cpp)
 //   expand-pipelines each scheduled loop as the ops that run it: buffers,
 //                    the prologue's copies, waits, slots, the refill and the
 //                    predicated tail (expand_pipelines.cpp)
+//   allocate-shared  where each buffer and each op's scratch go in shared
+//                    memory, by their lifetimes (allocate_shared.cpp)
 //   insert-barriers  a barrier wherever shared-memory accesses of different
 //                    threads conflict (insert_barriers.cpp)
 //

@@ -50,7 +50,8 @@ int64_t scan_bytes(const Op& op, const LayoutPlan& plan) {
 
 // A dot's A and B (lower_dot.cpp): staged one after the other, each at a
 // 128- or 1024-byte boundary, or converted one at a time; none when a
-// pipeline left it in shared memory or it is in its fragment layout.
+// pipeline left it in shared memory or it is in its fragment layout, or
+// only its registers move.
 int64_t dot_bytes(const Op& op, const LayoutPlan& plan, const InShared& in_shared) {
   const DotLayouts& d = plan.dots.at(&op);
   int64_t total = 0;
@@ -58,7 +59,7 @@ int64_t dot_bytes(const Op& op, const LayoutPlan& plan, const InShared& in_share
     const ir::Value* v = op.operands[i];
     if (v->type.is_shared() || (in_shared && in_shared(v))) continue;
     const LinearLayout& need = i == 0 ? d.a : d.b;
-    if (!d.on_warpgroups() && (plan.of(v) == need || is_uniform(v))) continue;
+    if (!d.on_warpgroups() && (plan.of(v) == need || is_uniform(v) || permutes_registers(plan.of(v), need))) continue;
     total += v->type.numel() * shared_elem_bytes(v->type) + 1024;
   }
   return total;

@@ -2,12 +2,11 @@
 // loop's pipeline buffers go, and how many bytes of scratch each op may
 // take at the scratch base (a conversion through shared memory, a
 // reduction's or scan's exchange between warps, a dot's staged operands, an
-// atomic's old values). allocate-shared places the buffers with
-// place_pipeline_buffers, and the lowering checks every scratch use against
-// scratch_bound; schedule-loops (schedule_loops.h) bounds a kernel's
-// shared memory with them before choosing its schedule, so a kernel never
-// overflows into a second lowering. The shared-memory allocator (issue 12,
-// step 3) is to turn these sizes into offsets.
+// atomic's old values). schedule-loops (schedule_loops.h) bounds a
+// kernel's shared memory with them before choosing its schedule (the
+// buffers stacked as place_pipeline_buffers does), allocate-shared places
+// what it needs by lifetimes (allocate_shared.h), and the lowering checks
+// every scratch use against scratch_bound.
 //
 // LLVM-free.
 #pragma once

@@ -138,11 +138,7 @@ void GpuRules::schedule(const Op& op) const {
     require(loop && loop->kind == OpKind::For && loop->has_attr("stages"), op,
             "a 'pipeline' form only in the body of a loop with 'stages'", "one outside a scheduled loop");
   }
-  // Where allocate-shared put a loop's buffers and an op's scratch.
-  if (op.has_attr("buffers")) {
-    require(op.has_attr("stages"), op, "'buffers' only on a loop with 'stages'", "them on an unscheduled op");
-    for (int64_t b : ints_attr(op, "buffers")) require(b >= 0, op, "'buffers' offsets of at least 0", std::to_string(b));
-  }
+  // Where allocate-shared put an op's scratch.
   if (op.has_attr("scratch"))
     require(int_attr(op, "scratch") >= 0, op, "'scratch' of at least 0", std::to_string(int_attr(op, "scratch")));
 }
@@ -181,6 +177,9 @@ void GpuRules::op(const Op& op) const {
       require(res(op).is_shared() && !res(op).is_ptr, op, "a buffer result of numbers (smem<...>)", res(op).str());
       if (!op.operands.empty()) same_type(op, buffer_tile(res(op)), opnd(op, 0), "an initial value");
       if (op.has_attr("offset")) require(int_attr(op, "offset") >= 0, op, "'offset' of at least 0", std::to_string(int_attr(op, "offset")));
+      // One with an initial value is written at its scratch.
+      if (!op.operands.empty())
+        require(!op.has_attr("offset"), op, "a buffer with an initial value placed by its 'scratch'", "an 'offset'");
       break;
     case OpKind::LocalSlot: {
       operands(op, 2, 2);
