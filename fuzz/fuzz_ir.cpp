@@ -66,13 +66,13 @@ void check_round_trip(const std::string& text, const char* stage) {
 // is its own target registry, with no back end and no LLVM.
 namespace {
 struct FuzzTarget : tl::codegen::TargetInfo {
-  int lanes;
-  explicit FuzzTarget(int l) : lanes(l) {}
-  std::string name() const override { return "fuzz" + std::to_string(lanes); }
-  int warp_size() const override { return lanes; }
-  int max_shared_bytes() const override { return lanes == 32 ? 232448 : 65536; }
-  bool has_async_copy() const override { return lanes == 32; }
-  int thread_register_limit(int threads) const override { return std::min(255, 65536 / std::max(threads, 1)); }
+  explicit FuzzTarget(int lanes) {
+    name = "fuzz" + std::to_string(lanes);
+    warp_size = lanes;
+    max_shared_bytes = lanes == 32 ? 232448 : 65536;
+    has_async_copy = lanes == 32;
+    block_registers = 65536, thread_registers = 255;
+  }
 };
 }  // namespace
 
@@ -132,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const char* target : {"fuzz32", "fuzz64"}) {
       auto gpu = tl::ir::clone(*fn);
       tl::codegen::GpuContext ctx = tl::codegen::gpu_context(*gpu, target);
-      ctx.num_warps = ctx.target.warp_size() == 32 ? 4 : 2;
+      ctx.num_warps = ctx.target.warp_size == 32 ? 4 : 2;
       bool given_up = false;
       for (const tl::codegen::GpuPass& pass : tl::codegen::gpu_passes()) {
         try {

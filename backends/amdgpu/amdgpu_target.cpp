@@ -55,6 +55,13 @@ constexpr int kDppRowXmask0 = 0x160;
 class AmdgpuTarget final : public Target {
  public:
   AmdgpuTarget(std::string arch, int wave_size) : arch_(std::move(arch)), wave_size_(wave_size) {
+    // The capability record. No LDS matrix load and no asynchronous copies
+    // yet: the shared lowering converts operands with plain LDS stores and
+    // loads.
+    name = arch_;
+    warp_size = wave_size;
+    max_shared_bytes = 64 * 1024;  // LDS per work-group on CDNA2/CDNA3 and RDNA3
+    matrix_instr = [arch = arch_](DType in, bool allow_tf32) { return amdgpu::matrix_instr(arch, in, allow_tf32); };
     static std::once_flag once;
     std::call_once(once, [] {
       LLVMInitializeAMDGPUTargetInfo();
@@ -76,12 +83,8 @@ class AmdgpuTarget final : public Target {
     if (!tm_) throw Error("LLVM cannot create a target machine for " + arch_);
   }
 
-  std::string name() const override { return arch_; }
-  int warp_size() const override { return wave_size_; }
   unsigned global_address_space() const override { return kGlobalAS; }
   unsigned shared_address_space() const override { return kLocalAS; }
-  // LDS per work-group: 64 KiB on CDNA2/CDNA3 and on RDNA3.
-  int max_shared_bytes() const override { return 64 * 1024; }
 
   void init_module(llvm::Module& m) const override {
     m.setTargetTriple(tm_->getTargetTriple());
@@ -177,12 +180,7 @@ class AmdgpuTarget final : public Target {
   }
 
   // dot: MFMA (gfx90a, gfx942) or WMMA (gfx1100), operands through LDS
-  // (amdgpu/matrix_unit.cpp). No LDS matrix load (load_matrix_8x8) and no
-  // asynchronous copies yet: the shared lowering converts operands with
-  // plain LDS stores and loads.
-  std::optional<MatrixInstr> matrix_instr(DType in, bool allow_tf32) const override {
-    return amdgpu::matrix_instr(arch_, in, allow_tf32);
-  }
+  // (amdgpu/matrix_unit.cpp).
   std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
                                             const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
                                             const std::vector<llvm::Value*>& c) const override {

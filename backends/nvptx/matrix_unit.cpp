@@ -168,6 +168,7 @@ std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K
   mi.k = 16;
   mi.warps = 4;
   mi.operands_in_smem = true;
+  mi.operand_align = 1024;  // descriptors address whole 8-row swizzle patterns of 128-byte rows
   mi.c = c_frag() * L::identity(kReg, n / 8, dim_name(1)) * L::identity(kWarp, 4, dim_name(0));
   mi.name = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + ptx_type(in) + "." + ptx_type(in);
   return mi;

@@ -98,7 +98,19 @@ Words words_of(llvm::IRBuilder<>& b, llvm::Type* ty) {
 class NvptxTarget final : public Target {
  public:
   NvptxTarget(std::string arch, int shared_kib)
-      : arch_(std::move(arch)), sm_(std::stoi(arch_.substr(3, 2))), shared_bytes_(shared_kib * 1024) {
+      : arch_(std::move(arch)), sm_(std::stoi(arch_.substr(3, 2))) {
+    // The capability record.
+    name = arch_;
+    warp_size = 32;
+    max_shared_bytes = shared_kib * 1024;
+    has_matrix_load_8x8 = true;  // ldmatrix
+    has_async_copy = true;       // cp.async
+    max_cluster_ctas = sm_ >= 90 ? 8 : 1;
+    block_registers = 65536, thread_registers = 255;  // sm_80 .. sm_90
+    matrix_instr = [sm = sm_](DType in, bool allow_tf32) { return nvptx::mma_instr(in, allow_tf32, sm); };
+    warpgroup_instr = [arch = arch_](DType in, int64_t M, int64_t N, int64_t K, int num_warps) {
+      return nvptx::wgmma_instr(in, M, N, K, num_warps, arch);
+    };
     static std::once_flag once;
     std::call_once(once, [] {
       LLVMInitializeNVPTXTargetInfo();
@@ -124,11 +136,8 @@ class NvptxTarget final : public Target {
                                      llvm::CodeGenOptLevel::Aggressive));
   }
 
-  std::string name() const override { return arch_; }
-  int warp_size() const override { return 32; }
   unsigned global_address_space() const override { return 1; }
   unsigned shared_address_space() const override { return 3; }
-  int max_shared_bytes() const override { return shared_bytes_; }
 
   void init_module(llvm::Module& m) const override {
     m.setTargetTriple(tm_->getTargetTriple());
@@ -154,7 +163,6 @@ class NvptxTarget final : public Target {
     return b.CreateIntrinsic(ids[axis], {});
   }
 
-  int max_cluster_ctas() const override { return sm_ >= 90 ? 8 : 1; }
   void set_cluster_size(llvm::Function& fn, int ctas) const override {
     if (sm_ < 90) throw Error("num_ctas > 1 needs thread-block clusters: sm_90 or later, not " + arch_);
     fn.addFnAttr("nvvm.cluster_dim", std::to_string(ctas) + ",1,1");  // .explicitcluster .reqnctapercluster
@@ -369,17 +377,10 @@ class NvptxTarget final : public Target {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_div_full, {x, y});
   }
 
-  std::optional<MatrixInstr> matrix_instr(DType in, bool allow_tf32) const override {
-    return nvptx::mma_instr(in, allow_tf32, sm_);
-  }
   std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
                                             const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
                                             const std::vector<llvm::Value*>& c) const override {
     return nvptx::mma_multiply(b, instr, a, bv, c);
-  }
-  std::optional<MatrixInstr> warpgroup_instr(DType in, int64_t M, int64_t N, int64_t K,
-                                             int num_warps) const override {
-    return nvptx::wgmma_instr(in, M, N, K, num_warps, arch_);
   }
   llvm::Value* warpgroup_operand(llvm::IRBuilder<>& b, llvm::Value* addr, int64_t row_bytes, int64_t panel_bytes,
                                  bool k_major) const override {
@@ -397,14 +398,10 @@ class NvptxTarget final : public Target {
     return nvptx::wgmma_wait(b, pending, acc);
   }
   void async_proxy_fence(llvm::IRBuilder<>& b) const override { nvptx::fence_proxy_async(b); }
-  bool has_matrix_load_8x8() const override { return true; }
   std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
                                             bool trans) const override {
     return nvptx::ldmatrix(b, row_ptr, count, trans);
   }
-  bool has_async_copy() const override { return true; }
-  // 64K registers per block on sm_80 .. sm_90, at most 255 a thread.
-  int thread_register_limit(int threads) const override { return std::min(255, 65536 / std::max(threads, 1)); }
   void async_copy(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes,
                   llvm::Value* pred) const override {
     nvptx::cp_async(b, dst, src, bytes, pred);
@@ -446,7 +443,6 @@ class NvptxTarget final : public Target {
  private:
   std::string arch_;
   int sm_;  // 80, 86, 89, 90
-  int shared_bytes_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   mutable std::mutex mu_;
 };

@@ -2,7 +2,6 @@
 #include "codegen/allocate_shared.h"
 
 #include <algorithm>
-#include <set>
 #include <unordered_map>
 
 #include "codegen/shared_sizes.h"
@@ -100,7 +99,10 @@ class Allocator {
         int& last = last_use_[b];
         last = std::max(last, span_.at(at).last);
         if (o->kind == OpKind::AsyncCopy) copied_[b] = at;
-        if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).on_warpgroups()) warpgroup_.insert(b);
+        if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).on_warpgroups()) {
+          int64_t& align = operand_align_[b];
+          align = std::max(align, plan_.dots.at(o.get()).instr->operand_align);
+        }
       }
       for (const auto& sub : o->regions) uses(*sub);
     }
@@ -121,7 +123,8 @@ class Allocator {
           const LinearLayout& l = fn_.layout_of(b->type);
           bool slotted = size_t(b->type.rank()) > l.out_dims().size();
           a.bytes = (slotted ? b->type.shape[0] : 1) * l.in_size(kOffset) * byte_size(b->type.dtype);
-          a.align = warpgroup_.count(b) ? 1024 : 128;  // warpgroup operands: whole swizzle patterns
+          // Warpgroup instructions' operands at their boundaries.
+          if (auto al = operand_align_.find(b); al != operand_align_.end()) a.align = std::max(a.align, al->second);
         } else {
           a.scratch = true;
           a.bytes = scratch_bound(o, plan_, {});
@@ -161,7 +164,7 @@ class Allocator {
   std::unordered_map<const Op*, Span> span_;
   std::unordered_map<const Value*, int> last_use_;
   std::unordered_map<const Value*, const Op*> copied_;  // the last op of the buffer's region copying into it
-  std::set<const Value*> warpgroup_;
+  std::unordered_map<const Value*, int64_t> operand_align_;  // of buffers warpgroup dots read
   std::vector<Allocation> all_;
 };
 

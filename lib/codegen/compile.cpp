@@ -146,11 +146,11 @@ void dump(const std::string& kernel, const std::string& target, const std::strin
 // most 32); a block has at most 1024 threads on each, which on 64-lane
 // targets allows fewer warps.
 void check_num_warps(const detail::KernelImpl& k, const Target& t) {
-  int threads = k.options.num_warps * t.warp_size();
+  int threads = k.options.num_warps * t.warp_size;
   if (threads > 1024)
     throw Error((k.fn && k.fn->loc.known() ? k.fn->loc.str() + ": " : std::string()) + "kernel '" + k.name + "': num_warps must be at most " +
-                std::to_string(1024 / t.warp_size()) + " on " + t.name() + " (1024 threads of " +
-                std::to_string(t.warp_size()) + " lanes), found " + std::to_string(k.options.num_warps));
+                std::to_string(1024 / t.warp_size) + " on " + t.name + " (1024 threads of " +
+                std::to_string(t.warp_size) + " lanes), found " + std::to_string(k.options.num_warps));
 }
 
 // GPU IR to an optimized LLVM module.

@@ -48,6 +48,10 @@ struct MatrixInstr {
   // will do, it is stored to shared memory as it is).
   int warps = 1;
   bool operands_in_smem = false;
+  // Where such an instruction's operands start in shared memory: a
+  // multiple of this many bytes (the target's rule: a whole swizzle
+  // pattern on sm_90a).
+  int64_t operand_align = 0;
 };
 
 struct DotLayouts {

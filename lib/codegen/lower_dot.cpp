@@ -75,7 +75,8 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
       continue;
     }
     if (staged == 0) scratch_fence();  // the op's earlier scratch use is done
-    int64_t at = (scratch_base_ + staged + 1023) / 1024 * 1024 - scratch_base_;  // 1024-byte aligned
+    int64_t align = mi.operand_align;  // the instruction's boundary
+    int64_t at = (scratch_base_ + staged + align - 1) / align * align - scratch_base_;
     tile[i] = write_tile(get(v), plan_.of(v), v->type, at);
     staged = at + tile[i].bytes();
   }
@@ -152,7 +153,7 @@ llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* 
 std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& staged) {
   const ir::Value* v = dot.operands[i];
   if (auto it = smem_vals_.find(v); it != smem_vals_.end()) return it->second;
-  if (!t_.has_matrix_load_8x8() || !staged_for_matrix_loads(dot, i, v, plan_)) return std::nullopt;
+  if (!t_.has_matrix_load_8x8 || !staged_for_matrix_loads(dot, i, v, plan_)) return std::nullopt;
   if (staged == 0) scratch_fence();  // the op's earlier scratch use is done
   SmemTile t = write_tile(get(v), plan_.of(v), v->type, staged);
   staged += (t.bytes() + 127) / 128 * 128;

@@ -46,7 +46,12 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   smem_ = new llvm::GlobalVariable(*m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
                                    llvm::GlobalValue::ExternalLinkage, nullptr, "tl_shared_memory", nullptr,
                                    llvm::GlobalValue::NotThreadLocal, t_.shared_address_space());
-  smem_->setAlignment(llvm::Align(1024));  // swizzled tiles of warpgroup instructions
+  // Buffers start at 128-byte boundaries (bank rows), warpgroup
+  // instructions' operands at theirs.
+  uint64_t align = 128;
+  for (const auto& [dot, d] : plan_.dots)
+    if (d.instr) align = std::max<uint64_t>(align, uint64_t(d.instr->operand_align));
+  smem_->setAlignment(llvm::Align(align));
 
   llvm::Value* tid = t_.thread_id(b_);
   lane_ = b_.CreateAnd(tid, plan_.warp_size - 1, "lane");
@@ -63,9 +68,9 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m_, &os)) throw Error("internal: the lowered LLVM module is invalid: " + err);
-  if (smem_bytes_ > t_.max_shared_bytes())
+  if (smem_bytes_ > t_.max_shared_bytes)
     throw SharedMemoryOverflow("kernel '" + name + "' needs " + std::to_string(smem_bytes_) + " bytes of shared memory, the target has " +
-                std::to_string(t_.max_shared_bytes()));
+                std::to_string(t_.max_shared_bytes));
   return {std::move(module), threads, int(smem_bytes_)};
 }
 
@@ -92,7 +97,7 @@ llvm::Type* Lowerer::elem_type(DType d, bool is_ptr) {
 // takes the start of shared memory.
 void Lowerer::start_cluster(const ir::Function& fn) {
   int n = plan_.num_ctas;
-  if (n > t_.max_cluster_ctas()) t_.set_cluster_size(*fn_, n);  // the target says what it lacks
+  if (n > t_.max_cluster_ctas) t_.set_cluster_size(*fn_, n);  // the target says what it lacks
   std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
     for (const auto& o : r.ops) {
       if (o->kind == OpKind::Dot) unsupported(*o, "with num_ctas > 1 (dots are not split over a cluster yet)");

@@ -361,7 +361,7 @@ void Lowerer::lower_local_load(const Op& op) {
 // anyway), and branch around it, since a copy whose predicate is off still
 // writes zeros.
 void Lowerer::lower_async_copy(const Op& op) {
-  if (!t_.has_async_copy()) unsupported(op, "needs asynchronous copies, which the target does not have");
+  if (!t_.has_async_copy) unsupported(op, "needs asynchronous copies, which the target does not have");
   auto it = smem_vals_.find(op.operands[0]);
   if (it == smem_vals_.end()) unsupported(op, "into a buffer no local_alloc or local_slot made is not lowered yet");
   const SmemTile& t = it->second;
@@ -386,7 +386,7 @@ void Lowerer::lower_async_copy(const Op& op) {
 
 // Commit groups, waits, and the fence before the asynchronous proxy reads.
 void Lowerer::lower_async_sync(const Op& op) {
-  if (!t_.has_async_copy()) unsupported(op, "needs asynchronous copies, which the target does not have");
+  if (!t_.has_async_copy) unsupported(op, "needs asynchronous copies, which the target does not have");
   if (op.kind == OpKind::AsyncCommit) t_.async_commit(b_);
   else if (op.kind == OpKind::AsyncWait) t_.async_wait(b_, int(op.attr_int("pending")));
   else t_.async_proxy_fence(b_);

@@ -198,7 +198,7 @@ class Lowerer {
   // ------------------------------------------------ dot operands in smem
   // Whether the operands of `dot` can be read from shared memory with 8x8
   // matrix loads: 16-bit elements on a k = 16 instruction.
-  bool matrix_loadable(const Op& dot) { return t_.has_matrix_load_8x8() && matrix_loadable_dot(dot, plan_); }
+  bool matrix_loadable(const Op& dot) { return t_.has_matrix_load_8x8 && matrix_loadable_dot(dot, plan_); }
   Regs dot_operand(const Op& dot, int i);
   Regs all_fragments(const SmemTile& t, const Op& dot, int i);
   void lower_matrix_loads(const Op& conv);

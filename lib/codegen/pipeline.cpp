@@ -32,14 +32,14 @@ void select_dot_instructions_pass(GpuContext& c) {
 void assign_layouts_pass(GpuContext& c) {
   expect_tile_ir(c, "assign-layouts");
   c.axis.emplace(c.fn, c.args);
-  c.plan = assign_layouts(c.fn, *c.axis, c.num_warps, c.target.warp_size(),
+  c.plan = assign_layouts(c.fn, *c.axis, c.num_warps, c.target.warp_size,
                           [&c](const ir::Op& dot) { return chosen_instr(dot, c.target, c.num_warps); }, c.num_ctas);
   c.plan->num_stages = c.num_stages;
   c.plan->fp_fusion = c.fp_fusion;
   // The kernel options the lowering reads, so that the text is all it needs.
   c.fn.attrs["num_stages"] = int64_t(c.num_stages);
   c.fn.attrs["fp_fusion"] = int64_t(c.fp_fusion);
-  convert_layouts(c.fn, *c.plan, c.target.has_matrix_load_8x8());
+  convert_layouts(c.fn, *c.plan, c.target.has_matrix_load_8x8);
   c.axis.emplace(c.fn, c.args);  // the conversions' values too
 }
 
@@ -58,27 +58,27 @@ void schedule_loops_pass(GpuContext& c) {
   expect_gpu_ir(c, "schedule-loops");
   const TargetInfo& t = c.target;
   schedule_loops(c.fn, *c.plan, *c.axis,
-                 {t.name(), t.has_async_copy(), t.has_matrix_load_8x8(), t.max_shared_bytes(),
+                 {t.name, t.has_async_copy, t.has_matrix_load_8x8, t.max_shared_bytes,
                   t.thread_register_limit(c.plan->num_warps * c.plan->warp_size)});
 }
 
 // Conversions through shared memory as buffers and barriers.
 void expand_conversions_pass(GpuContext& c) {
   expect_gpu_ir(c, "expand-conversions");
-  expand_conversions(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8());
+  expand_conversions(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8);
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
 // Where each buffer and each op's scratch go in shared memory.
 void allocate_shared_pass(GpuContext& c) {
   expect_gpu_ir(c, "allocate-shared");
-  allocate_shared(c.fn, *c.plan, c.target.name(), c.target.max_shared_bytes());
+  allocate_shared(c.fn, *c.plan, c.target.name, c.target.max_shared_bytes);
 }
 
 // Each scheduled loop's pipeline as buffers, copies and waits.
 void expand_pipelines_pass(GpuContext& c) {
   expect_gpu_ir(c, "expand-pipelines");
-  expand_pipelines(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8());
+  expand_pipelines(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8);
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
@@ -160,8 +160,8 @@ LayoutPlan plan_from_ir(const ir::Function& fn, const TargetInfo& t) {
   };
   p.num_stages = option("num_stages", p.num_stages);
   p.fp_fusion = option("fp_fusion", p.fp_fusion) != 0;
-  if (p.warp_size != t.warp_size())
-    throw Error("@" + fn.name + ": expected GPU IR for the " + std::to_string(t.warp_size()) + "-lane warps of " + t.name() +
+  if (p.warp_size != t.warp_size)
+    throw Error("@" + fn.name + ": expected GPU IR for the " + std::to_string(t.warp_size) + "-lane warps of " + t.name +
                 ", found warp_size = " + std::to_string(p.warp_size));
   std::function<void(const ir::Region&)> walk = [&](const ir::Region& r) {
     for (const auto& op : r.ops) {

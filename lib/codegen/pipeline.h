@@ -38,7 +38,7 @@
 
 namespace tl::codegen {
 
-class TargetInfo;
+struct TargetInfo;
 
 // What the passes of one compile share: the function (rewritten in place),
 // the target, what is known of the arguments, the kernel's options, and

@@ -55,7 +55,7 @@ class Scheduler {
   int64_t past_buffers(const Op& loop, int64_t base) const {
     auto it = plans_.find(&loop);
     if (it == plans_.end()) return base;
-    return place_pipeline_buffers(it->second, plan_, base, warpgroup_reads(loop, plan_)).end;
+    return place_pipeline_buffers(it->second, plan_, base, warpgroup_operand_align(loop, plan_)).end;
   }
 
   void walk(const ir::Region& r, int64_t base) {

@@ -64,7 +64,7 @@ std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const TargetInfo& t, 
   Shape s = shape_of(dot);
   for (auto mi : {t.warpgroup_instr(in, s.m, s.n, s.k, num_warps), t.matrix_instr(in, allows_tf32(dot))})
     if (mi && mi->name == name && fits(*mi, s.m, s.n, s.k)) return mi;
-  throw Error(dot.loc.str() + ": 'dot' expects an instruction " + t.name() + " has for this dot, found '" + name + "'");
+  throw Error(dot.loc.str() + ": 'dot' expects an instruction " + t.name + " has for this dot, found '" + name + "'");
 }
 
 }  // namespace tl::codegen

@@ -19,7 +19,7 @@
 
 namespace tl::codegen {
 
-class TargetInfo;
+struct TargetInfo;
 
 void select_dot_instructions(ir::Function& fn, const TargetInfo& t, int num_warps);
 

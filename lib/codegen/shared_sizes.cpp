@@ -60,7 +60,8 @@ int64_t dot_bytes(const Op& op, const LayoutPlan& plan, const InShared& in_share
     if (v->type.is_shared() || (in_shared && in_shared(v))) continue;
     const LinearLayout& need = i == 0 ? d.a : d.b;
     if (!d.on_warpgroups() && (plan.of(v) == need || is_uniform(v) || permutes_registers(plan.of(v), need))) continue;
-    total += v->type.numel() * shared_elem_bytes(v->type) + 1024;
+    // Each at its boundary: a warpgroup instruction's, or 128 bytes.
+    total += v->type.numel() * shared_elem_bytes(v->type) + (d.on_warpgroups() ? d.instr->operand_align : 1024);
   }
   return total;
 }
@@ -103,16 +104,16 @@ int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan) {
   return n * byte_size(v->type.dtype);
 }
 
-bool warpgroup_reads(const Op& loop, const LayoutPlan& plan) {
+int64_t warpgroup_operand_align(const Op& loop, const LayoutPlan& plan) {
+  int64_t align = 0;
   for (const auto& o : loop.regions[0]->ops)
-    if (o->kind == OpKind::Dot && plan.dots.at(o.get()).on_warpgroups()) return true;
-  return false;
+    if (o->kind == OpKind::Dot && plan.dots.at(o.get()).on_warpgroups())
+      align = std::max(align, plan.dots.at(o.get()).instr->operand_align);
+  return align;
 }
 
 namespace {
 
-// Buffers of warpgroup operands start at 1024-byte boundaries, others at 128.
-int64_t buffer_align(bool wg_reads) { return wg_reads ? 1024 : 128; }
 
 // The bytes load `li`'s buffers take: a slot per stage (one if it is copied
 // once), rounded up to the alignment.
@@ -122,11 +123,11 @@ int64_t buffer_bytes(const PipelinePlan& p, size_t li, const LayoutPlan& plan, i
 
 }  // namespace
 
-PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, bool wg_reads) {
+PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, int64_t wg_align) {
   PipelineBuffers b;
   b.end = base;
   if (p.prefetch_registers) return b;
-  int64_t align = buffer_align(wg_reads);
+  int64_t align = std::max<int64_t>(wg_align, 128);
   for (size_t li = 0; li < p.loads.size(); ++li) {
     b.end = align_up(b.end, align);
     b.at.push_back(b.end);

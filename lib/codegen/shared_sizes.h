@@ -30,19 +30,21 @@ constexpr int64_t kClusterExchangeBytes = 2 * kClusterSlotBytes + 128;
 int64_t shared_elem_bytes(const ir::Type& t);
 
 // A pipeline's buffers, placed from byte `base` up: each load's first
-// byte (none for a register prefetch) and the first byte past them. Dots on
-// warpgroup instructions read swizzled tiles at 1024-byte boundaries
-// (`warpgroup_reads`), others at 128.
+// byte (none for a register prefetch) and the first byte past them: at the
+// boundaries `wg_align` of the warpgroup instructions reading them
+// (warpgroup_operand_align), else at 128 bytes.
 struct PipelineBuffers {
   std::vector<int64_t> at;  // per load of the plan
   int64_t end = 0;
 };
-PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, bool warpgroup_reads);
+PipelineBuffers place_pipeline_buffers(const PipelinePlan& p, const LayoutPlan& plan, int64_t base, int64_t wg_align);
 // Where shared memory for buffers and scratch starts (past the cluster
 // exchange, with clusters).
 inline int64_t shared_start(const LayoutPlan& plan) { return plan.num_ctas > 1 ? kClusterExchangeBytes : 0; }
-// Whether a dot of `loop`'s body runs on warpgroup instructions.
-bool warpgroup_reads(const ir::Op& loop, const LayoutPlan& plan);
+// The alignment the warpgroup instructions of `loop`'s dots want of their
+// operands in shared memory (MatrixInstr::operand_align; 0: no such dot).
+int64_t warpgroup_operand_align(const ir::Op& loop, const LayoutPlan& plan);
+inline bool warpgroup_reads(const ir::Op& loop, const LayoutPlan& plan) { return warpgroup_operand_align(loop, plan) > 0; }
 // The bytes of one slot of the buffer of tile `v` (this CTA's part).
 int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan);
 

@@ -43,6 +43,7 @@ inline llvm::AtomicOrdering llvm_ordering(MemOrder o) {
 
 class Target : public TargetInfo {
  public:
+  virtual ~Target() = default;
   virtual unsigned global_address_space() const = 0;
   virtual unsigned shared_address_space() const = 0;
 
@@ -105,7 +106,7 @@ class Target : public TargetInfo {
                                                     const std::vector<llvm::Value*>& a,
                                                     const std::vector<llvm::Value*>& bv,
                                                     const std::vector<llvm::Value*>& c) const {
-    throw Error("internal: target " + name() + " has no matrix instructions");
+    throw Error("internal: target " + name + " has no matrix instructions");
   }
 
   // What a warpgroup instruction takes for an operand in shared memory:
@@ -115,7 +116,7 @@ class Target : public TargetInfo {
   // rows.
   virtual llvm::Value* warpgroup_operand(llvm::IRBuilder<>& b, llvm::Value* addr, int64_t row_bytes,
                                          int64_t panel_bytes, bool k_major) const {
-    throw Error("internal: target " + name() + " has no warpgroup instructions");
+    throw Error("internal: target " + name + " has no warpgroup instructions");
   }
   // Issues a warpgroup instruction: c + A x B with A and B described by shared-memory
   // descriptors (warpgroup_operand); `trans_a` / `trans_b`: the
@@ -124,7 +125,7 @@ class Target : public TargetInfo {
   virtual std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
                                                        llvm::Value* a_desc, llvm::Value* b_desc, bool trans_a,
                                                        bool trans_b, const std::vector<llvm::Value*>& c) const {
-    throw Error("internal: target " + name() + " has no warpgroup instructions");
+    throw Error("internal: target " + name + " has no warpgroup instructions");
   }
   // Before the first warpgroup instruction that reads registers written
   // since; after the instructions: commit them as a group.
@@ -158,7 +159,7 @@ class Target : public TargetInfo {
   // at most n groups are still in flight (this thread's copies; a barrier
   // then makes them visible to the block). Targets with has_async_copy.
   virtual void async_copy(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, int bytes, llvm::Value* pred) const {
-    throw Error("internal: target " + name() + " has no asynchronous copies");
+    throw Error("internal: target " + name + " has no asynchronous copies");
   }
   virtual void async_commit(llvm::IRBuilder<>& b) const {}
   virtual void async_wait(llvm::IRBuilder<>& b, int pending) const {}
@@ -172,9 +173,9 @@ class Target : public TargetInfo {
   // address `at` in the shared memory of CTA `rank` and counts it on that
   // CTA's barrier `bar` (addresses as in this CTA); barrier_done tests
   // whether the phase of parity `parity` has completed.
-  [[noreturn]] void no_clusters() const { throw Error("internal: target " + name() + " has no clusters"); }
+  [[noreturn]] void no_clusters() const { throw Error("internal: target " + name + " has no clusters"); }
   virtual void set_cluster_size(llvm::Function& fn, int ctas) const {
-    throw Error("target " + name() + " has no thread-block clusters (num_ctas > 1)");
+    throw Error("target " + name + " has no thread-block clusters (num_ctas > 1)");
   }
   virtual llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const { return b.getInt32(0); }
   virtual void cluster_barrier(llvm::IRBuilder<>& b) const {}
