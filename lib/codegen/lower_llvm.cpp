@@ -465,99 +465,114 @@ void Lowerer::lower_op(const Op& op) {
 void Lowerer::lower_op_itself(const Op& op) {
   PlacementScope user(*this);
   place_scratch(op, op);
-  switch (op.kind) {
-    case OpKind::Constant: return lower_constant(op);
+  Pattern p = pattern(op.kind);
+  if (!p) unsupported(op, "has no GPU lowering");
+  (this->*p)(op);
+}
+
+// ---- the table of every op's lowering, and leaves, constants and shapes --
+
+// One lowering per op kind, in the file of its family (lowerer.h): this
+// one for leaves, constants and shape ops. Null: not lowered.
+Lowerer::Pattern Lowerer::pattern(OpKind k) {
+  switch (k) {
+    case OpKind::Constant: return &Lowerer::lower_constant;
     case OpKind::ProgramId:
-    case OpKind::NumPrograms: {
-      // A program is a cluster of num_ctas CTAs along x.
-      int axis = int(op.attr_int("axis"));
-      llvm::Value* v = op.kind == OpKind::ProgramId ? t_.program_id(b_, axis) : t_.num_programs(b_, axis);
-      if (axis == 0 && plan_.num_ctas > 1) v = b_.CreateLShr(v, uint64_t(ilog2(plan_.num_ctas)));
-      vals_[op.result()] = {v};
-      return;
-    }
-    case OpKind::Arange: {
-      const auto& l = plan_.of(op.result());
-      auto hw = hw_coords(l);
-      int64_t start = op.attr_int("start");
-      Regs out;
-      for (int r = 0; r < num_regs(l); ++r)
-        out.push_back(b_.CreateAdd(coord(l, 0, hw[0], reg_coords(l, r)[0]), b_.getInt32(int32_t(start))));
-      vals_[op.result()] = out;
-      return;
-    }
-    case OpKind::Splat:
-      vals_[op.result()] = Regs(width_of(op.result()), get(op.operands[0])[0]);
-      return;
-    case OpKind::Trans:
-      if (op.operands[0]->type.is_shared()) return lower_buffer_trans(op);
-      // One only a dot reads is left to the dot's staging (convert_layouts):
-      // its operand may come in another layout.
-      if (auto req = required_operand_layout(op, 0, plan_); req && !(*req == plan_.of(op.operands[0]))) {
-        const ir::Value* v = op.operands[0];
-        vals_[op.result()] = convert_or_remat(v, get(v), *req);
-        return;
-      }
-      [[fallthrough]];
+    case OpKind::NumPrograms: return &Lowerer::lower_program_id;
+    case OpKind::Arange: return &Lowerer::lower_arange;
+    case OpKind::Splat: return &Lowerer::lower_splat;
+    case OpKind::Trans: return &Lowerer::lower_trans;
     case OpKind::Broadcast:
     case OpKind::ExpandDims:
-    case OpKind::Reshape:
-      // Their operand layouts are derived from the result's with the same
-      // registers: the values pass through unchanged.
-      vals_[op.result()] = operand(op, 0);
-      return;
-    case OpKind::Join: {
-      // Both operands in the first one's layout, side by side along a new
-      // top register bit (convert_layouts moves the result on where its
-      // users asked for another layout: a dot operand through a reshape).
-      const ir::Value* res = op.result();
-      if (!op.operands[0]->type.is_tile()) {  // two scalars: a [2] tile every thread holds
-        check_own_layout(op, res, line_layout(res->type.shape, 0, plan_.num_warps, plan_.warp_size, plan_.num_ctas));
-        vals_[res] = {get(op.operands[0])[0], get(op.operands[1])[0]};
-        return;
-      }
-      Regs a = in_layout(op.operands[0], op.operands[0]);
-      Regs c = in_layout(op.operands[1], op.operands[0]);
-      a.insert(a.end(), c.begin(), c.end());
-      check_own_layout(op, res, join_layout(plan_.of(op.operands[0])));
-      vals_[res] = a;
-      return;
-    }
-    case OpKind::Split: {
-      // The operand arrives in the join of the first result's layout.
-      Regs all = operand(op, 0);
-      size_t half = all.size() / 2;
-      vals_[op.result(0)] = Regs(all.begin(), all.begin() + half);
-      const ir::Value* r1 = op.result(1);
-      if (r1->type.is_tile()) check_own_layout(op, r1, plan_.of(op.result(0)));
-      vals_[r1] = Regs(all.begin() + half, all.end());
-      return;
-    }
-    case OpKind::Reduce: return lower_reduce(op);
-    case OpKind::Scan: return lower_scan(op);
-    case OpKind::Dot: return lower_dot(op);
-    case OpKind::Load: return lower_load(op);
-    case OpKind::Store: return lower_store(op);
+    case OpKind::Reshape: return &Lowerer::lower_same_registers;
+    case OpKind::Join: return &Lowerer::lower_join;
+    case OpKind::Split: return &Lowerer::lower_split;
+    case OpKind::Reduce: return &Lowerer::lower_reduce;
+    case OpKind::Scan: return &Lowerer::lower_scan;
+    case OpKind::Dot: return &Lowerer::lower_dot;
+    case OpKind::Load: return &Lowerer::lower_load;
+    case OpKind::Store: return &Lowerer::lower_store;
     case OpKind::AtomicRmw:
-    case OpKind::AtomicCas: return lower_atomic(op);
-    case OpKind::Assert: return lower_assert(op);
-    case OpKind::Print: return lower_print(op);
-    case OpKind::For: return lower_for(op);
-    case OpKind::If: return lower_if(op);
-    case OpKind::Yield: return;
-    case OpKind::ConvertLayout: return lower_convert_layout(op);
-    case OpKind::LocalAlloc: return lower_local_alloc(op);
-    case OpKind::LocalSlot: return lower_local_slot(op);
-    case OpKind::LocalLoad: return lower_local_load(op);
-    case OpKind::AsyncCopy: return lower_async_copy(op);
+    case OpKind::AtomicCas: return &Lowerer::lower_atomic;
+    case OpKind::Assert: return &Lowerer::lower_assert;
+    case OpKind::Print: return &Lowerer::lower_print;
+    case OpKind::For: return &Lowerer::lower_for;
+    case OpKind::If: return &Lowerer::lower_if;
+    case OpKind::Yield: return &Lowerer::lower_yield;
+    case OpKind::ConvertLayout: return &Lowerer::lower_convert_layout;
+    case OpKind::LocalAlloc: return &Lowerer::lower_local_alloc;
+    case OpKind::LocalSlot: return &Lowerer::lower_local_slot;
+    case OpKind::LocalLoad: return &Lowerer::lower_local_load;
+    case OpKind::AsyncCopy: return &Lowerer::lower_async_copy;
     case OpKind::AsyncCommit:
     case OpKind::AsyncWait:
-    case OpKind::FenceAsyncShared: return lower_async_sync(op);
-    case OpKind::Barrier: return barrier();
-    default:
-      if (ir::op_is_elementwise(op.kind)) return lower_elementwise(op);
-      unsupported(op, "has no GPU lowering");
+    case OpKind::FenceAsyncShared: return &Lowerer::lower_async_sync;
+    case OpKind::Barrier: return &Lowerer::lower_barrier;
+    default: return ir::op_is_elementwise(k) ? &Lowerer::lower_elementwise : nullptr;
   }
+}
+
+// A program is a cluster of num_ctas CTAs along x.
+void Lowerer::lower_program_id(const Op& op) {
+  int axis = int(op.attr_int("axis"));
+  llvm::Value* v = op.kind == OpKind::ProgramId ? t_.program_id(b_, axis) : t_.num_programs(b_, axis);
+  if (axis == 0 && plan_.num_ctas > 1) v = b_.CreateLShr(v, uint64_t(ilog2(plan_.num_ctas)));
+  vals_[op.result()] = {v};
+}
+
+void Lowerer::lower_arange(const Op& op) {
+  const auto& l = plan_.of(op.result());
+  auto hw = hw_coords(l);
+  int64_t start = op.attr_int("start");
+  Regs out;
+  for (int r = 0; r < num_regs(l); ++r)
+    out.push_back(b_.CreateAdd(coord(l, 0, hw[0], reg_coords(l, r)[0]), b_.getInt32(int32_t(start))));
+  vals_[op.result()] = out;
+}
+
+void Lowerer::lower_splat(const Op& op) { vals_[op.result()] = Regs(width_of(op.result()), get(op.operands[0])[0]); }
+
+// A trans of a buffer is a view of it; one only a dot reads is left to the
+// dot's staging (convert_layouts): its operand may come in another layout.
+void Lowerer::lower_trans(const Op& op) {
+  if (op.operands[0]->type.is_shared()) return lower_buffer_trans(op);
+  if (auto req = required_operand_layout(op, 0, plan_); req && !(*req == plan_.of(op.operands[0]))) {
+    const ir::Value* v = op.operands[0];
+    vals_[op.result()] = convert_or_remat(v, get(v), *req);
+    return;
+  }
+  lower_same_registers(op);
+}
+
+// Ops whose operand layout is derived from the result's with the same
+// registers: the values pass through unchanged.
+void Lowerer::lower_same_registers(const Op& op) { vals_[op.result()] = operand(op, 0); }
+
+// Both operands in the first one's layout, side by side along a new top
+// register bit (convert_layouts moves the result on where its users asked
+// for another layout: a dot operand through a reshape).
+void Lowerer::lower_join(const Op& op) {
+  const ir::Value* res = op.result();
+  if (!op.operands[0]->type.is_tile()) {  // two scalars: a [2] tile every thread holds
+    check_own_layout(op, res, line_layout(res->type.shape, 0, plan_.num_warps, plan_.warp_size, plan_.num_ctas));
+    vals_[res] = {get(op.operands[0])[0], get(op.operands[1])[0]};
+    return;
+  }
+  Regs a = in_layout(op.operands[0], op.operands[0]);
+  Regs c = in_layout(op.operands[1], op.operands[0]);
+  a.insert(a.end(), c.begin(), c.end());
+  check_own_layout(op, res, join_layout(plan_.of(op.operands[0])));
+  vals_[res] = a;
+}
+
+// The operand arrives in the join of the first result's layout.
+void Lowerer::lower_split(const Op& op) {
+  Regs all = operand(op, 0);
+  size_t half = all.size() / 2;
+  vals_[op.result(0)] = Regs(all.begin(), all.begin() + half);
+  const ir::Value* r1 = op.result(1);
+  if (r1->type.is_tile()) check_own_layout(op, r1, plan_.of(op.result(0)));
+  vals_[r1] = Regs(all.begin() + half, all.end());
 }
 
 void Lowerer::lower_constant(const Op& op) {

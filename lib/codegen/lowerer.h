@@ -1,7 +1,9 @@
 // The lowering's state and steps (private to lib/codegen): one Lowerer
 // walks a function of GPU IR and emits LLVM IR for one target. Its parts
 // live in one file per concern:
-//   lower_llvm.cpp     values, layouts and conversions, the entry point
+//   lower_llvm.cpp     values, layouts and conversions, the entry point;
+//                      the table of every op's lowering (Lowerer::pattern)
+//                      and the leaves', constants' and shape ops'
 //   lower_elementwise.cpp  elementwise ops and casts
 //   lower_memory.cpp   loads, stores, atomics; shared-memory buffers,
 //                      asynchronous copies and their waits
@@ -141,7 +143,21 @@ class Lowerer {
   void lower_region(const ir::Region& r);
   void lower_op(const Op& op);
   void lower_op_itself(const Op& op);
+  // Each op kind's lowering (lower_llvm.cpp); null: none.
+  using Pattern = void (Lowerer::*)(const Op&);
+  static Pattern pattern(OpKind k);
+
+  // ---------------------------------------------------- leaves and shapes
   void lower_constant(const Op& op);
+  void lower_program_id(const Op& op);
+  void lower_arange(const Op& op);
+  void lower_splat(const Op& op);
+  void lower_trans(const Op& op);
+  void lower_same_registers(const Op& op);
+  void lower_join(const Op& op);
+  void lower_split(const Op& op);
+  void lower_yield(const Op&) {}  // read by the parent op
+  void lower_barrier(const Op&) { barrier(); }
 
   // ------------------------------------------------------------ elementwise
   void lower_elementwise(const Op& op);
