@@ -11,6 +11,7 @@
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
 #include "ir/verifier.h"
+#include "transforms/passes.h"
 
 namespace tl::codegen {
 
@@ -79,6 +80,9 @@ void allocate_shared_pass(GpuContext& c) {
 void expand_pipelines_pass(GpuContext& c) {
   expect_gpu_ir(c, "expand-pipelines");
   expand_pipelines(c.fn, *c.plan, *c.axis, c.target.has_matrix_load_8x8);
+  // What only the loads used (the current iteration's addresses, carried
+  // around the loop beside the lead ones) is dead now.
+  transforms::dce(c.fn);
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
