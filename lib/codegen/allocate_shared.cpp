@@ -73,13 +73,6 @@ class Allocator {
     }
   }
 
-  // The buffer a buffer value (a view of a slot, a trans) is part of.
-  static const Value* root(const Value* v) {
-    while (v->def && (v->def->kind == OpKind::LocalSlot || v->def->kind == OpKind::Trans) && v->type.is_shared())
-      v = v->def->operands[0];
-    return v;
-  }
-
   // The op of `r` that `o` is, or is inside.
   static const Op* in_region(const Op* o, const ir::Region* r) {
     while (o && o->parent != r) o = o->parent ? o->parent->parent : nullptr;
@@ -92,7 +85,7 @@ class Allocator {
     for (const auto& o : r.ops) {
       for (const Value* v : o->operands) {
         if (!v->type.is_shared()) continue;
-        const Value* b = root(v);
+        const Value* b = buffer_of(v);
         if (!b->def) continue;
         const Op* at = in_region(o.get(), b->def->parent);
         if (!at) continue;
@@ -120,9 +113,7 @@ class Allocator {
         a.first = s.first;
         a.last = std::max(s.last, last_use_.count(b) ? last_use_.at(b) : s.last);
         if (o.operands.empty()) {
-          const LinearLayout& l = fn_.layout_of(b->type);
-          bool slotted = size_t(b->type.rank()) > l.out_dims().size();
-          a.bytes = (slotted ? b->type.shape[0] : 1) * l.in_size(kOffset) * byte_size(b->type.dtype);
+          a.bytes = smem_buffer_bytes(b->type, fn_.layout_of(b->type));
           // Warpgroup instructions' operands at their boundaries.
           if (auto al = operand_align_.find(b); al != operand_align_.end()) a.align = std::max(a.align, al->second);
         } else {

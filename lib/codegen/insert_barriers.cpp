@@ -188,12 +188,9 @@ class Inserter {
   Access view(const Value* v, const Op& at) const {
     Access a;
     a.origin = &at;
-    int stage = -1;
-    while (v->def && (v->def->kind == OpKind::LocalSlot || v->def->kind == OpKind::Trans)) {
-      const Op& d = *v->def;
-      if (d.kind == OpKind::LocalSlot && d.has_attr("stage")) stage = int(d.attr_int("stage"));
-      v = d.operands[0];
-    }
+    const Op* slot = nullptr;
+    v = buffer_of(v, &slot);
+    int stage = slot && slot->has_attr("stage") ? int(slot->attr_int("stage")) : -1;
     const Op* alloc = v->def;
     if (!alloc || alloc->kind != OpKind::LocalAlloc)
       throw Error(at.loc.str() + ": insert-barriers expects the buffer '" + std::string(at.name()) +
@@ -203,14 +200,10 @@ class Inserter {
     const char* place = alloc->operands.empty() ? "offset" : "scratch";
     if (!alloc->has_attr(place))
       throw Error(alloc->loc.str() + ": 'local_alloc' " + (alloc->operands.empty() ? "without an initial value " : "") +
-                  "expects attribute '" + place + "' (" +
-                  "allocate-shared gives it), found none");
+                  "expects attribute '" + place + "' (allocate-shared gives it), found none");
     if (alloc->operands.empty()) {
-      const LinearLayout& l = fn_.layout_of(v->type);
-      bool slotted = size_t(v->type.rank()) > l.out_dims().size();
-      int64_t slots = slotted ? v->type.shape[0] : 1;
       a.lo = alloc->attr_int("offset");
-      a.hi = a.lo + slots * l.in_size(kOffset) * byte_size(v->type.dtype);
+      a.hi = a.lo + smem_buffer_bytes(v->type, fn_.layout_of(v->type));
       if (auto it = slot_loop_.find(v); it != slot_loop_.end() && stage >= 0) a.stage = stage % it->second.slots;
     } else {
       a.lo = alloc->attr_int("scratch");
@@ -343,7 +336,7 @@ class Inserter {
       return;
     }
     const Op* at = &o;
-    for (const Op* up = o.parent ? o.parent->parent : nullptr; up; up = up->parent ? up->parent->parent : nullptr) {
+    for (const Op* up = enclosing(&o); up; up = enclosing(up)) {
       if (up->kind != OpKind::For) continue;
       bool outside = true;
       for (const Op* f : from) outside = outside && !within(f, up);
@@ -355,8 +348,10 @@ class Inserter {
     for (auto it = s.done.begin(); it != s.done.end();) it = within(it->origin, at) ? std::next(it) : s.done.erase(it);
   }
 
+  // The op whose region holds `o` (null at the function's top).
+  static const Op* enclosing(const Op* o) { return o->parent ? o->parent->parent : nullptr; }
   static bool within(const Op* o, const Op* loop) {
-    for (const Op* up = o; up; up = up->parent ? up->parent->parent : nullptr)
+    for (const Op* up = o; up; up = enclosing(up))
       if (up == loop) return true;
     return false;
   }

@@ -69,7 +69,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m_, &os)) throw Error("internal: the lowered LLVM module is invalid: " + err);
   if (smem_bytes_ > t_.max_shared_bytes)
-    throw SharedMemoryOverflow("kernel '" + name + "' needs " + std::to_string(smem_bytes_) + " bytes of shared memory, the target has " +
+    throw Error("kernel '" + name + "' needs " + std::to_string(smem_bytes_) + " bytes of shared memory, the target has " +
                 std::to_string(t_.max_shared_bytes));
   return {std::move(module), threads, int(smem_bytes_)};
 }

@@ -59,11 +59,6 @@ struct SmemTile : SwizzledTile {
   }
 };
 
-// The kernel needs more shared memory than the target has.
-struct SharedMemoryOverflow : Error {
-  using Error::Error;
-};
-
 class Lowerer {
  public:
   // Loops are pipelined as their schedule says (schedule_loops.h).

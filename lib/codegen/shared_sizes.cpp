@@ -98,6 +98,20 @@ bool reduces_across_ctas(const Op& op, const LayoutPlan& plan) {
 
 bool exchanges_through_scratch(const Op& op) { return op.has_attr("scratch") && op.kind != OpKind::LocalAlloc; }
 
+const ir::Value* buffer_of(const ir::Value* v, const ir::Op** slot) {
+  if (slot) *slot = nullptr;
+  while (v->type.is_shared() && v->def && (v->def->kind == OpKind::LocalSlot || v->def->kind == OpKind::Trans)) {
+    if (slot && v->def->kind == OpKind::LocalSlot) *slot = v->def;
+    v = v->def->operands[0];
+  }
+  return v;
+}
+
+int64_t smem_buffer_bytes(const ir::Type& t, const LinearLayout& l) {
+  int64_t slots = size_t(t.rank()) > l.out_dims().size() ? t.shape[0] : 1;  // a leading dimension the layout leaves out
+  return slots * l.in_size(kOffset) * byte_size(t.dtype);
+}
+
 int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan) {
   int64_t n = 1;
   for (int64_t x : cta_shape(plan.of(v), v->type.shape)) n *= x;

@@ -45,6 +45,11 @@ inline int64_t shared_start(const LayoutPlan& plan) { return plan.num_ctas > 1 ?
 // operands in shared memory (MatrixInstr::operand_align; 0: no such dot).
 int64_t warpgroup_operand_align(const ir::Op& loop, const LayoutPlan& plan);
 inline bool warpgroup_reads(const ir::Op& loop, const LayoutPlan& plan) { return warpgroup_operand_align(loop, plan) > 0; }
+// The buffer a buffer value is part of, through the views of its slots and
+// its trans; `slot` (if given) gets the `local_slot` on the way, or null.
+const ir::Value* buffer_of(const ir::Value* v, const ir::Op** slot = nullptr);
+// The bytes of a buffer of type `t` whose layout is `l`: all its slots.
+int64_t smem_buffer_bytes(const ir::Type& t, const LinearLayout& l);
 // The bytes of one slot of the buffer of tile `v` (this CTA's part).
 int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan);
 
