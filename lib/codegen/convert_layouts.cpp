@@ -200,7 +200,9 @@ class Converter {
           ir::Builder b(&r, it);
           b.loc = o->loc;
           o->operands[i] = b.create1(OpKind::ConvertLayout, {v}, v->type.with_layout(fn_.intern_layout(need)),
-                                     {{"move", std::string("matrix_loads")}});
+                                     {{"move", std::string("matrix_loads")},
+                                      {"instr", d.instr->name},
+                                      {"operand", int64_t(i)}});
         } else {
           o->operands[i] = convert(r, it, v, need);
         }

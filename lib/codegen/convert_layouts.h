@@ -31,12 +31,13 @@
 // A dot's A or B defined before its loop is converted to the dot's
 // fragment layout once, before the loop:
 //
-//   %f = convert_layout %q {move = "matrix_loads"} : tile<128x64xbf16, #l9>
+//   %f = convert_layout %q {instr = "mma.m16n8k16.bf16", move = "matrix_loads", operand = 0} : tile<128x64xbf16, #l9>
 //
 // "matrix_loads" (targets with 8x8 matrix loads, 16-bit operands of a
 // k = 16 instruction): written to swizzled shared memory, a barrier on
-// each side, and read back with matrix loads; otherwise one of the moves
-// above.
+// each side, and read back with matrix loads in the fragments of operand
+// `operand` (0: A, 1: B) of `instr`, which the conversion names itself so
+// that its lowering reads only the op; otherwise one of the moves above.
 //
 // Not converted here (the ops' lowering still does it): a dot's A and B
 // operands defined in the loop, and the operand of a trans only they read,

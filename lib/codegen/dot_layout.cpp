@@ -22,6 +22,30 @@ int DotLayouts::c_reg(int i, int j, int r) const {
   return r + instr->c.in_size(kReg) * (j + reps_n * i);
 }
 
+OperandFragments operand_fragments(const DotLayouts& d, int i) {
+  const LinearLayout& frag = i == 0 ? d.instr->a : d.instr->b;
+  return {i == 0 ? d.a : d.b, i, frag.in_size(kReg), d.reps_k, i == 0 ? d.reps_m : d.reps_n};
+}
+
+std::optional<OperandFragments> operand_fragments(const MatrixInstr& instr, const LinearLayout& layout, int i,
+                                                  const std::vector<int64_t>& shape) {
+  const LinearLayout& frag = i == 0 ? instr.a : instr.b;
+  int k_dim = i == 0 ? 1 : 0;
+  if (shape.size() != 2 || shape[k_dim] % instr.k != 0) return std::nullopt;
+  OperandFragments f{layout, i, frag.in_size(kReg), int(shape[k_dim] / instr.k), 1};
+  if (layout.in_size(kReg) % (f.regs * f.reps_k) != 0) return std::nullopt;
+  f.reps_outer = layout.in_size(kReg) / (f.regs * f.reps_k);
+  // The register and lane bits must be the fragment's, then the repeats.
+  using L = LinearLayout;
+  L want = frag * L::identity(kReg, f.reps_k, dim_name(k_dim)) * L::identity(kReg, f.reps_outer, dim_name(1 - k_dim));
+  for (const std::string& in : {kReg, kLane}) {
+    if (layout.in_size(in) != want.in_size(in)) return std::nullopt;
+    for (int32_t bit = 1; bit < layout.in_size(in); bit <<= 1)
+      if (layout.apply({{in, bit}}) != want.apply({{in, bit}})) return std::nullopt;
+  }
+  return f;
+}
+
 bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K) {
   return M % instr.m == 0 && N % instr.n == 0 && K % instr.k == 0;
 }

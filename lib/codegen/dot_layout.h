@@ -13,8 +13,10 @@
 // LLVM-free: layout assignment and the lowering both use it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/linear_layout.h"
 #include "tiledsl/dtype.h"
@@ -70,6 +72,31 @@ struct DotLayouts {
   int b_reg(int s, int j, int r) const;
   int c_reg(int i, int j, int r) const;
 };
+
+// The fragments of one operand of a dot on a matrix instruction (operand
+// 0: A [M, K], 1: B [K, N]) in the operand's tile layout: `regs` registers
+// a fragment, the K steps next, then the repeats along M (A) or N (B), the
+// register order matrix_dot_layouts gives.
+struct OperandFragments {
+  LinearLayout layout;
+  int operand = 0;
+  int regs = 0;
+  int reps_k = 1, reps_outer = 1;
+
+  // Register index of register `r` of the fragment of repeat `o` along M
+  // or N and K step `s`.
+  int reg(int o, int s, int r) const { return r + regs * (s + reps_k * o); }
+};
+
+// Operand `i` of a dot with layouts `d` (on a matrix instruction).
+OperandFragments operand_fragments(const DotLayouts& d, int i);
+
+// Operand `i` of a dot on `instr` as a tile of `shape` in `layout` tells it
+// alone (a conversion to a dot's fragments, which names its instruction and
+// operand): nullopt where the layout's registers and lanes are not the
+// instruction's fragments repeated along K and then M or N.
+std::optional<OperandFragments> operand_fragments(const MatrixInstr& instr, const LinearLayout& layout, int i,
+                                                  const std::vector<int64_t>& shape);
 
 // Whether `instr` can tile an M x N x K dot with `num_warps` warps.
 bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K);

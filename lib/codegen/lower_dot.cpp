@@ -37,13 +37,15 @@ void Lowerer::lower_dot(const Op& op) {
   // The fragments of step s + 1 are read before the instructions of step
   // s, so their shared-memory latency overlaps the multiplies.
   Regs next[2];
+  const OperandFragments frags[2] = {operand_fragments(d, 0), operand_fragments(d, 1)};
+  llvm::Type* ety = value_type(op.operands[0]->type);
   for (int i = 0; i < 2; ++i)
-    if (tile[i]) next[i] = load_fragments(*tile[i], op, i, 0);
+    if (tile[i]) next[i] = load_fragments(*tile[i], frags[i], 0, ety);
   for (int s = 0; s < d.reps_k; ++s) {
     for (int i = 0; i < 2; ++i)
       if (tile[i]) {
         regs[i] = next[i];
-        if (s + 1 < d.reps_k) next[i] = load_fragments(*tile[i], op, i, s + 1);
+        if (s + 1 < d.reps_k) next[i] = load_fragments(*tile[i], frags[i], s + 1, ety);
       }
     for (int i = 0; i < d.reps_m; ++i)
       for (int j = 0; j < d.reps_n; ++j) {
@@ -165,15 +167,15 @@ std::optional<SmemTile> Lowerer::smem_source(const Op& dot, int i, int64_t& stag
 // matrix loads (or converted generically); one converted before its loop
 // (convert_layouts.h) is in that layout already.
 Regs Lowerer::dot_operand(const Op& dot, int i) {
+  const DotLayouts& d = plan_.dots.at(&dot);
   int64_t staged = 0;
   if (auto t = smem_source(dot, i, staged)) {
     if (staged) barrier();
-    return all_fragments(*t, dot, i);
+    return all_fragments(*t, operand_fragments(d, i), value_type(dot.operands[0]->type));
   }
   // Registers already in the fragment layout's threads (a dot's result
   // feeding the next) are only permuted.
   const ir::Value* v = dot.operands[i];
-  const DotLayouts& d = plan_.dots.at(&dot);
   return convert_or_remat(v, get(v), i == 0 ? d.a : d.b);
 }
 
@@ -235,9 +237,9 @@ SmemTile Lowerer::write_tile(const Regs& regs, const LinearLayout& l, const ir::
 // fragment's K the load transposes.
 // Only the fragments of K step `s` are read (the other registers stay
 // null).
-Regs Lowerer::load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
-  const DotLayouts& d = plan_.dots.at(&dot);
-  const LinearLayout& l = i == 0 ? d.a : d.b;
+Regs Lowerer::load_fragments(const SmemTile& t, const OperandFragments& f, int s, llvm::Type* ety) {
+  const LinearLayout& l = f.layout;
+  const int i = f.operand;
   int k_dim = i == 0 ? 1 : 0;
   int view_contig = t.transposed ? 1 - t.contiguous : t.contiguous;
   bool trans = view_contig != k_dim;
@@ -256,15 +258,14 @@ Regs Lowerer::load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
   if (walk == 0) base0 = b_.CreateAdd(base0, r8);
   else base1 = b_.CreateAdd(base1, r8);
   Regs out(num_regs(l));
-  llvm::Type* ety = value_type(dot.operands[0]->type);
   auto unpack = [&](llvm::Value* word, int reg0, int reg1) {
     llvm::Value* v = b_.CreateBitCast(word, llvm::FixedVectorType::get(ety, 2));
     out[reg0] = b_.CreateExtractElement(v, uint64_t(0));
     out[reg1] = b_.CreateExtractElement(v, uint64_t(1));
   };
-  int outer = i == 0 ? d.reps_m : d.reps_n;
+  int outer = f.reps_outer;
   for (int o = 0; o < outer; o += (i == 0 ? 1 : 2)) {
-      int reg0 = i == 0 ? d.a_reg(o, s, 0) : d.b_reg(s, o, 0);
+      int reg0 = f.reg(o, s, 0);
       auto corner = reg_coords(l, reg0);
       llvm::Value* p = tile_ptr(t, b_.CreateAdd(base0, b_.getInt32(corner[0])),
                                 b_.CreateAdd(base1, b_.getInt32(corner[1])));
@@ -274,7 +275,7 @@ Regs Lowerer::load_fragments(const SmemTile& t, const Op& dot, int i, int s) {
       for (int w = 0; w < count; ++w) {
         int frag = i == 0 ? o : o + (w >> 1);
         int r = i == 0 ? 2 * w : 2 * (w & 1);
-        int reg = i == 0 ? d.a_reg(o, s, r) : d.b_reg(s, frag, r);
+        int reg = f.reg(frag, s, r);
         unpack(words[w], reg, reg + 1);
       }
     }
@@ -306,34 +307,38 @@ Regs Lowerer::fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Re
   return c;
 }
 
-// Every K step's fragments of operand `i` of `dot`, read from `t`.
-Regs Lowerer::all_fragments(const SmemTile& t, const Op& dot, int i) {
-  const DotLayouts& d = plan_.dots.at(&dot);
-  Regs out(num_regs(i == 0 ? d.a : d.b));
-  for (int s = 0; s < d.reps_k; ++s) {
-    Regs part = load_fragments(t, dot, i, s);
+// Every K step's fragments of one operand, read from `t`.
+Regs Lowerer::all_fragments(const SmemTile& t, const OperandFragments& f, llvm::Type* ety) {
+  Regs out(num_regs(f.layout));
+  for (int s = 0; s < f.reps_k; ++s) {
+    Regs part = load_fragments(t, f, s, ety);
     for (size_t r = 0; r < out.size(); ++r)
       if (part[r]) out[r] = part[r];
   }
   return out;
 }
 
-// A convert_layout {move = "matrix_loads"} (convert_layouts.h): the tile
-// written to swizzled shared memory at the op's scratch and read back
-// with matrix loads, in the fragments of the dot that reads it.
+// A convert_layout {move = "matrix_loads", instr, operand}
+// (convert_layouts.h): the tile written to swizzled shared memory at the
+// op's scratch and read back with matrix loads, in the fragments of operand
+// `operand` of a dot on `instr` (the result's layout).
 void Lowerer::lower_matrix_loads(const Op& conv) {
-  auto it = fragment_reader_.find(conv.result());
-  if (it == fragment_reader_.end())
-    unsupported(conv, "with move = \"matrix_loads\" expects its result read as A or B of a dot, found another use");
-  const auto [dot, i] = it->second;
   const ir::Value* v = conv.operands[0];
-  const DotLayouts& d = plan_.dots.at(dot);
-  if (!matrix_loadable(*dot) || !(plan_.of(conv.result()) == (i == 0 ? d.a : d.b)))
-    unsupported(conv, "with move = \"matrix_loads\" expects a result in the fragment layout of a dot the target "
-                      "reads with 8x8 matrix loads");
+  const ir::Type& type = conv.result()->type;
+  const std::string name = conv.attr_str_or("instr", "");
+  std::optional<MatrixInstr> mi = matrix_instr_named(t_, type.dtype, name);
+  if (!mi || !t_.has_matrix_load_8x8 || mi->k != 16 || byte_size(type.dtype) != 2)
+    unsupported(conv, "with move = \"matrix_loads\" expects 'instr' naming a k = 16 instruction for " +
+                          std::string(dtype_name(type.dtype)) + " that " + t_.name +
+                          " reads with 8x8 matrix loads, found \"" + name + "\"");
+  int i = int(conv.attr_int_or("operand", 0));
+  std::optional<OperandFragments> f = operand_fragments(*mi, plan_.of(conv.result()), i, type.shape);
+  if (!f)
+    unsupported(conv, "with move = \"matrix_loads\" expects a result in the fragments of operand " +
+                          std::to_string(i) + " of " + name + ", found a layout of other registers or lanes");
   SmemTile t = write_tile(get(v), plan_.of(v), v->type, 0);
   barrier();
-  vals_[conv.result()] = all_fragments(t, *dot, i);
+  vals_[conv.result()] = all_fragments(t, *f, value_type(type));
 }
 
 }  // namespace tl::codegen::lowering

@@ -60,7 +60,6 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   tid_ = tid;
   if (plan_.num_ctas > 1) init_cluster_exchange();
   for (size_t i = 0; i < fn.body.args.size(); ++i) vals_[fn.body.args[i].get()] = {fn_->getArg(unsigned(i))};
-  note_fragment_readers(fn.body);
 
   lower_region(fn.body);
   b_.CreateRetVoid();
@@ -213,16 +212,6 @@ std::vector<bool> Lowerer::duplicate_regs(const LinearLayout& l) {
   std::vector<bool> dup(num_regs(l));
   for (int r = 0; r < num_regs(l); ++r) dup[r] = !seen.insert(reg_coords(l, r)).second;
   return dup;
-}
-
-// The dots reading conversions to their fragments (lower_matrix_loads).
-void Lowerer::note_fragment_readers(const ir::Region& r) {
-  for (const auto& o : r.ops) {
-    for (int i = 0; i < 2 && o->kind == OpKind::Dot; ++i)
-      if (const Op* d = o->operands[i]->def; d && d->kind == OpKind::ConvertLayout)
-        fragment_reader_.emplace(o->operands[i], std::pair<const Op*, int>{o.get(), i});
-    for (const auto& sub : o->regions) note_fragment_readers(*sub);
-  }
 }
 
 // Shared memory is where allocate-shared put it (allocate_shared.h): the

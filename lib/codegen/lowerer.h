@@ -28,6 +28,7 @@
 
 #include "codegen/lower_llvm.h"
 #include "codegen/pipeline_plan.h"
+#include "codegen/select_dot_instructions.h"
 #include "codegen/swizzled_tile.h"
 #include "codegen/shared_sizes.h"
 
@@ -211,9 +212,8 @@ class Lowerer {
   // matrix loads: 16-bit elements on a k = 16 instruction.
   bool matrix_loadable(const Op& dot) { return t_.has_matrix_load_8x8 && matrix_loadable_dot(dot, plan_); }
   Regs dot_operand(const Op& dot, int i);
-  Regs all_fragments(const SmemTile& t, const Op& dot, int i);
+  Regs all_fragments(const SmemTile& t, const OperandFragments& f, llvm::Type* ety);
   void lower_matrix_loads(const Op& conv);
-  void note_fragment_readers(const ir::Region& r);
   llvm::Value* tile_offset(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
   llvm::Value* tile_ptr(const SmemTile& t, llvm::Value* v0, llvm::Value* v1);
 
@@ -221,7 +221,7 @@ class Lowerer {
   // dimension its registers run along (so stores vectorize).
   static int contiguous_dim(const LinearLayout& l) { return stored_contiguous_dim(l); }
   SmemTile write_tile(const Regs& regs, const LinearLayout& l, const ir::Type& type, int64_t offset);
-  Regs load_fragments(const SmemTile& t, const Op& dot, int i, int s);
+  Regs load_fragments(const SmemTile& t, const OperandFragments& f, int s, llvm::Type* ety);
   Regs fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c);
   Regs warpgroup_dot(const Op& op, const DotLayouts& d, Regs c);
   static bool k_major(const SmemTile& t, int i);
@@ -266,9 +266,6 @@ class Lowerer {
   // slots and views, which dots read in place; buffers of several slots.
   std::unordered_map<const ir::Value*, SmemTile> smem_vals_;
   std::unordered_map<const ir::Value*, SmemTile> slotted_;
-  // The dot (and operand index) reading each convert_layout {move =
-  // "matrix_loads"} (convert_layouts.h).
-  std::unordered_map<const ir::Value*, std::pair<const Op*, int>> fragment_reader_;
 
   std::unordered_map<const ir::Value*, Regs> vals_;
   int op_barriers_ = 0;  // barriers in the op being lowered

@@ -67,4 +67,10 @@ std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const TargetInfo& t, 
   throw Error(dot.loc.str() + ": 'dot' expects an instruction " + t.name + " has for this dot, found '" + name + "'");
 }
 
+std::optional<MatrixInstr> matrix_instr_named(const TargetInfo& t, DType in, const std::string& name) {
+  for (bool tf32 : {false, true})
+    if (auto mi = t.matrix_instr(in, tf32); mi && mi->name == name) return mi;
+  return std::nullopt;
+}
+
 }  // namespace tl::codegen

@@ -27,4 +27,9 @@ void select_dot_instructions(ir::Function& fn, const TargetInfo& t, int num_warp
 // tl::Error naming the dot when it has none, or one `t` does not have.
 std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const TargetInfo& t, int num_warps);
 
+// The register-operand instruction of `t` for `in` called `name`, if there
+// is one (an `instr` attribute outside a dot's: a conversion to its
+// fragments).
+std::optional<MatrixInstr> matrix_instr_named(const TargetInfo& t, DType in, const std::string& name);
+
 }  // namespace tl::codegen

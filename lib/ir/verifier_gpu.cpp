@@ -170,6 +170,12 @@ void GpuRules::op(const Op& op) const {
       require(opnd(op, 0).is_tile(), op, "a tile operand", opnd(op, 0).str());
       same_type(op, opnd(op, 0), res(op), "a result");
       optional_str_in(op, "move", {"registers", "shared", "remat", "matrix_loads"});
+      // A conversion to a dot's fragments names the instruction and operand.
+      if (op.attr_str_or("move", "") == "matrix_loads") {
+        require(!op.attr_str_or("instr", "").empty(), op, "'instr' naming the dot's instruction", "none");
+        require(op.has_attr("operand") && (int_attr(op, "operand") == 0 || int_attr(op, "operand") == 1), op,
+                "'operand' of 0 (A) or 1 (B)", op.has_attr("operand") ? std::to_string(int_attr(op, "operand")) : "none");
+      }
       break;
     case OpKind::LocalAlloc:
       operands(op, 0, 1);
