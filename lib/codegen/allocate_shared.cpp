@@ -80,7 +80,8 @@ class Allocator {
   }
 
   // Each buffer's last use (its uses inside a loop: the loop's end), and
-  // which buffers asynchronous copies write or warpgroup dots read.
+  // which buffers asynchronous copies write or warpgroup dots (asynchronous
+  // ones) read.
   void uses(const ir::Region& r) {
     for (const auto& o : r.ops) {
       for (const Value* v : o->operands) {
@@ -92,6 +93,7 @@ class Allocator {
         int& last = last_use_[b];
         last = std::max(last, span_.at(at).last);
         if (o->kind == OpKind::AsyncCopy) copied_[b] = at;
+        if (o->kind == OpKind::Dot && o->attr_int_or("async", 0)) async_read_[b] = at;
         if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).on_warpgroups()) {
           int64_t& align = operand_align_[b];
           align = std::max(align, plan_.dots.at(o.get()).instr->operand_align);
@@ -121,7 +123,11 @@ class Allocator {
           a.bytes = scratch_bound(o, plan_, {});
         }
         // Copies past a loop's end still write until the wait for all of them.
-        if (auto c = copied_.find(b); c != copied_.end()) a.last = std::max(a.last, drained_at(r, c->second));
+        if (auto c = copied_.find(b); c != copied_.end())
+          a.last = std::max(a.last, drained_at(r, c->second, OpKind::AsyncWait));
+        // Asynchronous dots read until the wait for all of them.
+        if (auto d = async_read_.find(b); d != async_read_.end())
+          a.last = std::max(a.last, drained_at(r, d->second, OpKind::DotWait));
         all_.push_back(a);
       } else if (int64_t bytes = scratch_bound(o, plan_, {}); bytes > 0) {
         Allocation a;
@@ -135,16 +141,17 @@ class Allocator {
     }
   }
 
-  // The point of the first `async_wait {pending = 0}` in `r` from the op
-  // that copies last into a buffer (the end of `r` if there is none).
-  int drained_at(const ir::Region& r, const Op* from) const {
+  // The point of the first `async_wait {pending = 0}` (`dot_wait`) in `r`
+  // from the op that copies last into a buffer (asynchronous dots read
+  // last from it); the end of `r` if there is none.
+  int drained_at(const ir::Region& r, const Op* from, OpKind wait) const {
     bool past = false;
     int last = span_.at(from).last;
     for (const auto& o : r.ops) {
       past = past || o.get() == from;
       if (!past) continue;
       last = span_.at(o.get()).last;
-      if (o->kind == OpKind::AsyncWait && o->attr_int("pending") == 0 && o.get() != from) break;
+      if (o->kind == wait && o->attr_int("pending") == 0 && o.get() != from) break;
     }
     return last;
   }
@@ -155,6 +162,7 @@ class Allocator {
   std::unordered_map<const Op*, Span> span_;
   std::unordered_map<const Value*, int> last_use_;
   std::unordered_map<const Value*, const Op*> copied_;  // the last op of the buffer's region copying into it
+  std::unordered_map<const Value*, const Op*> async_read_;  // the last one with an asynchronous dot reading it
   std::unordered_map<const Value*, int64_t> operand_align_;  // of buffers warpgroup dots read
   std::vector<Allocation> all_;
 };

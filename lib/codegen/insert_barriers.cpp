@@ -44,24 +44,35 @@ bool conflict(const Access& a, const Access& b) {
 
 using Accesses = std::set<Access>;
 
+// Groups of asynchronous accesses in flight, oldest first.
+using Groups = std::deque<Accesses>;
+
+// What may be in flight after either of two paths: groups line up at the
+// newest.
+void join_groups(Groups& into, const Groups& from) {
+  if (from.size() > into.size()) into.insert(into.begin(), from.size() - into.size(), Accesses{});
+  for (size_t k = 0; k < from.size(); ++k) {
+    const Accesses& g = from[from.size() - 1 - k];
+    into[into.size() - 1 - k].insert(g.begin(), g.end());
+  }
+}
+
 // What is outstanding at a point of the program.
 struct State {
-  Accesses done;                // since the last barrier (copies: once waited for)
-  Accesses open;                // asynchronous copies not committed yet
-  std::deque<Accesses> groups;  // committed copies in flight, oldest first
+  Accesses done;  // since the last barrier (copies: once waited for)
+  Accesses open;  // asynchronous copies not committed yet
+  Groups groups;  // committed copies in flight
+  Groups dots;    // asynchronous dots' reads in flight, a group each
 
-  bool operator==(const State& o) const { return done == o.done && open == o.open && groups == o.groups; }
+  bool operator==(const State& o) const {
+    return done == o.done && open == o.open && groups == o.groups && dots == o.dots;
+  }
 
-  // What may be outstanding after either of two paths: groups line up at
-  // the newest.
   void join(const State& o) {
     done.insert(o.done.begin(), o.done.end());
     open.insert(o.open.begin(), o.open.end());
-    if (o.groups.size() > groups.size()) groups.insert(groups.begin(), o.groups.size() - groups.size(), Accesses{});
-    for (size_t k = 0; k < o.groups.size(); ++k) {
-      const Accesses& g = o.groups[o.groups.size() - 1 - k];
-      groups[groups.size() - 1 - k].insert(g.begin(), g.end());
-    }
+    join_groups(groups, o.groups);
+    join_groups(dots, o.dots);
   }
 
   // Rewrites every access (its stage) with `f`.
@@ -75,6 +86,7 @@ struct State {
     map(done);
     map(open);
     for (Accesses& g : groups) map(g);
+    for (Accesses& g : dots) map(g);
   }
 };
 
@@ -261,13 +273,12 @@ class Inserter {
       case OpKind::AsyncWait:
         // Copies it completes are written from here on: a barrier after
         // it shows them to every thread.
-        while (int64_t(s.groups.size()) > o.attr_int("pending")) {
-          for (Access a : s.groups.front()) {
-            a.origin = &o;
-            s.done.insert(a);
-          }
-          s.groups.pop_front();
-        }
+        retire(s.groups, o, s);
+        return;
+      case OpKind::DotWait:
+        // Dots it retires have read their buffers: a barrier after it
+        // lets every thread write them.
+        retire(s.dots, o, s);
         return;
       default: break;
     }
@@ -311,6 +322,10 @@ class Inserter {
       s.open.insert(acc.begin(), acc.end());
       return;
     }
+    if (o.kind == OpKind::Dot && o.attr_int_or("async", 0)) {
+      s.dots.push_back(Accesses(acc.begin(), acc.end()));
+      return;
+    }
     if (exchange) {
       // The op's barrier between its writes and its reads: only its reads
       // are outstanding after it.
@@ -321,10 +336,29 @@ class Inserter {
     if (cluster) s.done.insert(cluster_slot(o, o.attr_int("cluster_slot")));
   }
 
+  // Moves the groups beyond a wait's `pending` to what is done at it.
+  static void retire(Groups& g, const Op& wait, State& s) {
+    while (int64_t(g.size()) > wait.attr_int("pending")) {
+      for (Access a : g.front()) {
+        a.origin = &wait;
+        s.done.insert(a);
+      }
+      g.pop_front();
+    }
+  }
+
   // A barrier before `o` where its accesses conflict with what is
   // outstanding: before the outermost loop around it that the conflicting
-  // accesses all come from before.
+  // accesses all come from before. No barrier helps a write to bytes an
+  // asynchronous dot may still read: its wait must come first.
   void check(const Op& o, const std::vector<Access>& acc, State& s) {
+    for (const Access& a : acc)
+      for (const Accesses& g : s.dots)
+        for (const Access& p : g)
+          if (conflict(a, p))
+            throw Error(o.loc.str() + ": '" + std::string(o.name()) +
+                        "' writes shared memory an asynchronous dot may still read (at " + p.origin->loc.str() +
+                        "): expected a dot_wait retiring that dot before it, found none");
     std::vector<const Op*> from;
     for (const Access& a : acc)
       for (const Access& p : s.done)

@@ -19,6 +19,8 @@ void Lowerer::lower_dot(const Op& op) {
     vals_[op.result()] = fma_dot(op, d, dot_operand(op, 0), dot_operand(op, 1), c);
     return;
   }
+  if (op.attr_int_or("async", 0) && !d.on_warpgroups())
+    unsupported(op, "with async = 1 expects a warpgroup instruction, found '" + op.attr_str_or("instr", "") + "'");
   if (d.on_warpgroups()) {
     vals_[op.result()] = warpgroup_dot(op, d, c);
     return;
@@ -63,11 +65,18 @@ void Lowerer::lower_dot(const Op& op) {
 
 // A x B + C on warpgroup instructions: both operands in shared memory (a
 // pipeline's buffers, else stored now), read through descriptors. Each
-// warpgroup issues the instructions of its rows, commits them as a group
-// and waits for them: the result, and the buffers, are free once the dot
-// is done.
+// warpgroup issues the instructions of its rows and commits them as a
+// group. A synchronous dot then waits for them: the result, and the
+// buffers, are free once the dot is done; an asynchronous one ({async = 1},
+// async_dots.h) returns the accumulators in flight, which its dot_wait
+// retires.
 Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   const MatrixInstr& mi = *d.instr;
+  const bool async = op.attr_int_or("async", 0) != 0;
+  DType acc = op.result()->type.dtype;
+  if (async && acc != mi.acc)
+    unsupported(op, "with async = 1 expects the accumulator in the instruction's type " +
+                        std::string(dtype_name(mi.acc)) + ", found " + std::string(dtype_name(acc)));
   SmemTile tile[2];
   int64_t staged = 0;  // bytes past scratch_base_
   for (int i = 0; i < 2; ++i) {
@@ -76,6 +85,7 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
       tile[i] = it->second;
       continue;
     }
+    if (async) unsupported(op, "with async = 1 expects operand #" + std::to_string(i) + " in a buffer, found a tile");
     if (staged == 0) scratch_fence();  // the op's earlier scratch use is done
     int64_t align = mi.operand_align;  // the instruction's boundary
     int64_t at = (scratch_base_ + staged + align - 1) / align * align - scratch_base_;
@@ -86,7 +96,6 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
     t_.async_proxy_fence(b_);
     barrier();
   }
-  DType acc = op.result()->type.dtype;
   for (auto*& v : c) v = cast(v, acc, mi.acc, op);
   // This warp's group's first row: the warp bits above the group's own.
   llvm::Value* group_m = b_.getInt32(0);
@@ -113,9 +122,28 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
       }
     }
   t_.warpgroup_commit(b_);
+  if (async) return c;
   c = t_.warpgroup_wait(b_, 0, c);
   for (auto*& v : c) v = cast(v, mi.acc, acc, op);
   return c;
+}
+
+// dot_wait {pending}: until at most `pending` asynchronous dots of this
+// warpgroup are in flight; its results are its operands' registers, which
+// only then hold the dots' sums.
+void Lowerer::lower_dot_wait(const Op& op) {
+  Regs all;
+  for (const ir::Value* v : op.operands) {
+    const Regs& r = get(v);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  all = t_.warpgroup_wait(b_, int(op.attr_int("pending")), all);
+  size_t at = 0;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    size_t n = get(op.operands[i]).size();
+    vals_[op.result(int(i))] = Regs(all.begin() + long(at), all.begin() + long(at + n));
+    at += n;
+  }
 }
 
 // Whether operand `i` (0: A [M, K], 1: B [K, N]) is stored with K

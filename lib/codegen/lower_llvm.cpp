@@ -497,6 +497,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::AsyncWait:
     case OpKind::FenceAsyncShared: return &Lowerer::lower_async_sync;
     case OpKind::Barrier: return &Lowerer::lower_barrier;
+    case OpKind::DotWait: return &Lowerer::lower_dot_wait;
     default: return ir::op_is_elementwise(k) ? &Lowerer::lower_elementwise : nullptr;
   }
 }

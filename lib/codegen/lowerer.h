@@ -205,6 +205,7 @@ class Lowerer {
 
   // -------------------------------------------------------------------- dot
   void lower_dot(const Op& op);
+  void lower_dot_wait(const Op& op);
   std::optional<SmemTile> smem_source(const Op& dot, int i, int64_t& staged);
 
   // ------------------------------------------------ dot operands in smem

@@ -3,6 +3,7 @@
 #include "codegen/pipeline.h"
 
 #include "codegen/allocate_shared.h"
+#include "codegen/async_dots.h"
 #include "codegen/convert_layouts.h"
 #include "codegen/expand_conversions.h"
 #include "codegen/expand_pipelines.h"
@@ -86,6 +87,12 @@ void expand_pipelines_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
+// Loops' warpgroup dots issued without waiting for themselves.
+void async_dots_pass(GpuContext& c) {
+  expect_gpu_ir(c, "async-dots");
+  async_dots(c.fn, *c.plan);
+}
+
 // Barriers where shared-memory accesses need them.
 void insert_barriers_pass(GpuContext& c) {
   expect_gpu_ir(c, "insert-barriers");
@@ -118,6 +125,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"schedule-loops", &schedule_loops_pass},
       {"expand-conversions", &expand_conversions_pass},
       {"expand-pipelines", &expand_pipelines_pass},
+      {"async-dots", &async_dots_pass},
       {"allocate-shared", &allocate_shared_pass},
       {"insert-barriers", &insert_barriers_pass},
   };

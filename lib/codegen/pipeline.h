@@ -16,6 +16,9 @@
 //   expand-pipelines each scheduled loop as the ops that run it: buffers,
 //                    the prologue's copies, waits, slots, the refill and the
 //                    predicated tail (expand_pipelines.cpp)
+//   async-dots       a loop's warpgroup dot issued without waiting for
+//                    itself, its dot_wait {pending = 1} after it and
+//                    {pending = 0} after the loop (async_dots.cpp)
 //   allocate-shared  where each buffer and each op's scratch go in shared
 //                    memory, by their lifetimes (allocate_shared.cpp)
 //   insert-barriers  a barrier wherever shared-memory accesses of different

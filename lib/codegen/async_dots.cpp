@@ -1,0 +1,90 @@
+// Asynchronous warpgroup dots (see async_dots.h).
+#include "codegen/async_dots.h"
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+
+// How many operands of the ops in `r` (nested ones too) read `v`.
+int uses_in(const ir::Region& r, const Value* v) {
+  int n = 0;
+  for (const auto& o : r.ops) {
+    for (const Value* x : o->operands) n += x == v;
+    for (const auto& sub : o->regions) n += uses_in(*sub, v);
+  }
+  return n;
+}
+
+class AsyncDots {
+ public:
+  AsyncDots(ir::Function& fn, const LayoutPlan& plan) : fn_(fn), plan_(plan) {}
+
+  void run() { region(fn_.body); }
+
+ private:
+  void region(ir::Region& r) {
+    for (auto it = r.ops.begin(); it != r.ops.end(); ++it) {
+      for (auto& sub : (*it)->regions) region(*sub);
+      if ((*it)->kind == OpKind::For) loop(r, it);
+    }
+  }
+
+  // The one warpgroup dot of a loop's body, if it can run asynchronously:
+  // its carried accumulator's index among the loop's results, else -1.
+  int candidate(Op& loop, Op*& dot) {
+    ir::Region& body = *loop.regions[0];
+    int warpgroup_dots = 0;
+    ir::walk(body, [&](Op* o) {
+      if (o->kind == OpKind::Dot && plan_.dots.at(o).on_warpgroups()) {
+        ++warpgroup_dots;
+        dot = o;
+      }
+    });
+    if (warpgroup_dots != 1 || dot->parent != &body || dot->attr_int_or("async", 0)) return -1;
+    const DotLayouts& d = plan_.dots.at(dot);
+    if (!dot->operands[0]->type.is_shared() || !dot->operands[1]->type.is_shared()) return -1;
+    if (dot->result()->type.dtype != d.instr->acc) return -1;
+    // The accumulator: a carried value only the dot reads, the result only
+    // the yield, at the same place.
+    int k = -1;
+    for (size_t a = 1; a < body.args.size(); ++a)
+      if (body.args[a].get() == dot->operands[2]) k = int(a) - 1;
+    if (k < 0 || uses_in(body, dot->operands[2]) != 1 || uses_in(body, dot->result()) != 1) return -1;
+    const Op& yield = *body.ops.back();
+    if (yield.kind != OpKind::Yield || yield.operands[size_t(k)] != dot->result()) return -1;
+    return k;
+  }
+
+  void loop(ir::Region& r, ir::Region::iterator it) {
+    Op& loop = **it;
+    Op* dot = nullptr;
+    int k = candidate(loop, dot);
+    if (k < 0) return;
+    ir::Region& body = *loop.regions[0];
+    dot->attrs["async"] = int64_t(1);
+    ir::Builder in(&body, std::next(body.find(dot)));
+    in.loc = dot->loc;
+    Value* waited = in.create1(OpKind::DotWait, {dot->result()}, dot->result()->type, {{"pending", int64_t(1)}});
+    body.ops.back()->operands[size_t(k)] = waited;
+    // After the loop: every read of its result waits for the last dot.
+    Value* res = loop.result(k);
+    ir::Builder after(&r, std::next(it));
+    after.loc = loop.loc;
+    Op* last = after.create(OpKind::DotWait, {res}, {res->type}, {{"pending", int64_t(0)}});
+    ir::replace_uses(r, res, last->result());
+    last->operands[0] = res;  // replace_uses rewrote the wait's own operand
+  }
+
+  ir::Function& fn_;
+  const LayoutPlan& plan_;
+};
+
+}  // namespace
+
+void async_dots(ir::Function& fn, const LayoutPlan& plan) { AsyncDots(fn, plan).run(); }
+
+}  // namespace tl::codegen
