@@ -132,7 +132,7 @@ class Verifier : public Rules {
     size_t want_regions = (op.kind == OpKind::If) ? 2
                           : (op.kind == OpKind::For || op.kind == OpKind::Reduce || op.kind == OpKind::Scan) ? 1
                                                                                                               : 0;
-    regions(op, want_regions);
+    if (op.kind != OpKind::WarpSpecialize) regions(op, want_regions);  // one a partition (GpuRules)
 
     switch (op.kind) {
       case OpKind::Constant: {
@@ -404,6 +404,14 @@ class Verifier : public Rules {
       case OpKind::Barrier:
       case OpKind::DotWait:
       case OpKind::FenceAsyncShared:
+      case OpKind::MbarrierInit:
+      case OpKind::MbarrierExpectTx:
+      case OpKind::MbarrierArrive:
+      case OpKind::MbarrierWait:
+      case OpKind::TmaLoad:
+      case OpKind::TmaStore:
+      case OpKind::WarpSpecialize:
+      case OpKind::NamedBarrier:
         GpuRules(*fn_).op(op);
         break;
       case OpKind::If: {
@@ -422,8 +430,9 @@ class Verifier : public Rules {
         const Region* r = op.parent;
         bool in_region_op = r && r->parent &&
                             (r->parent->kind == OpKind::For || r->parent->kind == OpKind::If ||
-                             r->parent->kind == OpKind::Reduce || r->parent->kind == OpKind::Scan);
-        require(in_region_op, op, "to be inside a for, if, reduce or scan region", "it at function level");
+                             r->parent->kind == OpKind::Reduce || r->parent->kind == OpKind::Scan ||
+                             r->parent->kind == OpKind::WarpSpecialize);
+        require(in_region_op, op, "to be inside a for, if, reduce, scan or warp_specialize region", "it at function level");
         break;
       }
     }

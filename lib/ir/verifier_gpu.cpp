@@ -155,6 +155,12 @@ void GpuRules::op(const Op& op) const {
     for (size_t i = first; i < op.operands.size(); ++i)
       require(opnd(op, int(i)).is_token(), op, "operand #" + std::to_string(i) + " to be a token", opnd(op, int(i)).str());
   };
+  // One mbarrier: a 64-bit buffer of one element (a slot of a ring).
+  auto mbarrier = [&](int i) {
+    const Type& t = shared(i);
+    require(t.dtype == DType::i64 && !t.is_ptr && t.numel() == 1, op,
+            "operand #" + std::to_string(i) + " to be an mbarrier (smem<1xi64>)", t.str());
+  };
   auto pending = [&] {
     require(int_attr(op, "pending") >= 0, op, "'pending' of at least 0", std::to_string(int_attr(op, "pending")));
   };
@@ -238,6 +244,78 @@ void GpuRules::op(const Op& op) const {
     case OpKind::FenceAsyncShared:
       operands(op, 0, 0);
       results(op, 0);
+      break;
+    case OpKind::MbarrierInit:
+    case OpKind::MbarrierExpectTx:
+    case OpKind::MbarrierArrive:
+      operands(op, 1, 1);
+      results(op, 0);
+      mbarrier(0);
+      if (op.kind == OpKind::MbarrierInit)
+        require(int_attr(op, "count") >= 1, op, "'count' of at least 1", std::to_string(int_attr(op, "count")));
+      if (op.kind == OpKind::MbarrierExpectTx)
+        require(int_attr(op, "bytes") >= 0, op, "'bytes' of at least 0", std::to_string(int_attr(op, "bytes")));
+      if (op.kind == OpKind::MbarrierArrive && op.has_attr("count"))
+        require(int_attr(op, "count") >= 1, op, "'count' of at least 1", std::to_string(int_attr(op, "count")));
+      break;
+    case OpKind::MbarrierWait:
+      operands(op, 2, 2);
+      results(op, 0);
+      mbarrier(0);
+      require(opnd(op, 1) == scalar_type(DType::i32), op, "an i32 phase", opnd(op, 1).str());
+      break;
+    case OpKind::TmaLoad:
+    case OpKind::TmaStore: {
+      bool load = op.kind == OpKind::TmaLoad;
+      size_t first = load ? 3 : 2;  // the first coordinate
+      operands_at_least(op, first);
+      results(op, 0);
+      require(opnd(op, 0).is_scalar() && opnd(op, 0).is_ptr, op, "operand #0 to be a tensor descriptor (a pointer)",
+              opnd(op, 0).str());
+      const Type& buf = shared(1);
+      if (load) mbarrier(2);
+      require(op.operands.size() - first == size_t(buf.rank()), op,
+              std::to_string(buf.rank()) + " coordinates (one per dimension of the buffer)",
+              std::to_string(op.operands.size() - first));
+      for (size_t i = first; i < op.operands.size(); ++i)
+        require(opnd(op, int(i)) == scalar_type(DType::i32), op, "operand #" + std::to_string(i) + " to be an i32 coordinate",
+                opnd(op, int(i)).str());
+      break;
+    }
+    case OpKind::WarpSpecialize: {
+      operands(op, 0, 0);
+      results(op, 0);
+      const auto& warps = ints_attr(op, "warps");
+      const auto& regs = ints_attr(op, "registers");
+      require(!op.regions.empty() && warps.size() == op.regions.size() && regs.size() == op.regions.size(), op,
+              "'warps' and 'registers' with one entry a partition (region), " + std::to_string(op.regions.size()) +
+                  " of them",
+              std::to_string(warps.size()) + " and " + std::to_string(regs.size()));
+      for (size_t i = 0; i < warps.size(); ++i) {
+        require(warps[i] >= 1 && is_pow2(warps[i]), op, "partitions of a power of two warps", std::to_string(warps[i]));
+        require(regs[i] >= 24 && regs[i] <= 256 && regs[i] % 8 == 0, op,
+                "registers a thread of 24 to 256, a multiple of 8", std::to_string(regs[i]));
+      }
+      int64_t num_warps = std::get<int64_t>(fn_.attrs.at("num_warps"));  // function() checked it
+      require(warps[0] == num_warps, op,
+              "a first (default) partition of the function's num_warps " + std::to_string(num_warps) + " warps",
+              std::to_string(warps[0]));
+      for (const auto& sub : op.regions) {
+        const Op* y = sub->terminator();
+        require(y && y->kind == OpKind::Yield && y->operands.empty() && sub->args.empty(), op,
+                "each partition a region without arguments ending in yield with no values",
+                !sub->args.empty() ? "one with arguments"
+                : y ? "a yield of " + std::to_string(y->operands.size()) + " values" : std::string("none"));
+      }
+      break;
+    }
+    case OpKind::NamedBarrier:
+      operands(op, 0, 0);
+      results(op, 0);
+      require(int_attr(op, "id") >= 1 && int_attr(op, "id") <= 15, op, "'id' of 1 to 15 (0 is barrier's)",
+              std::to_string(int_attr(op, "id")));
+      require(int_attr(op, "threads") > 0 && int_attr(op, "threads") % 32 == 0, op,
+              "'threads' a positive multiple of 32", std::to_string(int_attr(op, "threads")));
       break;
     case OpKind::DotWait:
       pending();

@@ -419,7 +419,7 @@ TEST_CASE("ir verifier: each rule reports its message", "[ir][verify][errors]") 
        "%c = cmp %n, %n {pred = \"eq\"} : i1\n  %r = if %c : i32 {\n    yield %n\n  }, {\n    yield %x\n  } loc(\"t.cpp\":41)",
        "t.cpp:41: 'if' expects else region to yield (i32), found (tile<16xf32>)"},
       {"yield only in regions", "yield loc(\"t.cpp\":42)",
-       "t.cpp:42: 'yield' expects to be inside a for, if, reduce or scan region, found it at function level"},
+       "t.cpp:42: 'yield' expects to be inside a for, if, reduce, scan or warp_specialize region, found it at function level"},
       {"yield is last",
        "for %n, %n, %n {\n  ^(%i: i32):\n    yield loc(\"t.cpp\":43)\n    %q = add %i, %i : i32\n  }",
        "t.cpp:43: 'yield' expects to be the last op of its region, found ops after it"},
