@@ -14,6 +14,8 @@
 //              dot(a, b[, acc][, {.input_precision}])                          reduction.h
 //   memory     load(p[, mask[, other]][, opts]) store(p, v[, mask][, opts])
 //              atomic_add/max/min/xchg/and/or/xor atomic_cas device_assert device_print memory.h
+//   descriptor make_tensor_descriptor(p, {shape}, {strides}, {block}) .load({coords})
+//              .store({coords}, v): blocks of a strided tensor, 0 / unwritten outside  descriptor.h
 //   control    for (auto i : range(lo, hi, step, {.num_stages})) ... ; if_(c, then[, else]) control.h
 //   compile    compile(kernel_fn, {.name, .num_warps, .num_stages}) -> Kernel  compile.h
 //   runtime    Device::get("interp"), upload, alloc<T>, dev(kernel, Grid{..}, args...) runtime.h
@@ -24,6 +26,7 @@
 #include "tiledsl/compile.h"
 #include "tiledsl/control.h"
 #include "tiledsl/creation.h"
+#include "tiledsl/descriptor.h"
 #include "tiledsl/dtype.h"
 #include "tiledsl/math.h"
 #include "tiledsl/memory.h"

@@ -1,0 +1,131 @@
+// Tensor descriptors (include/tiledsl/descriptor.h) on the interpreter: a
+// block read at coordinates inside, across and outside a strided tensor
+// reads the tensor's elements and 0 elsewhere; a block written there writes
+// only the elements inside; ranks 1 to 3; the kernels compile for every
+// back end, and a block contiguous along its last dimension loads in
+// 16-byte vectors where the arguments promise alignment; coordinates and shapes as traced
+// scalars or C++ integers; a wrong rank is an error naming the line.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen_checks.h"
+#include "tiledsl/tiledsl.h"
+
+using namespace tl;
+
+namespace {
+
+// out (an [8, 16] block) = the block of x ([M, N], row stride ldx) at
+// (m0, n0), and that block written into y ([M, N], row stride ldy) at
+// (m0, n0) + 1.
+void copy_block(ptr<float> x, ptr<float> y, ptr<float> out, scalar<int32_t> M, scalar<int32_t> N,
+                scalar<int32_t> ldx, scalar<int32_t> ldy, scalar<int32_t> m0, scalar<int32_t> n0) {
+  auto dx = make_tensor_descriptor(x, {M, N}, {ldx, 1}, {8, 16});
+  auto dy = make_tensor_descriptor(y, {M, N}, {ldy, 1}, {8, 16});
+  auto t = dx.load({m0, n0});                                    // [8, 16] f32
+  store(out + col(arange(0, 8)) * 16 + row(arange(0, 16)), t);
+  dy.store({m0, n0}, t + 1.0f);
+}
+
+// A [2, 4, 8] block of a [3, 5, 9] tensor (C++ integers for its shape and
+// strides) at (c0, c1, c2), flattened into out.
+void block_3d(ptr<int32_t> x, ptr<int32_t> out, scalar<int32_t> c0, scalar<int32_t> c1, scalar<int32_t> c2) {
+  auto d = make_tensor_descriptor(x, {3, 5, 9}, {45, 9, 1}, {2, 4, 8});
+  auto t = d.load({c0, c1, c2});                                 // [2, 4, 8] i32
+  store(out + arange(0, 64), reshape(t, {64}));
+}
+
+// A rank-1 descriptor, read at a C++ integer coordinate.
+void block_1d(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
+  auto d = make_tensor_descriptor(x, {n}, {1}, {32});
+  store(out + arange(0, 32), d.load({-5}));
+}
+
+void wrong_rank(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
+  auto d = make_tensor_descriptor(x, {n, n}, {n, 1}, {4, 4});
+  store(out + arange(0, 4), d.load({0}));
+}
+
+}  // namespace
+
+TEST_CASE("descriptors: a block inside, across and outside a strided tensor", "[frontend][run][descriptor]") {
+  Device dev = Device::get("interp");
+  Kernel k = compile(copy_block);
+  const int M = 10, N = 20, ldx = 23, ldy = 21;
+  std::vector<float> hx(size_t(M * ldx));
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < ldx; ++j) hx[size_t(i * ldx + j)] = j < N ? float(100 * i + j) : -7.0f;  // -7: padding
+  for (auto [m0, n0] : std::vector<std::pair<int, int>>{{0, 0}, {1, 2}, {6, 10}, {-3, -5}, {9, 19}, {12, 0}, {0, 25}}) {
+    Buffer bx = dev.upload(hx), by = dev.upload(std::vector<float>(size_t(M * ldy), -1.0f));
+    Buffer bo = dev.upload(std::vector<float>(8 * 16, -2.0f));
+    dev(k, Grid{1}, bx, by, bo, M, N, ldx, ldy, m0, n0);
+    dev.synchronize();
+    auto out = bo.download<float>(), y = by.download<float>();
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 16; ++j) {
+        int r = m0 + i, c = n0 + j;
+        bool in = r >= 0 && r < M && c >= 0 && c < N;
+        INFO("block at (" << m0 << ", " << n0 << "), element (" << i << ", " << j << ")");
+        REQUIRE(out[size_t(i * 16 + j)] == (in ? float(100 * r + c) : 0.0f));
+      }
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < ldy; ++c) {
+        bool written = r >= m0 && r < m0 + 8 && c >= n0 && c < n0 + 16 && c < N;
+        INFO("y at (" << r << ", " << c << ")");
+        REQUIRE(y[size_t(r * ldy + c)] == (written ? float(100 * r + c) + 1.0f : -1.0f));
+      }
+  }
+}
+
+TEST_CASE("descriptors: ranks 3 and 1, integer shapes and coordinates", "[frontend][run][descriptor]") {
+  Device dev = Device::get("interp");
+  Kernel k3 = compile(block_3d);
+  std::vector<int32_t> hx(3 * 5 * 9);
+  for (size_t i = 0; i < hx.size(); ++i) hx[i] = int32_t(i) + 1;
+  for (auto c : std::vector<std::vector<int>>{{0, 0, 0}, {2, 3, 4}, {-1, -2, -3}}) {
+    Buffer bx = dev.upload(hx), bo = dev.upload(std::vector<int32_t>(64, -1));
+    dev(k3, Grid{1}, bx, bo, c[0], c[1], c[2]);
+    dev.synchronize();
+    auto out = bo.download<int32_t>();
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 4; ++b)
+        for (int e = 0; e < 8; ++e) {
+          int i = c[0] + a, j = c[1] + b, l = c[2] + e;
+          bool in = i >= 0 && i < 3 && j >= 0 && j < 5 && l >= 0 && l < 9;
+          REQUIRE(out[size_t(a * 32 + b * 8 + e)] == (in ? i * 45 + j * 9 + l + 1 : 0));
+        }
+  }
+  Kernel k1 = compile(block_1d);
+  std::vector<float> h1(20);
+  for (int i = 0; i < 20; ++i) h1[size_t(i)] = float(i) + 0.5f;
+  Buffer b1 = dev.upload(h1), o1 = dev.upload(std::vector<float>(32, -1.0f));
+  dev(k1, Grid{1}, b1, o1, 20);
+  dev.synchronize();
+  auto out1 = o1.download<float>();
+  for (int e = 0; e < 32; ++e) {
+    int i = e - 5;
+    REQUIRE(out1[size_t(e)] == (i >= 0 && i < 20 ? float(i) + 0.5f : 0.0f));
+  }
+}
+
+TEST_CASE("descriptors: coordinates of another rank are an error naming the line", "[frontend][descriptor]") {
+  try {
+    compile(wrong_rank);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("test_descriptors.cpp:"));
+    CHECK_THAT(e.what(), Catch::Contains("tensor_descriptor::load: expected 2 coordinates (the descriptor's rank), found 1"));
+  }
+}
+
+TEST_CASE("descriptors: compile for every target, vectorized along a contiguous last dimension", "[descriptor][codegen]") {
+  Kernel k = compile(copy_block);
+  for (const char* target : {"sm_90a", "sm_80", "gfx942"}) {
+    INFO(target);
+    std::string text = codegen::compile(*k.impl(), codegen_checks::aligned(k), target).assembly;
+    CHECK(!text.empty());
+    if (std::string(target).rfind("sm_", 0) == 0) CHECK(codegen_checks::count(text, R"(ld\.global[.a-z_0-9]*\.v4)") > 0);
+  }
+}
