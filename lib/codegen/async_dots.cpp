@@ -9,16 +9,6 @@ using ir::Value;
 
 namespace {
 
-// How many operands of the ops in `r` (nested ones too) read `v`.
-int uses_in(const ir::Region& r, const Value* v) {
-  int n = 0;
-  for (const auto& o : r.ops) {
-    for (const Value* x : o->operands) n += x == v;
-    for (const auto& sub : o->regions) n += uses_in(*sub, v);
-  }
-  return n;
-}
-
 class AsyncDots {
  public:
   AsyncDots(ir::Function& fn, const LayoutPlan& plan) : fn_(fn), plan_(plan) {}
@@ -53,7 +43,7 @@ class AsyncDots {
     int k = -1;
     for (size_t a = 1; a < body.args.size(); ++a)
       if (body.args[a].get() == dot->operands[2]) k = int(a) - 1;
-    if (k < 0 || uses_in(body, dot->operands[2]) != 1 || uses_in(body, dot->result()) != 1) return -1;
+    if (k < 0 || ir::count_uses(body, dot->operands[2]) != 1 || ir::count_uses(body, dot->result()) != 1) return -1;
     const Op& yield = *body.ops.back();
     if (yield.kind != OpKind::Yield || yield.operands[size_t(k)] != dot->result()) return -1;
     return k;

@@ -6,7 +6,7 @@
 //
 //   for ... (%iv, %acc, ...) {
 //     ...
-//     %y = dot %a, %b, %acc {async = 1, instr = "wgmma..."}
+//     %y = dot %a, %b, %acc {async = 1, instr = "<a warpgroup instruction>"}
 //     %w = dot_wait %y {pending = 1}        the previous iteration's dot is done
 //     ...the refill of the slot that dot read
 //     yield %w, ...

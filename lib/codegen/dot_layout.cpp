@@ -12,12 +12,6 @@ namespace {
 int32_t i32(int64_t v) { return int32_t(v); }
 }  // namespace
 
-int DotLayouts::a_reg(int i, int s, int r) const {
-  return r + instr->a.in_size(kReg) * (s + reps_k * i);
-}
-int DotLayouts::b_reg(int s, int j, int r) const {
-  return r + instr->b.in_size(kReg) * (s + reps_k * j);
-}
 int DotLayouts::c_reg(int i, int j, int r) const {
   return r + instr->c.in_size(kReg) * (j + reps_n * i);
 }

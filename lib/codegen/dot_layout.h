@@ -66,10 +66,8 @@ struct DotLayouts {
   // memory).
   bool on_warpgroups() const { return instr && instr->operands_in_smem; }
 
-  // Register index, in the tile layouts, of register `r` of the fragment of
-  // instruction (i, s) of A, (s, j) of B, (i, j) of C.
-  int a_reg(int i, int s, int r) const;
-  int b_reg(int s, int j, int r) const;
+  // Register index, in C's tile layout, of register `r` of the fragment of
+  // instruction (i, j) (A's and B's: OperandFragments::reg).
   int c_reg(int i, int j, int r) const;
 };
 

@@ -52,8 +52,8 @@ void Lowerer::lower_dot(const Op& op) {
     for (int i = 0; i < d.reps_m; ++i)
       for (int j = 0; j < d.reps_n; ++j) {
         Regs af(na), bf(nb), cf(nc);
-        for (int r = 0; r < na; ++r) af[r] = regs[0][d.a_reg(i, s, r)];
-        for (int r = 0; r < nb; ++r) bf[r] = regs[1][d.b_reg(s, j, r)];
+        for (int r = 0; r < na; ++r) af[r] = regs[0][frags[0].reg(i, s, r)];
+        for (int r = 0; r < nb; ++r) bf[r] = regs[1][frags[1].reg(j, s, r)];
         for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
         cf = t_.matrix_multiply(b_, mi, af, bf, cf);
         for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
