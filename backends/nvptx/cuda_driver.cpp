@@ -122,6 +122,8 @@ void CudaDriver::open(const std::string& library) {
   resolve(h, lib, d->cuLinkAddData, "cuLinkAddData_v2");
   resolve(h, lib, d->cuLinkComplete, "cuLinkComplete");
   resolve(h, lib, d->cuLinkDestroy, "cuLinkDestroy");
+  // CUDA 12 and later: tensor maps (null on older drivers; cuda_tensor_map.h says so).
+  d->cuTensorMapEncodeTiled = reinterpret_cast<decltype(d->cuTensorMapEncodeTiled)>(dlsym(h, "cuTensorMapEncodeTiled"));
 
   CUresult r = d->cuInit(0);
   if (r == CUDA_ERROR_STUB_LIBRARY)

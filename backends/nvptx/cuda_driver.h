@@ -131,6 +131,11 @@ class CudaDriver {
                             CUjit_option*, void**) = nullptr;                             // _v2
   CUresult (*cuLinkComplete)(CUlinkState, void** cubin, size_t* size) = nullptr;
   CUresult (*cuLinkDestroy)(CUlinkState) = nullptr;
+  // Null where the driver predates tensor maps (CUDA 12). The enums are
+  // int-sized; the map is 128 bytes, 64-byte aligned.
+  CUresult (*cuTensorMapEncodeTiled)(void* map, int dtype, uint32_t rank, void* address, const uint64_t* dims,
+                                     const uint64_t* strides, const uint32_t* box, const uint32_t* element_strides,
+                                     int interleave, int swizzle, int l2_promotion, int oob_fill) = nullptr;
 
  private:
   CudaDriver() = default;

@@ -106,6 +106,7 @@ class NvptxTarget final : public Target {
     has_matrix_load_8x8 = true;  // ldmatrix
     has_async_copy = true;       // cp.async
     max_cluster_ctas = sm_ >= 90 ? 8 : 1;
+    has_tma = sm_ >= 90;         // cp.async.bulk.tensor, mbarrier expect_tx
     block_registers = 65536, thread_registers = 255;  // sm_80 .. sm_90
     matrix_instr = [sm = sm_](DType in, bool allow_tf32) { return nvptx::mma_instr(in, allow_tf32, sm); };
     warpgroup_instr = [arch = arch_](DType in, int64_t M, int64_t N, int64_t K, int num_warps) {
@@ -181,14 +182,17 @@ class NvptxTarget final : public Target {
     auto* fty = llvm::FunctionType::get(b.getVoidTy(), types, false);
     b.CreateCall(llvm::InlineAsm::get(fty, text, cons + (cons.empty() ? "" : ",") + "~{memory}", true), args);
   }
-  void init_tx_barrier(llvm::IRBuilder<>& b, llvm::Value* bar) const override {
-    asm_call(b, "mbarrier.init.shared::cta.b64 [$0], 1;", "r", {bar});
+  void mbarrier_init(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const override {
+    asm_call(b, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {bar, b.getInt32(count)});
   }
   void fence_barrier_init(llvm::IRBuilder<>& b) const override {
     asm_call(b, "fence.mbarrier_init.release.cluster;", "", {});
   }
   void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const override {
     asm_call(b, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, bytes});
+  }
+  void mbarrier_arrive(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const override {
+    asm_call(b, "mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r", {bar, b.getInt32(count)});
   }
   void send_to_cta(llvm::IRBuilder<>& b, llvm::Value* at, llvm::Value* value, llvm::Value* bar,
                    llvm::Value* rank) const override {
@@ -206,6 +210,45 @@ class NvptxTarget final : public Target {
         "selp.u32 $0, 1, 0, tl_done;\n}";
     llvm::Value* r = b.CreateCall(llvm::InlineAsm::get(fty, text, "=r,r,r,~{memory}", true), {bar, parity});
     return b.CreateICmpNE(r, b.getInt32(0));
+  }
+
+  // A tensor copy's operands: `first` ones, then the map (a generic
+  // address) and its coordinates; and "[$map, {$c0, $c1, ...}]".
+  static std::string tensor_operands(std::vector<llvm::Value*>& args, llvm::Value* map,
+                                     const std::vector<llvm::Value*>& coords, std::string& cons) {
+    std::string box = "[$" + std::to_string(args.size()) + ", {";
+    args.push_back(map);
+    cons += ",l";
+    for (size_t i = 0; i < coords.size(); ++i) {
+      box += (i ? ", $" : "$") + std::to_string(args.size());
+      args.push_back(coords[i]);
+      cons += ",r";
+    }
+    return box + "}]";
+  }
+  static std::string bulk_tensor(size_t rank) { return "cp.async.bulk.tensor." + std::to_string(rank) + "d."; }
+  void tma_load(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem, llvm::Value* bar,
+                const std::vector<llvm::Value*>& coords) const override {
+    std::vector<llvm::Value*> args = {smem, bar};
+    std::string cons = "r,r";
+    std::string box = tensor_operands(args, map, coords, cons);
+    asm_call(b, bulk_tensor(coords.size()) + "shared::cluster.global.mbarrier::complete_tx::bytes [$0], " + box +
+                    ", [$1];",
+             cons, args);
+  }
+  void tma_store(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem,
+                 const std::vector<llvm::Value*>& coords) const override {
+    std::vector<llvm::Value*> args = {smem};
+    std::string cons = "r";
+    std::string box = tensor_operands(args, map, coords, cons);
+    asm_call(b, bulk_tensor(coords.size()) + "global.shared::cta.bulk_group " + box + ", [$0];", cons, args);
+  }
+  void tma_store_wait(llvm::IRBuilder<>& b) const override {
+    asm_call(b, "cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group 0;", "", {});
+  }
+  bool named_barrier(llvm::IRBuilder<>& b, int id, int threads) const override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {b.getInt32(id), b.getInt32(threads)});
+    return true;
   }
 
   void barrier(llvm::IRBuilder<>& b) const override {

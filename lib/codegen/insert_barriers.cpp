@@ -63,14 +63,16 @@ struct State {
   Accesses open;  // asynchronous copies not committed yet
   Groups groups;  // committed copies in flight
   Groups dots;    // asynchronous dots' reads in flight, a group each
+  Accesses tma;   // tensor copies' writes in flight (origin: the copy)
 
   bool operator==(const State& o) const {
-    return done == o.done && open == o.open && groups == o.groups && dots == o.dots;
+    return done == o.done && open == o.open && groups == o.groups && dots == o.dots && tma == o.tma;
   }
 
   void join(const State& o) {
     done.insert(o.done.begin(), o.done.end());
     open.insert(o.open.begin(), o.open.end());
+    tma.insert(o.tma.begin(), o.tma.end());
     join_groups(groups, o.groups);
     join_groups(dots, o.dots);
   }
@@ -85,6 +87,7 @@ struct State {
     };
     map(done);
     map(open);
+    map(tma);
     for (Accesses& g : groups) map(g);
     for (Accesses& g : dots) map(g);
   }
@@ -280,6 +283,38 @@ class Inserter {
         // lets every thread write them.
         retire(s.dots, o, s);
         return;
+      case OpKind::NamedBarrier: return;  // some threads only: nothing is done for all
+      default: break;
+    }
+    // An mbarrier is written by its initialization and read (its state
+    // updated atomically) by every other use, a tensor load's among them.
+    switch (o.kind) {
+      case OpKind::MbarrierInit:
+      case OpKind::MbarrierExpectTx:
+      case OpKind::MbarrierArrive:
+      case OpKind::MbarrierWait:
+      case OpKind::TmaLoad: {
+        Access bar = view(o.operands[o.kind == OpKind::TmaLoad ? 2 : 0], o);
+        bar.write = o.kind == OpKind::MbarrierInit;
+        check(o, {bar}, s);
+        s.done.insert(bar);
+        break;
+      }
+      default: break;
+    }
+    switch (o.kind) {
+      case OpKind::MbarrierWait: {
+        // The tensor copies completing on this mbarrier (on any slot of
+        // its ring) have landed for every thread that waits: no barrier
+        // needs to show them.
+        const Value* ring = buffer_of(o.operands[0]);
+        for (auto it = s.tma.begin(); it != s.tma.end();)
+          it = buffer_of(it->origin->operands[2]) == ring ? s.tma.erase(it) : std::next(it);
+        return;
+      }
+      case OpKind::MbarrierInit:
+      case OpKind::MbarrierExpectTx:
+      case OpKind::MbarrierArrive: return;
       default: break;
     }
     // What the op reads and writes before any barrier of its own.
@@ -292,6 +327,10 @@ class Inserter {
     } else if (o.kind == OpKind::LocalLoad) {
       Access a = view(o.operands[0], o);
       a.owner = one_owner(plan_.of(o.result()));
+      acc.push_back(a);
+    } else if (o.kind == OpKind::TmaLoad || o.kind == OpKind::TmaStore) {
+      Access a = view(o.operands[1], o);
+      a.write = o.kind == OpKind::TmaLoad;
       acc.push_back(a);
     } else if (o.kind == OpKind::LocalStore || o.kind == OpKind::AsyncCopy) {
       Access a = view(o.operands[0], o);
@@ -320,6 +359,10 @@ class Inserter {
     check(o, checked, s);
     if (o.kind == OpKind::AsyncCopy) {
       s.open.insert(acc.begin(), acc.end());
+      return;
+    }
+    if (o.kind == OpKind::TmaLoad) {
+      s.tma.insert(acc.begin(), acc.end());
       return;
     }
     if (o.kind == OpKind::Dot && o.attr_int_or("async", 0)) {
@@ -352,6 +395,12 @@ class Inserter {
   // accesses all come from before. No barrier helps a write to bytes an
   // asynchronous dot may still read: its wait must come first.
   void check(const Op& o, const std::vector<Access>& acc, State& s) {
+    for (const Access& a : acc)
+      for (const Access& p : s.tma)
+        if (conflict(a, p))
+          throw Error(o.loc.str() + ": '" + std::string(o.name()) + "' " + (a.write ? "writes" : "reads") +
+                      " shared memory a tensor copy may still write (at " + p.origin->loc.str() +
+                      "): expected an mbarrier_wait on its mbarrier before it, found none");
     for (const Access& a : acc)
       for (const Accesses& g : s.dots)
         for (const Access& p : g)

@@ -118,7 +118,7 @@ void Lowerer::init_cluster_exchange() {
     b_.CreateStore(b_.getInt32(0), cluster_phase_[k]);
   }
   guarded(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&]() -> llvm::Value* {
-    for (int k = 0; k < 2; ++k) t_.init_tx_barrier(b_, cluster_bar(k));
+    for (int k = 0; k < 2; ++k) t_.mbarrier_init(b_, cluster_bar(k), 1);
     t_.fence_barrier_init(b_);
     return nullptr;
   }, nullptr);
@@ -498,6 +498,13 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::FenceAsyncShared: return &Lowerer::lower_async_sync;
     case OpKind::Barrier: return &Lowerer::lower_barrier;
     case OpKind::DotWait: return &Lowerer::lower_dot_wait;
+    case OpKind::MbarrierInit:
+    case OpKind::MbarrierExpectTx:
+    case OpKind::MbarrierArrive:
+    case OpKind::MbarrierWait: return &Lowerer::lower_mbarrier;
+    case OpKind::TmaLoad:
+    case OpKind::TmaStore: return &Lowerer::lower_tma_copy;
+    case OpKind::NamedBarrier: return &Lowerer::lower_named_barrier;
     default: return ir::op_is_elementwise(k) ? &Lowerer::lower_elementwise : nullptr;
   }
 }

@@ -117,12 +117,7 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
   }
   // Wait for this phase, then flip the parity waited for next time.
   llvm::Value* parity = b_.CreateLoad(b_.getInt32Ty(), cluster_phase_[cs]);
-  auto* wait_bb = llvm::BasicBlock::Create(ctx_, "cluster.wait", fn_);
-  auto* done_bb = llvm::BasicBlock::Create(ctx_, "cluster.done", fn_);
-  b_.CreateBr(wait_bb);
-  b_.SetInsertPoint(wait_bb);
-  b_.CreateCondBr(t_.barrier_done(b_, bar, parity), done_bb, wait_bb);
-  b_.SetInsertPoint(done_bb);
+  wait_mbarrier(bar, parity);
   b_.CreateStore(b_.CreateXor(parity, b_.getInt32(1)), cluster_phase_[cs]);
   for (size_t j = 0; j < acc.size(); ++j) {
     llvm::Value* idx = index[j];

@@ -118,6 +118,12 @@ class Lowerer {
   void lower_buffer_trans(const Op& op);
   void lower_async_copy(const Op& op);
   void lower_async_sync(const Op& op);
+  // mbarriers, tensor copies, named barriers (lower_tma.cpp).
+  llvm::Value* shared_address(const Op& op, int i);
+  void wait_mbarrier(llvm::Value* bar, llvm::Value* parity);
+  void lower_mbarrier(const Op& op);
+  void lower_tma_copy(const Op& op);
+  void lower_named_barrier(const Op& op);
   llvm::Value* buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r);
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
   llvm::Value* smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t base = 0);

@@ -45,6 +45,28 @@ LinearLayout SwizzledTile::layout() const {
   return *inverse;
 }
 
+// TMA's swizzle modes XOR address bits [4, 7) with the bits 3 above them
+// (128B: a 1024-byte atom of 8 rows of 128 bytes; 64B: 4 chunks, the
+// phase from the row pair; 32B: 2 chunks, from the row quad) — the
+// tile's phase (row / per_phase) % max_phase exactly where panels are 128,
+// 64 or 32 bytes wide; rows of 16 bytes are not swizzled.
+TensorBox tensor_box_of(const SwizzledTile& t) {
+  TensorBox box;
+  box.elem_bytes = t.elem_bytes;
+  box.inner = t.panel_elems();
+  box.rows = t.shape[1 - t.contiguous];
+  box.panels = int(t.shape[t.contiguous] / box.inner);
+  int64_t row_bytes = box.inner * t.elem_bytes;
+  if (row_bytes % 16)
+    box.why = "rows of " + std::to_string(row_bytes) + " bytes (tensor copies move rows of a multiple of 16 bytes)";
+  else if (box.rows > 256)
+    box.why = std::to_string(box.rows) + " rows (a tensor copy's box has 256 at most)";
+  else if (t.max_phase > 1 && t.per_phase * row_bytes != 128)
+    box.why = "a swizzle no tensor map stores";
+  box.swizzle_bytes = t.max_phase > 1 ? int(row_bytes) : 0;
+  return box;
+}
+
 SwizzledTile buffer_slot_tile(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes) {
   auto sh = cta_shape(l, shape);
   return sh.size() == 1 ? SwizzledTile::plan(1, sh[0], 1, elem_bytes)

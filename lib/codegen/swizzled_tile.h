@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/linear_layout.h"
@@ -44,6 +45,21 @@ struct SwizzledTile {
   // Element offset -> (dim0, dim1).
   LinearLayout layout() const;
 };
+
+// How tensor copies (TMA) fill or read a tile (one slot): one box a panel,
+// `rows` x `inner` elements (`inner` along the contiguous dimension), the
+// tensor map's swizzle storing the panel's 16-byte chunks as the tile's
+// phase does (swizzle_bytes: 128, 64, 32, or 0 for none). `why` says what
+// rules them out when no tensor map stores the tile so.
+struct TensorBox {
+  int64_t inner = 0, rows = 0;
+  int panels = 0;
+  int swizzle_bytes = 0;
+  int elem_bytes = 0;
+  std::string why;  // not empty: no box
+  int64_t panel_bytes() const { return inner * rows * elem_bytes; }
+};
+TensorBox tensor_box_of(const SwizzledTile& t);
 
 // The buffer (one slot) of a pipelined load of a tile of `shape` in
 // register layout `l`: this CTA's part of it (cta_shape), contiguous along

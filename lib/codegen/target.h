@@ -164,31 +164,59 @@ class Target : public TargetInfo {
   virtual void async_commit(llvm::IRBuilder<>& b) const {}
   virtual void async_wait(llvm::IRBuilder<>& b, int pending) const {}
 
-  // Thread-block clusters (max_cluster_ctas): the kernel's cluster size, this CTA's rank in its cluster, a barrier of
-  // every thread of the cluster. Sends between CTAs: a transaction barrier
-  // in shared memory (`bar`, a shared address as i32) is initialized (one
-  // arrival a phase; then fence_barrier_init before any other CTA may use
-  // it), told how many bytes the current phase receives (one thread), and
-  // completes when they have landed; send writes a 4- or 8-byte value at
-  // address `at` in the shared memory of CTA `rank` and counts it on that
-  // CTA's barrier `bar` (addresses as in this CTA); barrier_done tests
-  // whether the phase of parity `parity` has completed.
+  // Thread-block clusters (max_cluster_ctas): the kernel's cluster size,
+  // this CTA's rank in its cluster, a barrier of every thread of the
+  // cluster; send writes a 4- or 8-byte value at address `at` in the shared
+  // memory of CTA `rank` and counts it on that CTA's mbarrier `bar`
+  // (addresses as in this CTA).
   [[noreturn]] void no_clusters() const { throw Error("internal: target " + name + " has no clusters"); }
   virtual void set_cluster_size(llvm::Function& fn, int ctas) const {
     throw Error("target " + name + " has no thread-block clusters (num_ctas > 1)");
   }
   virtual llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const { return b.getInt32(0); }
   virtual void cluster_barrier(llvm::IRBuilder<>& b) const {}
-  virtual void init_tx_barrier(llvm::IRBuilder<>& b, llvm::Value* bar) const { no_clusters(); }
-  virtual void fence_barrier_init(llvm::IRBuilder<>& b) const { no_clusters(); }
-  virtual void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const { no_clusters(); }
   virtual void send_to_cta(llvm::IRBuilder<>& b, llvm::Value* at, llvm::Value* value, llvm::Value* bar,
                            llvm::Value* rank) const {
     no_clusters();
   }
+
+  // ---- Transaction mbarriers (clusters' exchanges, has_tma): `bar` is
+  // the shared address (i32) of a 64-bit mbarrier. One thread initializes
+  // it for `count` arrivals a phase, then fences the initialization
+  // (fence_barrier_init) before another thread or CTA may use it;
+  // expect_bytes is one arrival that also makes the current phase wait
+  // for `bytes` (i32) bytes of transactions; arrive is one arrival of the
+  // thread; barrier_done tests whether the phase of parity `parity` (i32,
+  // 0 or 1) has completed.
+  [[noreturn]] void no_mbarriers() const { throw Error("internal: target " + name + " has no transaction mbarriers"); }
+  virtual void mbarrier_init(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const { no_mbarriers(); }
+  virtual void fence_barrier_init(llvm::IRBuilder<>& b) const { no_mbarriers(); }
+  virtual void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const { no_mbarriers(); }
+  virtual void mbarrier_arrive(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const { no_mbarriers(); }
   virtual llvm::Value* barrier_done(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) const {
-    no_clusters();
+    no_mbarriers();
   }
+
+  // ---- Tensor copies (has_tma), issued by one thread. `map` is the
+  // generic address (i64) of a 128-byte tensor map in global, constant or
+  // kernel-parameter memory; `coords` (i32) are the box's first element,
+  // innermost dimension first; `smem` the shared address (i32) of the box
+  // as the map's swizzle stores it. A load's bytes count against `bar`'s
+  // current phase; a store is done (its shared memory read and its global
+  // writes visible) when store_wait returns.
+  virtual void tma_load(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem, llvm::Value* bar,
+                        const std::vector<llvm::Value*>& coords) const {
+    no_mbarriers();
+  }
+  virtual void tma_store(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem,
+                         const std::vector<llvm::Value*>& coords) const {
+    no_mbarriers();
+  }
+  virtual void tma_store_wait(llvm::IRBuilder<>& b) const { no_mbarriers(); }
+
+  // A barrier of the `threads` threads (a multiple of the warp size) that
+  // reach barrier `id` (1-15); false when the target has none.
+  virtual bool named_barrier(llvm::IRBuilder<>& b, int id, int threads) const { return false; }
 
   // Device-side printf (format, args) and assertion failure (message,
   // file, line). Printing may be unsupported: then throw tl::Error.

@@ -25,6 +25,9 @@ struct TargetInfo {
   bool has_matrix_load_8x8 = false;
   bool has_async_copy = false;   // asynchronous copies from global to shared memory
   int max_cluster_ctas = 1;      // the most CTAs a thread-block cluster may hold (1: none)
+  // Tensor copies through tensor maps (TMA) completing on transaction
+  // mbarriers (mbarrier_*, tma_load, tma_store).
+  bool has_tma = false;
   // 32-bit registers of a block, and the most one thread may hold (0:
   // unknown): whether a pipeline may prefetch into registers.
   int block_registers = 0, thread_registers = 0;

@@ -1,0 +1,120 @@
+// Lowering of the Hopper synchronization and copy ops (ops.def): mbarriers,
+// tensor copies through tensor maps (TMA), named barriers.
+//
+// Who runs what: an op of the program (mbarrier_init, mbarrier_expect_tx,
+// tma_load, tma_store) is one thread's, thread 0's; mbarrier_arrive is
+// every thread's own arrival; mbarrier_wait and named_barrier are every
+// thread's. insert-barriers (insert_barriers.cpp) puts the block barriers
+// between an mbarrier's initialization and its uses, and between a
+// buffer's readers and the tensor copy that refills it; a tensor copy's
+// bytes are visible to the threads that waited on its mbarrier.
+#include "codegen/lowerer.h"
+
+namespace tl::codegen::lowering {
+
+namespace {
+
+void need_tma(const Target& t, const Op& op) {
+  if (!t.has_tma)
+    unsupported(op, "needs tensor copies (TMA) and transaction mbarriers, which " + t.name +
+                        " does not have (sm_90 or later)");
+}
+
+}  // namespace
+
+// The shared address (i32) of the buffer or mbarrier operand i.
+llvm::Value* Lowerer::shared_address(const Op& op, int i) {
+  auto it = smem_vals_.find(op.operands[size_t(i)]);
+  if (it == smem_vals_.end())
+    unsupported(op, "of a buffer no local_alloc or local_slot made is not lowered yet (operand #" +
+                        std::to_string(i) + ")");
+  return b_.CreatePtrToInt(it->second.base, b_.getInt32Ty());
+}
+
+// Spins until the phase of parity `parity` (i32) of the mbarrier at `bar`
+// has completed.
+void Lowerer::wait_mbarrier(llvm::Value* bar, llvm::Value* parity) {
+  auto* wait_bb = llvm::BasicBlock::Create(ctx_, "mbarrier.wait", fn_);
+  auto* done_bb = llvm::BasicBlock::Create(ctx_, "mbarrier.done", fn_);
+  b_.CreateBr(wait_bb);
+  b_.SetInsertPoint(wait_bb);
+  b_.CreateCondBr(t_.barrier_done(b_, bar, parity), done_bb, wait_bb);
+  b_.SetInsertPoint(done_bb);
+}
+
+void Lowerer::lower_mbarrier(const Op& op) {
+  need_tma(t_, op);
+  llvm::Value* bar = shared_address(op, 0);
+  llvm::Value* first = b_.CreateICmpEQ(tid_, b_.getInt32(0));
+  switch (op.kind) {
+    case OpKind::MbarrierInit:
+      guarded(first, [&]() -> llvm::Value* {
+        t_.mbarrier_init(b_, bar, int(op.attr_int("count")));
+        t_.fence_barrier_init(b_);
+        return nullptr;
+      }, nullptr);
+      return;
+    case OpKind::MbarrierExpectTx:
+      guarded(first, [&]() -> llvm::Value* {
+        t_.expect_bytes(b_, bar, b_.getInt32(int32_t(op.attr_int("bytes"))));
+        return nullptr;
+      }, nullptr);
+      return;
+    case OpKind::MbarrierArrive: t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1))); return;
+    default: wait_mbarrier(bar, get(op.operands[1])[0]); return;
+  }
+}
+
+// A tensor copy of a whole buffer (one slot): a box a panel of its
+// swizzled tile, the panels `inner` elements apart along the contiguous
+// dimension, issued by thread 0. The map must describe the tensor with
+// that box and swizzle (tensor_box_of); the buffer starts on the swizzle's
+// atom, as the copy swizzles by address.
+void Lowerer::lower_tma_copy(const Op& op) {
+  need_tma(t_, op);
+  bool load = op.kind == OpKind::TmaLoad;
+  const ir::Value* buf = op.operands[1];
+  auto it = smem_vals_.find(buf);
+  if (it == smem_vals_.end()) unsupported(op, "of a buffer no local_alloc or local_slot made is not lowered yet");
+  const SmemTile& t = it->second;
+  TensorBox box = tensor_box_of(t);
+  if (!box.why.empty()) unsupported(op, "expects a buffer a tensor copy can fill, found " + box.why);
+  if (t.transposed) unsupported(op, "of a transposed view of a buffer is not lowered yet");
+  // The atom a swizzle repeats over: 8 rows of its width.
+  int64_t atom = std::max(128, 8 * box.swizzle_bytes);
+  const Op* slot = nullptr;
+  const ir::Value* whole = buffer_of(buf, &slot);
+  int64_t at = whole->def ? whole->def->attr_int_or("offset", 0) : 0;
+  if (at % atom || (slot && t.bytes() % atom))
+    unsupported(op, "expects its buffer (and each slot) at a multiple of " + std::to_string(atom) +
+                        " bytes of shared memory (its swizzle's atom), found offset " + std::to_string(at) +
+                        (slot ? " and slots of " + std::to_string(t.bytes()) + " bytes" : ""));
+  if (smem_->getAlign().valueOrOne().value() < uint64_t(atom)) smem_->setAlignment(llvm::Align(uint64_t(atom)));
+  llvm::Value* map = get(op.operands[0])[0];
+  map = b_.CreatePtrToInt(b_.CreateAddrSpaceCast(map, b_.getPtrTy(0)), b_.getInt64Ty());
+  llvm::Value* smem = shared_address(op, 1);
+  llvm::Value* bar = load ? shared_address(op, 2) : nullptr;
+  size_t first_coord = load ? 3 : 2;
+  std::vector<llvm::Value*> coords;
+  for (size_t i = first_coord; i < op.operands.size(); ++i) coords.push_back(get(op.operands[i])[0]);
+  // Innermost first: the contiguous dimension, then the rows.
+  if (coords.size() == 2 && t.contiguous == 1) std::swap(coords[0], coords[1]);
+  guarded(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&]() -> llvm::Value* {
+    for (int p = 0; p < box.panels; ++p) {
+      std::vector<llvm::Value*> at = coords;
+      at[0] = b_.CreateAdd(at[0], b_.getInt32(int32_t(p * box.inner)));
+      llvm::Value* s = b_.CreateAdd(smem, b_.getInt32(int32_t(p * box.panel_bytes())));
+      if (load) t_.tma_load(b_, map, s, bar, at);
+      else t_.tma_store(b_, map, s, at);
+    }
+    if (!load) t_.tma_store_wait(b_);
+    return nullptr;
+  }, nullptr);
+}
+
+void Lowerer::lower_named_barrier(const Op& op) {
+  if (!t_.named_barrier(b_, int(op.attr_int("id")), int(op.attr_int("threads"))))
+    unsupported(op, "needs named barriers, which " + t_.name + " does not have");
+}
+
+}  // namespace tl::codegen::lowering
