@@ -9,8 +9,9 @@
 // Ranks 1 to 5; the block's sizes are powers of two (a tile's). Shapes,
 // strides and coordinates are i32 scalars or C++ integers; a coordinate is
 // the element offset of the block's first element along its dimension and
-// may lie outside the tensor. Today a descriptor traces to the masked loads
-// and stores it means, on every target (TMA on sm_90 is
+// may lie outside the tensor. A block traces to descriptor_load /
+// descriptor_store (ops.def); the compiler runs them as the masked loads
+// and stores they mean on every target (lower-descriptors; TMA on sm_90 is
 // docs/hopper-plan.md's next step, with the same meaning).
 #pragma once
 
@@ -19,6 +20,8 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "tiledsl/creation.h"
@@ -36,13 +39,9 @@ class index {
   index(int64_t n) : n_(n) {}
   index(int n) : n_(n) {}
 
-  // x + i, x * i for a tile `x` of i32.
-  tile<int32_t> added_to(const tile<int32_t>& x) const { return traced_ ? x + *traced_ : x + int32_t(n_); }
-  tile<int32_t> times(const tile<int32_t>& x) const { return traced_ ? x * *traced_ : x * int32_t(n_); }
-  // 0 <= x < i (a negative x, as unsigned, is past any i32 size).
-  tile<bool> above_unsigned(const tile<int32_t>& x) const {
-    tile<uint32_t> u = cast<uint32_t>(x);
-    return traced_ ? u < cast<uint32_t>(*traced_) : u < uint32_t(n_);
+  // The traced i32 scalar (a constant for a C++ integer, which must fit).
+  detail::Value* value(const ir::Loc& loc, std::string_view op) const {
+    return traced_ ? traced_->value() : detail::constant(detail::Operand::number(n_), DType::i32, {}, loc, op);
   }
 
  private:
@@ -61,6 +60,10 @@ class tensor_descriptor {
       throw Error(where(w) + "make_tensor_descriptor: expected a shape, strides and block of one rank from 1 to 5, found " +
                   std::to_string(shape_.size()) + ", " + std::to_string(strides_.size()) + " and " +
                   std::to_string(r) + " entries");
+    for (int64_t b : block_)
+      if (b < 1 || (b & (b - 1)))
+        throw Error(where(w) + "make_tensor_descriptor: expected block sizes that are powers of two, found " +
+                    std::to_string(b));
   }
 
   const std::vector<int64_t>& block_shape() const { return block_; }
@@ -68,44 +71,40 @@ class tensor_descriptor {
   // The block whose first element is at `coords`; elements outside the
   // tensor read as 0.
   tile<T> load(std::initializer_list<index> coords, std::source_location w = std::source_location::current()) const {
-    auto [p, ok] = addresses(coords, "load", w);
-    return tl::load(p, ok, 0, {}, w);
+    ir::Loc loc = detail::to_loc(w);
+    auto [shape, strides, at] = operands(coords, "load", loc);
+    return tile<T>(detail::descriptor_load(base_.value(), shape, strides, at, block_, loc));
   }
 
   // `value` (the block's shape) to the block whose first element is at
   // `coords`; elements outside the tensor are not written.
   template <class V>
+    requires detail::operand_of<V>::valid
   void store(std::initializer_list<index> coords, const V& value,
              std::source_location w = std::source_location::current()) const {
-    auto [p, ok] = addresses(coords, "store", w);
-    tl::store(p, value, ok, {}, w);
+    ir::Loc loc = detail::to_loc(w);
+    auto [shape, strides, at] = operands(coords, "store", loc);
+    detail::descriptor_store(base_.value(), shape, strides, at, block_, detail::operand(value), loc);
   }
 
  private:
   static std::string where(const std::source_location& w) { return detail::to_loc(w).str() + ": "; }
 
-  // The block's addresses and which of them lie inside the tensor.
-  std::pair<ptr<T>, tile<bool>> addresses(std::initializer_list<index> coords, const char* what,
-                                          const std::source_location& w) const {
+  using Values = std::vector<detail::Value*>;
+  std::tuple<Values, Values, Values> operands(std::initializer_list<index> coords, const char* what,
+                                              const ir::Loc& loc) const {
     const size_t r = block_.size();
     if (coords.size() != r)
-      throw Error(where(w) + "tensor_descriptor::" + what + ": expected " + std::to_string(r) +
+      throw Error(loc.str() + ": tensor_descriptor::" + what + ": expected " + std::to_string(r) +
                   " coordinates (the descriptor's rank), found " + std::to_string(coords.size()));
-    std::optional<ptr<T>> p;
-    std::optional<tile<bool>> ok;
-    size_t d = 0;
-    for (const index& c : coords) {
-      // This dimension's offsets, of size 1 along every other dimension.
-      tile<int32_t> offs = c.added_to(arange(0, block_[d], w));
-      for (size_t a = 0; a < r; ++a)
-        if (a != d) offs = expand_dims(offs, int(a), w);
-      tile<bool> in = shape_[d].above_unsigned(offs);  // 0 <= offs < shape in one compare
-      tile<int32_t> step = strides_[d].times(offs);
-      p = p ? *p + step : base_ + step;
-      ok = ok ? *ok & in : in;
-      ++d;
+    std::string op = std::string("tensor_descriptor::") + what;
+    Values shape, strides, at;
+    for (size_t d = 0; d < r; ++d) {
+      shape.push_back(shape_[d].value(loc, op));
+      strides.push_back(strides_[d].value(loc, op));
     }
-    return {broadcast_to(*p, block_, w), broadcast_to(*ok, block_, w)};
+    for (const index& c : coords) at.push_back(c.value(loc, op));
+    return {shape, strides, at};
   }
 
   ptr<T> base_;

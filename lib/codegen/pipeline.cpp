@@ -24,6 +24,13 @@ void expect_tile_ir(const GpuContext& c, const char* pass) {
     throw Error(std::string(pass) + ": expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
 }
 
+// Tensor descriptors' blocks as masked loads and stores (every target, so
+// far), simplified as the tracer's own code is.
+void lower_descriptors_pass(GpuContext& c) {
+  expect_tile_ir(c, "lower-descriptors");
+  if (transforms::lower_descriptors(c.fn)) transforms::simplify(c.fn);
+}
+
 void select_dot_instructions_pass(GpuContext& c) {
   expect_tile_ir(c, "select-dot-instructions");
   select_dot_instructions(c.fn, c.target, c.num_warps);
@@ -120,6 +127,7 @@ DotLayouts dot_layouts_of(const ir::Op& dot, const TargetInfo& t, const LayoutPl
 
 const std::vector<GpuPass>& gpu_passes() {
   static const std::vector<GpuPass> passes = {
+      {"lower-descriptors", &lower_descriptors_pass},
       {"select-dot-instructions", &select_dot_instructions_pass},
       {"assign-layouts", &assign_layouts_pass},
       {"schedule-loops", &schedule_loops_pass},

@@ -552,6 +552,32 @@ void store(Value* ptr, const Operand& value, Value* mask, const std::string& cac
   emit(OpKind::Store, operands, {}, hints(cache, evict), loc);
 }
 
+namespace {
+std::vector<Value*> descriptor_operands(Value* base, const std::vector<Value*>& shape,
+                                        const std::vector<Value*>& strides, const std::vector<Value*>& coords) {
+  std::vector<Value*> operands{base};
+  for (const auto* part : {&shape, &strides, &coords}) operands.insert(operands.end(), part->begin(), part->end());
+  return operands;
+}
+ir::Attrs block_attr(const std::vector<int64_t>& block) { return {{"block", block}}; }
+}  // namespace
+
+Value* descriptor_load(Value* base, const std::vector<Value*>& shape, const std::vector<Value*>& strides,
+                       const std::vector<Value*>& coords, const std::vector<int64_t>& block, const ir::Loc& loc) {
+  Type pt = require_pointer(base, loc, "tensor_descriptor::load");
+  return emit1(OpKind::DescriptorLoad, descriptor_operands(base, shape, strides, coords),
+               Type{pt.dtype, false, block}, block_attr(block), loc);
+}
+
+void descriptor_store(Value* base, const std::vector<Value*>& shape, const std::vector<Value*>& strides,
+                      const std::vector<Value*>& coords, const std::vector<int64_t>& block, const Operand& value,
+                      const ir::Loc& loc) {
+  Type pt = require_pointer(base, loc, "tensor_descriptor::store");
+  std::vector<Value*> operands = descriptor_operands(base, shape, strides, coords);
+  operands.push_back(prepare_value(value, pt.with_shape(block), loc, "tensor_descriptor::store", "stored value"));
+  emit(OpKind::DescriptorStore, operands, {}, block_attr(block), loc);
+}
+
 Value* atomic_rmw(const std::string& kind, Value* ptr, const Operand& value, Value* mask, const std::string& sem,
                   const std::string& scope, const ir::Loc& loc) {
   std::string op = "atomic_" + kind;

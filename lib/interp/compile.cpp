@@ -8,6 +8,7 @@
 #include "interp/element.h"
 
 #include "interp/program.h"
+#include "transforms/passes.h"
 
 namespace tl::interp {
 
@@ -209,8 +210,19 @@ class Compiler {
 std::shared_ptr<const Program> compile(const ir::Function& fn) {
   auto prog = std::make_shared<Program>();
   prog->fn = &fn;
+  // Tensor descriptors run as the masked loads and stores they mean, in a
+  // copy the program keeps.
+  bool descriptors = false;
+  ir::walk(const_cast<ir::Region&>(fn.body), [&](ir::Op* op) {
+    descriptors = descriptors || op->kind == ir::OpKind::DescriptorLoad || op->kind == ir::OpKind::DescriptorStore;
+  });
+  if (descriptors) {
+    prog->lowered = ir::clone(fn);
+    transforms::lower_descriptors(*prog->lowered);
+    prog->fn = prog->lowered.get();
+  }
   Compiler c(*prog);
-  prog->body = c.block(fn.body, false);
+  prog->body = c.block(prog->fn->body, false);
   return prog;
 }
 

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -70,6 +71,7 @@ struct Instr {
 
 struct Program {
   const ir::Function* fn = nullptr;
+  std::unique_ptr<ir::Function> lowered;  // fn, when the program runs a rewritten copy
   Block body;
   std::vector<const ir::Type*> slot_types;
 };

@@ -351,6 +351,27 @@ class Verifier : public Rules {
         optional_str_in(op, "evict", {"evict_first", "evict_last", "evict_normal"});
         break;
       }
+      case OpKind::DescriptorLoad:
+      case OpKind::DescriptorStore: {
+        bool store = op.kind == OpKind::DescriptorStore;
+        const auto& block = ints_attr(op, "block");
+        size_t r = block.size();
+        require(r >= 1 && r <= 5, op, "a block of rank 1 to 5", shape_str(block));
+        for (int64_t b : block) require(is_pow2(b), op, "block sizes that are powers of two", shape_str(block));
+        size_t n = 1 + 3 * r + (store ? 1 : 0);
+        operands(op, n, n);
+        results(op, store ? 0 : 1);
+        const Type& base = opnd(op, 0);
+        require(base.is_ptr && base.is_scalar(), op, "a scalar pointer base", base.str());
+        for (size_t i = 1; i < 1 + 3 * r; ++i)
+          same_type(op, scalar_type(DType::i32), opnd(op, int(i)),
+                    std::string(i <= r ? "a size" : i <= 2 * r ? "a stride" : "a coordinate") + " (operand #" +
+                        std::to_string(i) + ")");
+        Type value = Type{base.dtype, false, block};
+        if (store) same_type(op, value, opnd(op, int(n - 1)), "a stored value");
+        else same_type(op, value, res(op), "a result");
+        break;
+      }
       case OpKind::AtomicRmw: {
         operands(op, 2, 3);
         results(op, 1);

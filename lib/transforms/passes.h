@@ -13,6 +13,9 @@ namespace tl::transforms {
 bool canonicalize(ir::Function& fn);  // constant folding, algebraic simplification (Tile IR only)
 bool cse(ir::Function& fn);           // common subexpression elimination (pure ops)
 bool dce(ir::Function& fn);           // removes pure ops whose results are unused
+// Tensor descriptors' blocks as the masked loads and stores they mean
+// (the interpreter's form; the GPU pass list's first pass).
+bool lower_descriptors(ir::Function& fn);
 
 using PassFn = bool (*)(ir::Function&);
 // By name ("canonicalize", "cse", "dce"), for tiledsl-opt; null if unknown.

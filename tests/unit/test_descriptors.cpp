@@ -43,6 +43,11 @@ void block_1d(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
   store(out + arange(0, 32), d.load({-5}));
 }
 
+void odd_block(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
+  auto d = make_tensor_descriptor(x, {n, n}, {n, 1}, {4, 6});
+  store(out + arange(0, 4), d.load({0, 0}));
+}
+
 void wrong_rank(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
   auto d = make_tensor_descriptor(x, {n, n}, {n, 1}, {4, 4});
   store(out + arange(0, 4), d.load({0}));
@@ -117,6 +122,22 @@ TEST_CASE("descriptors: coordinates of another rank are an error naming the line
   } catch (const Error& e) {
     CHECK_THAT(e.what(), Catch::Contains("test_descriptors.cpp:"));
     CHECK_THAT(e.what(), Catch::Contains("tensor_descriptor::load: expected 2 coordinates (the descriptor's rank), found 1"));
+  }
+}
+
+TEST_CASE("descriptors: blocks trace to descriptor ops; a block size not a power of two is an error",
+          "[frontend][descriptor]") {
+  std::string ir = compile(copy_block).ir();
+  CHECK(codegen_checks::count(ir, R"(= descriptor_load %0, %3, %4, %5, %\d+, %7, %8 \{block = \[8, 16\]\} : tile<8x16xf32>)") == 1);
+  CHECK(codegen_checks::count(ir, R"(descriptor_store %1, %3, %4, %6, %\d+, %7, %8, %\d+ \{block = \[8, 16\]\})") == 1);
+  CHECK(codegen_checks::count(ir, R"(= load )") == 0);
+  CHECK(codegen_checks::count(ir, R"(\n  store %)") == 1);  // copy_block's own store of `out`
+  try {
+    compile(odd_block);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("test_descriptors.cpp:"));
+    CHECK_THAT(e.what(), Catch::Contains("make_tensor_descriptor: expected block sizes that are powers of two, found 6"));
   }
 }
 

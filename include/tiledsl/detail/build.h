@@ -192,6 +192,13 @@ Value* load(Value* ptr, Value* mask, const Operand* other, const std::string& ca
             bool is_volatile, const ir::Loc& loc);
 void store(Value* ptr, const Operand& value, Value* mask, const std::string& cache, const std::string& evict,
            const ir::Loc& loc);
+// A tensor descriptor's block (descriptor.h): `shape`, `strides` and
+// `coords` are i32 scalars, one a dimension of `block`.
+Value* descriptor_load(Value* base, const std::vector<Value*>& shape, const std::vector<Value*>& strides,
+                       const std::vector<Value*>& coords, const std::vector<int64_t>& block, const ir::Loc& loc);
+void descriptor_store(Value* base, const std::vector<Value*>& shape, const std::vector<Value*>& strides,
+                      const std::vector<Value*>& coords, const std::vector<int64_t>& block, const Operand& value,
+                      const ir::Loc& loc);
 // `sem` and `scope`: tl::AtomicOptions' memory order and scope, checked here.
 Value* atomic_rmw(const std::string& kind, Value* ptr, const Operand& value, Value* mask, const std::string& sem,
                   const std::string& scope, const ir::Loc& loc);
