@@ -70,6 +70,17 @@ std::string tensor_map_problem(const TensorMapSpec& s) {
   return "";
 }
 
+TensorMapSpec tensor_map_spec(const codegen::TensorMapParam& p, const std::vector<int64_t>& args) {
+  TensorMapSpec s;
+  s.dtype = p.dtype;
+  s.address = uint64_t(args.at(size_t(p.base_arg)));
+  for (const auto& o : p.sizes) s.shape.push_back(o.of(args));
+  for (const auto& o : p.strides) s.strides.push_back(o.of(args));
+  s.box = p.box;
+  s.swizzle_bytes = p.swizzle_bytes;
+  return s;
+}
+
 TensorMap encode_tensor_map(const CudaDriver& driver, const TensorMapSpec& s) {
   if (std::string why = tensor_map_problem(s); !why.empty()) throw Error("tensor map: " + why);
   if (!driver.cuTensorMapEncodeTiled)

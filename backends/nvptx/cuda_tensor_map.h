@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/compile.h"
 #include "tiledsl/dtype.h"
 
 namespace tl::nvptx {
@@ -40,6 +41,10 @@ struct TensorMapSpec {
 // The first of TMA's rules `s` breaks, said as expected vs found; "" when
 // it keeps them all.
 std::string tensor_map_problem(const TensorMapSpec& s);
+
+// The map a kernel's tensor_map describes (codegen::TensorMapParam) for a
+// launch whose arguments have the values `args` (a pointer's: its address).
+TensorMapSpec tensor_map_spec(const codegen::TensorMapParam& p, const std::vector<int64_t>& args);
 
 // Encodes `s`. Throws tl::Error with the rule it breaks, or the driver's
 // error, or that the driver has no tensor maps (before CUDA 12).

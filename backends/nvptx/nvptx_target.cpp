@@ -243,6 +243,15 @@ class NvptxTarget final : public Target {
     std::string box = tensor_operands(args, map, coords, cons);
     asm_call(b, bulk_tensor(coords.size()) + "global.shared::cta.bulk_group " + box + ", [$0];", cons, args);
   }
+  // byval, so that the driver copies the 128 bytes into the parameter
+  // space; grid_constant, so that the kernel reads them there (the address
+  // is a cvta.param'd generic one) instead of in a local copy.
+  void tensor_map_param(llvm::Function& fn, unsigned i) const override {
+    llvm::LLVMContext& ctx = fn.getContext();
+    fn.addParamAttr(i, llvm::Attribute::getWithByValType(ctx, llvm::ArrayType::get(llvm::Type::getInt8Ty(ctx), 128)));
+    fn.addParamAttr(i, llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+    fn.addParamAttr(i, llvm::Attribute::get(ctx, "nvvm.grid_constant"));
+  }
   void tma_store_wait(llvm::IRBuilder<>& b) const override {
     asm_call(b, "cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group 0;", "", {});
   }

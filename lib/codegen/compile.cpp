@@ -212,6 +212,7 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
   out.threads = l.threads;
   out.shared_bytes = l.shared_bytes;
   out.params = kernel.params;
+  out.tensor_maps = l.tensor_maps;
   return out;
 }
 
@@ -227,15 +228,38 @@ std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& s
   return lowered_text(*l.module, stage, t);
 }
 
-std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target, Stage stage) {
-  if (stage != Stage::Llvm && stage != Stage::Asm) throw Error("lower_gpu_ir: expected the llvm or asm stage");
-  const Target& t = get_target(target);
+namespace {
+// GPU IR read back: its plan and axis facts from the IR and `spec`.
+LoweredKernel lower_read_back(llvm::LLVMContext& ctx, ir::Function& gpu, const Specialization& spec, const Target& t) {
   LayoutPlan plan = plan_from_ir(gpu, t);
   check_layouts(gpu, plan);
   transforms::AxisAnalysis axis(gpu, spec.args);
+  return lower_optimized(ctx, gpu, plan, axis, t);
+}
+}  // namespace
+
+std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target, Stage stage) {
+  if (stage != Stage::Llvm && stage != Stage::Asm) throw Error("lower_gpu_ir: expected the llvm or asm stage");
+  const Target& t = get_target(target);
   llvm::LLVMContext ctx;
-  LoweredKernel l = lower_optimized(ctx, gpu, plan, axis, t);
+  LoweredKernel l = lower_read_back(ctx, gpu, spec, t);
   return lowered_text(*l.module, stage, t);
+}
+
+CompiledKernel compile_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target) {
+  const Target& t = get_target(target);
+  llvm::LLVMContext ctx;
+  LoweredKernel l = lower_read_back(ctx, gpu, spec, t);
+  CompiledKernel out;
+  out.target = target;
+  out.entry = gpu.name;
+  out.assembly = t.emit_assembly(*l.module);
+  out.binary = t.emit_binary(*l.module);
+  out.threads = l.threads;
+  out.shared_bytes = l.shared_bytes;
+  for (const auto& a : gpu.body.args) out.params.push_back(a->type);
+  out.tensor_maps = l.tensor_maps;
+  return out;
 }
 
 }  // namespace tl::codegen

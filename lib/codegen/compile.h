@@ -25,6 +25,24 @@ struct Specialization {
 enum class Stage { Tile, Gpu, Llvm, Asm };
 bool parse_stage(const std::string& name, Stage& out);  // tile|gpu|llvm|asm
 
+// A tensor map the kernel takes by value after its own parameters, one a
+// tensor_map op (ops.def), in their order: the launcher encodes it from
+// the launch's arguments. Each size and stride is an argument's value (arg
+// >= 0: its index) or a constant; dimensions outermost first, strides in
+// elements, the box and swizzle as the op says.
+struct TensorMapParam {
+  struct Operand {
+    int arg = -1;
+    int64_t value = 0;
+    int64_t of(const std::vector<int64_t>& args) const { return arg >= 0 ? args[size_t(arg)] : value; }
+  };
+  DType dtype = DType::bf16;
+  int base_arg = 0;  // the pointer argument the tensor starts at
+  std::vector<Operand> sizes, strides;
+  std::vector<int64_t> box;
+  int swizzle_bytes = 0;
+};
+
 struct CompiledKernel {
   std::string target;          // "sm_90a", "gfx942", ...
   std::string entry;           // symbol to launch
@@ -33,6 +51,7 @@ struct CompiledKernel {
   int threads = 128;           // block size: num_warps * warp size
   int shared_bytes = 0;        // dynamic shared memory per block
   std::vector<ir::Type> params;
+  std::vector<TensorMapParam> tensor_maps;  // passed after `params`
 };
 
 // Targets this build can compile for (from the registered back ends).
@@ -52,6 +71,10 @@ std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& s
 // needs beyond the IR is read from it (plan_from_ir) or is `spec`; the
 // kernel options the IR does not record take their defaults.
 std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target, Stage stage);
+
+// The same, as the kernel it compiles to (its entry the function's name,
+// its parameters the function's arguments).
+CompiledKernel compile_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target);
 
 // Facts of one launch argument: an integer's value, a pointer's address.
 transforms::ArgFacts int_arg_facts(int64_t value);

@@ -31,6 +31,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
 
   std::vector<llvm::Type*> params;
   for (const auto& a : fn.body.args) params.push_back(value_type(a->type));
+  collect_tensor_maps(fn, params);
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
   int threads = plan_.num_warps * plan_.warp_size;
@@ -60,6 +61,11 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   tid_ = tid;
   if (plan_.num_ctas > 1) init_cluster_exchange();
   for (size_t i = 0; i < fn.body.args.size(); ++i) vals_[fn.body.args[i].get()] = {fn_->getArg(unsigned(i))};
+  for (size_t k = 0; k < tensor_map_ops_.size(); ++k) {
+    unsigned i = unsigned(fn.body.args.size() + k);
+    t_.tensor_map_param(*fn_, i);
+    vals_[tensor_map_ops_[k]->result()] = {fn_->getArg(i)};
+  }
 
   lower_region(fn.body);
   b_.CreateRetVoid();
@@ -70,7 +76,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   if (smem_bytes_ > t_.max_shared_bytes)
     throw Error("kernel '" + name + "' needs " + std::to_string(smem_bytes_) + " bytes of shared memory, the target has " +
                 std::to_string(t_.max_shared_bytes));
-  return {std::move(module), threads, int(smem_bytes_)};
+  return {std::move(module), threads, int(smem_bytes_), tensor_maps_};
 }
 
 // The LLVM type of one element as held in registers (f8: its bits in i8).
@@ -505,6 +511,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::TmaLoad:
     case OpKind::TmaStore: return &Lowerer::lower_tma_copy;
     case OpKind::NamedBarrier: return &Lowerer::lower_named_barrier;
+    case OpKind::TensorMap: return &Lowerer::lower_tensor_map;
     default: return ir::op_is_elementwise(k) ? &Lowerer::lower_elementwise : nullptr;
   }
 }

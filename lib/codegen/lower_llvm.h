@@ -11,6 +11,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/assign_layouts.h"
+#include "codegen/compile.h"
 #include "codegen/target.h"
 
 namespace tl::codegen {
@@ -19,6 +20,7 @@ struct LoweredKernel {
   std::unique_ptr<llvm::Module> module;
   int threads = 0;       // block size
   int shared_bytes = 0;  // dynamic shared memory the kernel needs
+  std::vector<TensorMapParam> tensor_maps;  // its parameters after the function's arguments
 };
 
 LoweredKernel lower_to_llvm(llvm::LLVMContext& ctx, const ir::Function& fn, const LayoutPlan& plan,

@@ -112,6 +112,43 @@ void Lowerer::lower_tma_copy(const Op& op) {
   }, nullptr);
 }
 
+// The kernel's tensor maps (tensor_map ops, in program order), checked and
+// described for the launcher: one parameter each after the function's
+// arguments, a pointer the target passes by value (tensor_map_param).
+void Lowerer::collect_tensor_maps(const ir::Function& fn, std::vector<llvm::Type*>& params) {
+  auto arg_index = [&](const ir::Value* v) {
+    for (size_t i = 0; i < fn.body.args.size(); ++i)
+      if (fn.body.args[i].get() == v) return int(i);
+    return -1;
+  };
+  ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* op) {
+    if (op->kind != OpKind::TensorMap) return;
+    need_tma(t_, *op);
+    TensorMapParam m;
+    m.dtype = op->operands[0]->type.dtype;
+    m.base_arg = arg_index(op->operands[0]);
+    if (m.base_arg < 0) unsupported(*op, "expects its base to be a kernel argument (the launcher encodes the map), found a pointer the kernel computes");
+    m.box = op->attr_ints("box");
+    m.swizzle_bytes = int(op->attr_int("swizzle"));
+    size_t r = m.box.size();
+    for (size_t i = 1; i < op->operands.size(); ++i) {
+      const ir::Value* v = op->operands[i];
+      TensorMapParam::Operand o{arg_index(v), 0};
+      if (o.arg < 0 && v->def && v->def->kind == OpKind::Constant) o.value = v->def->attr_int("value");
+      else if (o.arg < 0)
+        unsupported(*op, "expects each size and stride to be a kernel argument or a constant (the launcher encodes the map), found operand #" +
+                             std::to_string(i) + " computed in the kernel");
+      (i <= r ? m.sizes : m.strides).push_back(o);
+    }
+    tensor_map_ops_.push_back(op);
+    tensor_maps_.push_back(m);
+    params.push_back(b_.getPtrTy(0));
+  });
+}
+
+// Its value is its parameter's address (run() bound it).
+void Lowerer::lower_tensor_map(const Op& op) {}
+
 void Lowerer::lower_named_barrier(const Op& op) {
   if (!t_.named_barrier(b_, int(op.attr_int("id")), int(op.attr_int("threads"))))
     unsupported(op, "needs named barriers, which " + t_.name + " does not have");

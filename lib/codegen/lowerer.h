@@ -124,6 +124,8 @@ class Lowerer {
   void lower_mbarrier(const Op& op);
   void lower_tma_copy(const Op& op);
   void lower_named_barrier(const Op& op);
+  void collect_tensor_maps(const ir::Function& fn, std::vector<llvm::Type*>& params);
+  void lower_tensor_map(const Op& op);
   llvm::Value* buffer_ptr(const SmemTile& t, const LinearLayout& l, const std::vector<llvm::Value*>& hw, int r);
   void smem_store(llvm::Value* v, llvm::Value* elem_index, llvm::Type* ty, int64_t base = 0);
   llvm::Value* smem_load(llvm::Type* ty, llvm::Value* elem_index, int64_t base = 0);
@@ -276,6 +278,8 @@ class Lowerer {
 
   std::unordered_map<const ir::Value*, Regs> vals_;
   int op_barriers_ = 0;  // barriers in the op being lowered
+  std::vector<const Op*> tensor_map_ops_;    // the kernel's tensor_map ops, in parameter order
+  std::vector<TensorMapParam> tensor_maps_;  // what each describes
   // The cluster exchange at the start of shared memory (shared_sizes.h):
   // the phase each of its barriers waits for next is cluster_phase_.
   llvm::Value* cluster_phase_[2] = {nullptr, nullptr};  // allocas: mem2reg makes them SSA

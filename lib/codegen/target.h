@@ -213,6 +213,10 @@ class Target : public TargetInfo {
     no_mbarriers();
   }
   virtual void tma_store_wait(llvm::IRBuilder<>& b) const { no_mbarriers(); }
+  // Makes parameter `i` of `fn` (a pointer) a tensor map passed by value:
+  // 128 bytes, 64-byte aligned, which the kernel reads in place (its
+  // address is what tma_load takes).
+  virtual void tensor_map_param(llvm::Function& fn, unsigned i) const { no_mbarriers(); }
 
   // A barrier of the `threads` threads (a multiple of the warp size) that
   // reach barrier `id` (1-15); false when the target has none.

@@ -429,6 +429,7 @@ class Verifier : public Rules {
       case OpKind::MbarrierExpectTx:
       case OpKind::MbarrierArrive:
       case OpKind::MbarrierWait:
+      case OpKind::TensorMap:
       case OpKind::TmaLoad:
       case OpKind::TmaStore:
       case OpKind::WarpSpecialize:

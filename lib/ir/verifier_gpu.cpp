@@ -309,6 +309,24 @@ void GpuRules::op(const Op& op) const {
       }
       break;
     }
+    case OpKind::TensorMap: {
+      const auto& box = ints_attr(op, "box");
+      size_t r = box.size();
+      require(r >= 1 && r <= 5, op, "a box of rank 1 to 5", shape_str(box));
+      for (int64_t b : box) require(b >= 1 && b <= 256, op, "box sizes of 1 to 256", shape_str(box));
+      operands(op, 1 + 2 * r, 1 + 2 * r);
+      results(op, 1);
+      require(opnd(op, 0).is_ptr && opnd(op, 0).is_scalar(), op, "a scalar pointer base", opnd(op, 0).str());
+      for (size_t i = 1; i < 1 + 2 * r; ++i)
+        require(opnd(op, int(i)) == scalar_type(DType::i32), op,
+                std::string(i <= r ? "a size" : "a stride") + " (operand #" + std::to_string(i) + ") of type i32",
+                opnd(op, int(i)).str());
+      require(res(op) == opnd(op, 0), op, "a result typed as its base " + opnd(op, 0).str(), res(op).str());
+      int64_t sw = int_attr(op, "swizzle");
+      require(sw == 0 || sw == 32 || sw == 64 || sw == 128, op, "'swizzle' of 0, 32, 64 or 128 bytes",
+              std::to_string(sw));
+      break;
+    }
     case OpKind::NamedBarrier:
       operands(op, 0, 0);
       results(op, 0);

@@ -1,7 +1,8 @@
 // Tensor copies (TMA) and their mbarriers, lowered from GPU IR written as
 // the Hopper passes will write it (ops.def: mbarrier_*, tma_load,
 // tma_store): they assemble for sm_90a, are a clear error elsewhere, and
-// on the H200 copy boxes of a tensor exactly: the map's swizzle stores a
+// on the H200 copy boxes of a tensor exactly, through tensor maps passed
+// by value as the launcher will pass them: the map's swizzle stores a
 // box as the buffer's layout says (a local_load reads it back in place),
 // out-of-range elements read as zero and are not written. Tensor maps'
 // rules are checked before the driver sees them.
@@ -40,20 +41,26 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 // The ops that fill %buf (a rows x cols buffer in the swizzled layout) with
-// the box at (%m, %k) of the tensor %src's map describes: the mbarrier's
-// initialization, a barrier, one arrival expecting the box's bytes, the
-// copy, the wait.
-const std::string kFill = R"(  %bar = local_alloc {offset = 0} : smem<1xi64, #lbar>
+// the box at (%m, %k) of the M x K tensor at %src (rows %ld elements
+// apart): its tensor map, the mbarrier's initialization, a barrier, one
+// arrival expecting the box's bytes, the copy, the wait.
+const std::string kFill = R"(  %one = constant {value = 1} : i32
+  %smap = tensor_map %src, %M, %K, %ld, %one {box = [BOXR, BOXC], swizzle = SWZ} : ptr<DT>
+  %bar = local_alloc {offset = 0} : smem<1xi64, #lbar>
   %buf = local_alloc {offset = 1024} : smem<ROWSxCOLSxDT, #lbuf>
   %zero = constant {value = 0} : i32
   mbarrier_init %bar {count = 1}
   barrier
   mbarrier_expect_tx %bar {bytes = BYTES}
-  tma_load %src, %buf, %bar, %m, %k
+  tma_load %smap, %buf, %bar, %m, %k
   mbarrier_wait %bar, %zero
 )";
 
 std::string fill_in(std::string text, const SwizzledTile& t, const std::string& dtype) {
+  auto box = codegen::tensor_box_of(t);
+  text = replace_all(text, "BOXR", std::to_string(box.rows));
+  text = replace_all(text, "BOXC", std::to_string(box.inner));
+  text = replace_all(text, "SWZ", std::to_string(box.swizzle_bytes));
   text = replace_all(text, "ROWS", std::to_string(t.shape[0]));
   text = replace_all(text, "COLS", std::to_string(t.shape[1]));
   text = replace_all(text, "BYTES", std::to_string(t.bytes()));
@@ -61,11 +68,14 @@ std::string fill_in(std::string text, const SwizzledTile& t, const std::string& 
   return "#lbar = {offset: [] -> dim0:1}\n#lbuf = " + offsets_text(t) + "\n" + text;
 }
 
-// A box of `src` at (m, k) copied to the same box of `dst` by tensor copies.
+// A box of `src` at (m, k) copied to the same box of `dst` (of the same
+// shape and strides) by tensor copies.
 std::string copy_kernel(const SwizzledTile& t, const std::string& dtype) {
-  return fill_in("func @tma_copy(%src: ptr<DT>, %dst: ptr<DT>, %m: i32, %k: i32) attributes "
-                 "{barriers = \"inserted\", num_ctas = 1, num_warps = 4, warp_size = 32} {\n" +
-                     kFill + "  tma_store %dst, %buf, %m, %k\n}\n",
+  return fill_in("func @tma_copy(%src: ptr<DT>, %dst: ptr<DT>, %M: i32, %K: i32, %ld: i32, %m: i32, %k: i32) "
+                 "attributes {barriers = \"inserted\", num_ctas = 1, num_warps = 4, warp_size = 32} {\n" +
+                     kFill +
+                     "  %dmap = tensor_map %dst, %M, %K, %ld, %one {box = [BOXR, BOXC], swizzle = SWZ} : ptr<DT>\n"
+                     "  tma_store %dmap, %buf, %m, %k\n}\n",
                  t, dtype);
 }
 
@@ -76,11 +86,12 @@ codegen::Specialization facts(const ir::Function& fn) {
   return s;
 }
 
-std::string lower(const std::string& text, const std::string& target) {
+codegen::CompiledKernel compile_text(const std::string& text, const std::string& target) {
   auto module = ir::parse(text, "tma.tir");
   REQUIRE(module->functions.size() == 1);
-  return codegen::lower_gpu_ir(*module->functions[0], facts(*module->functions[0]), target, codegen::Stage::Asm);
+  return codegen::compile_gpu_ir(*module->functions[0], facts(*module->functions[0]), target);
 }
+std::string lower(const std::string& text, const std::string& target) { return compile_text(text, target).assembly; }
 
 // A rows x cols tile of bf16: 128-byte rows (the 128-byte swizzle), 64,
 // 32, 16 (none), and rows of 512 bytes (four panels, a copy each).
@@ -92,9 +103,25 @@ TEST_CASE("tensor copies and mbarriers lower for sm_90a and assemble", "[codegen
   for (auto [rows, cols] : kTiles) {
     INFO(rows << " x " << cols);
     SwizzledTile t = SwizzledTile::plan(rows, cols, 1, 2);
-    std::string ptx = lower(copy_kernel(t, "bf16"), "sm_90a");
+    codegen::CompiledKernel ck = compile_text(copy_kernel(t, "bf16"), "sm_90a");
+    const std::string& ptx = ck.assembly;
     auto box = codegen::tensor_box_of(t);
     REQUIRE(box.why.empty());
+    // Two maps after the seven arguments, 128 bytes by value each, read in
+    // place (no local copy), described for the launcher.
+    CHECK(codegen_checks::count(ptx, R"(\.param \.align 64 \.b8 tma_copy_param_[78]\[128\])") == 2);
+    CHECK(codegen_checks::count(ptx, R"(ld\.local|st\.local|\.local)") == 0);
+    REQUIRE(ck.tensor_maps.size() == 2);
+    for (int i = 0; i < 2; ++i) {
+      const codegen::TensorMapParam& m = ck.tensor_maps[size_t(i)];
+      CHECK(m.dtype == DType::bf16);
+      CHECK(m.base_arg == i);
+      REQUIRE(m.sizes.size() == 2);
+      CHECK((m.sizes[0].arg == 2 && m.sizes[1].arg == 3 && m.strides[0].arg == 4));
+      CHECK((m.strides[1].arg == -1 && m.strides[1].value == 1));
+      CHECK(m.box == std::vector<int64_t>{box.rows, box.inner});
+      CHECK(m.swizzle_bytes == box.swizzle_bytes);
+    }
     CHECK(codegen_checks::count(ptx, R"(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes)") ==
           box.panels);
     CHECK(codegen_checks::count(ptx, R"(cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group)") == box.panels);
@@ -110,14 +137,23 @@ TEST_CASE("tensor copies are a clear error where they cannot be lowered", "[code
   SwizzledTile t = SwizzledTile::plan(128, 64, 1, 2);
   std::string text = copy_kernel(t, "bf16");
   CHECK_THROWS_WITH(lower(text, "sm_80"),
-                    Contains("'mbarrier_init' needs tensor copies (TMA) and transaction mbarriers, which sm_80 "
+                    Contains("'tensor_map' needs tensor copies (TMA) and transaction mbarriers, which sm_80 "
                              "does not have (sm_90 or later)"));
   CHECK_THROWS_WITH(lower(replace_all(text, "warp_size = 32", "warp_size = 64"), "gfx942"),
-                    Contains("'mbarrier_init' needs tensor copies (TMA)"));
+                    Contains("'tensor_map' needs tensor copies (TMA)"));
   // A buffer off its swizzle's 1024-byte atom.
   CHECK_THROWS_WITH(lower(replace_all(text, "offset = 1024", "offset = 512"), "sm_90a"),
                     Contains("'tma_load' expects its buffer (and each slot) at a multiple of 1024 bytes of shared "
                              "memory (its swizzle's atom), found offset 512"));
+  // A map of a tensor the kernel computes: the launcher cannot encode it.
+  std::string computed = replace_all(text, "%ld, %one {", "%ld, %two {");
+  computed = replace_all(computed, "  %smap =", "  %two = add %one, %one : i32\n  %smap =");
+  CHECK_THROWS_WITH(lower(computed, "sm_90a"),
+                    Contains("'tensor_map' expects each size and stride to be a kernel argument or a constant"));
+  CHECK_THROWS_WITH(lower(replace_all(text, "%smap = tensor_map %src, %M, %K, %ld, %one",
+                                      "%sp = addptr %src, %M : ptr<bf16>\n  %smap = tensor_map %sp, %M, %K, %ld, %one"),
+                          "sm_90a"),
+                    Contains("'tensor_map' expects its base to be a kernel argument"));
   // Rows of 8 bytes: no tensor copy moves them.
   SwizzledTile narrow = SwizzledTile::plan(16, 4, 1, 2);
   CHECK_THROWS_WITH(lower(copy_kernel(narrow, "bf16"), "sm_90a"),
@@ -149,21 +185,36 @@ TEST_CASE("tensor maps keep TMA's rules, said before the driver is asked", "[cod
 
 namespace {
 
-// A launch of one program of 128 threads with `smem` bytes of shared
-// memory, of the kernel in `ptx`, with `args` (device addresses, i32s).
+// A launch of one program of 128 threads of a kernel compiled from GPU IR:
+// its arguments (device addresses and i32s, as int64 values), then its
+// tensor maps by value, encoded from those values as the launcher will.
 struct Launch {
   const nvptx::CudaDriver& d = nvptx::CudaDriver::get();
+  codegen::CompiledKernel ck;
   nvptx::CUmodule module = nullptr;
   nvptx::CUfunction fn = nullptr;
 
-  Launch(const std::string& ptx, const std::string& entry) {
+  explicit Launch(codegen::CompiledKernel compiled) : ck(std::move(compiled)) {
     nvptx::JitLog log;
-    d.check(d.cuModuleLoadDataEx(&module, ptx.c_str(), nvptx::JitLog::count, log.options, log.values),
+    d.check(d.cuModuleLoadDataEx(&module, ck.assembly.c_str(), nvptx::JitLog::count, log.options, log.values),
             "cuModuleLoadDataEx", log.text());
-    d.check(d.cuModuleGetFunction(&fn, module, entry.c_str()), "cuModuleGetFunction");
+    d.check(d.cuModuleGetFunction(&fn, module, ck.entry.c_str()), "cuModuleGetFunction");
   }
-  void operator()(std::vector<void*> args, int smem) {
-    d.check(d.cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, unsigned(smem), nullptr, args.data(), nullptr), "cuLaunchKernel");
+  void operator()(const std::vector<int64_t>& args) {
+    REQUIRE(args.size() == ck.params.size());
+    std::vector<uint64_t> wide(args.size());
+    std::vector<int32_t> narrow(args.size());
+    std::vector<void*> params;
+    for (size_t i = 0; i < args.size(); ++i) {
+      wide[i] = uint64_t(args[i]), narrow[i] = int32_t(args[i]);
+      params.push_back(ck.params[i].is_ptr ? static_cast<void*>(&wide[i]) : static_cast<void*>(&narrow[i]));
+    }
+    std::vector<nvptx::TensorMap> maps;
+    for (const auto& m : ck.tensor_maps) maps.push_back(nvptx::encode_tensor_map(d, nvptx::tensor_map_spec(m, args)));
+    for (auto& m : maps) params.push_back(&m);
+    d.check(d.cuLaunchKernel(fn, 1, 1, 1, unsigned(ck.threads), 1, 1, unsigned(ck.shared_bytes), nullptr,
+                             params.data(), nullptr),
+            "cuLaunchKernel");
     d.check(d.cuCtxSynchronize(), "cuCtxSynchronize");
   }
 };
@@ -190,18 +241,7 @@ bool hopper() {
   return false;
 }
 
-// A tensor map in device memory (where a kernel argument points to it).
-Buffer map_on_device(Device& dev, const TensorMapSpec& s) {
-  nvptx::TensorMap map = nvptx::encode_tensor_map(nvptx::CudaDriver::get(), s);
-  return dev.upload(std::vector<uint64_t>(std::begin(map.words), std::end(map.words)));
-}
-
-// The map of a rows x cols row-major tensor (`stride` elements a row) at
-// `address`, in boxes that fill the buffer `t` a panel at a time.
-TensorMapSpec map_for(uint64_t address, int64_t rows, int64_t cols, int64_t stride, const SwizzledTile& t) {
-  auto box = codegen::tensor_box_of(t);
-  return {DType::bf16, address, {rows, cols}, {stride, 1}, {box.rows, box.inner}, box.swizzle_bytes};
-}
+int64_t address(const Buffer& b) { return int64_t(b.device_address()); }
 
 }  // namespace
 
@@ -213,17 +253,13 @@ TEST_CASE("tensor copies move boxes of a tensor, zeros out of range, clipped sto
   const bf16 sentinel = bf16(-7.0f);
   for (auto [rows, cols] : kTiles) {
     SwizzledTile t = SwizzledTile::plan(rows, cols, 1, 2);
-    Launch copy(lower(copy_kernel(t, "bf16"), "sm_90a"), "tma_copy");
+    Launch copy(compile_text(copy_kernel(t, "bf16"), "sm_90a"));
     // Inside, across the last row and column, and wholly outside.
-    for (auto [m0, k0] : std::vector<std::pair<int32_t, int32_t>>{{0, 0}, {int32_t(M - rows / 2), int32_t(K - cols / 2)},
-                                                                 {int32_t(M + 8), 0}}) {
+    for (auto [m0, k0] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {M - rows / 2, K - cols / 2}, {M + 8, 0}}) {
       INFO(rows << " x " << cols << " box at (" << m0 << ", " << k0 << ")");
       auto s = dev.upload(src);
       auto d = dev.upload(std::vector<bf16>(src.size(), sentinel));
-      auto smap = map_on_device(dev, map_for(s.device_address(), M, K, stride, t));
-      auto dmap = map_on_device(dev, map_for(d.device_address(), M, K, stride, t));
-      uint64_t sa = smap.device_address(), da = dmap.device_address();
-      copy({&sa, &da, &m0, &k0}, int(1024 + t.bytes()));
+      copy({address(s), address(d), M, K, stride, m0, k0});
       auto got = d.download<bf16>();
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < stride; ++j) {
@@ -243,22 +279,23 @@ TEST_CASE("a tensor copy stores its box in the buffer's swizzled layout", "[gpu]
   // A traced copy of a rows x cols tile to a dense output; its load then
   // becomes the box's tensor copy and a local_load of the buffer.
   const std::vector<bf16> src = ragged_source();
-  auto check = [&](const Kernel& k, const SwizzledTile& t, int32_t m0, int32_t k0) {
+  auto check = [&](const Kernel& k, const SwizzledTile& t, int64_t m0, int64_t k0) {
     int64_t rows = t.shape[0], cols = t.shape[1];
     INFO(rows << " x " << cols << " box at (" << m0 << ", " << k0 << ")");
     std::string gpu = codegen::emit_stage(*k.impl(), codegen_checks::aligned(k), "sm_90a", codegen::Stage::Gpu);
     std::smatch m;
     REQUIRE(std::regex_search(gpu, m, std::regex(R"(\n  (%\d+) = load %\d+ : (tile<[^>]*>)[^\n]*)")));
-    std::string fill = replace_all(kFill, "%src", "%0");
-    fill = replace_all(replace_all(fill, "%m,", "%2,"), "%k\n", "%3\n");
+    // The kernel's arguments: x, y, M, K, ld, m, k.
+    std::string fill = kFill;
+    for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"%src", "%0"}, {"%M,", "%2,"}, {"%K,", "%3,"}, {"%ld,", "%4,"}, {"%m,", "%5,"}, {"%k\n", "%6\n"}})
+      fill = replace_all(fill, from, to);
     std::string text = gpu.substr(0, size_t(m.position(0))) + "\n" + fill + "  " + m[1].str() + " = local_load %buf : " +
                        m[2].str() + gpu.substr(size_t(m.position(0) + m.length(0)));
-    Launch run(lower(fill_in(text, t, "bf16"), "sm_90a"), "tile_copy");
+    Launch run(compile_text(fill_in(text, t, "bf16"), "sm_90a"));
     auto s = dev.upload(src);
     auto out = dev.upload(std::vector<bf16>(size_t(rows * cols), bf16(-7.0f)));
-    auto smap = map_on_device(dev, map_for(s.device_address(), M, K, stride, t));
-    uint64_t sa = smap.device_address(), oa = out.device_address();
-    run({&sa, &oa, &m0, &k0}, int(1024 + t.bytes()));
+    run({address(s), address(out), M, K, stride, m0, k0});
     auto got = out.download<bf16>();
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {
@@ -271,7 +308,8 @@ TEST_CASE("a tensor copy stores its box in the buffer's swizzled layout", "[gpu]
   auto kernel = [](auto rows_c, auto cols_c) {
     constexpr int R = decltype(rows_c)::value, C = decltype(cols_c)::value;
     return compile(
-        [](ptr<bf16> x, ptr<bf16> y, scalar<int32_t> m, scalar<int32_t> k) {
+        [](ptr<bf16> x, ptr<bf16> y, scalar<int32_t> M, scalar<int32_t> K, scalar<int32_t> ld, scalar<int32_t> m,
+           scalar<int32_t> k) {
           auto r = arange(0, R), c = arange(0, C);
           auto offs = col(r) * C + row(c);  // [R, C] i32
           store(y + offs, load(x + offs));
@@ -284,7 +322,7 @@ TEST_CASE("a tensor copy stores its box in the buffer's swizzled layout", "[gpu]
   Kernel k32 = kernel(integral_constant<int, 32>{}, integral_constant<int, 16>{});
   Kernel kwide = kernel(integral_constant<int, 64>{}, integral_constant<int, 256>{});
   check(k128, SwizzledTile::plan(128, 64, 1, 2), 8, 16);
-  check(k128, SwizzledTile::plan(128, 64, 1, 2), int32_t(M - 64), int32_t(K - 32));
+  check(k128, SwizzledTile::plan(128, 64, 1, 2), M - 64, K - 32);
   check(k64, SwizzledTile::plan(64, 32, 1, 2), 3, 40);
   check(k32, SwizzledTile::plan(32, 16, 1, 2), 190, 296);
   check(kwide, SwizzledTile::plan(64, 256, 1, 2), 150, 100);
