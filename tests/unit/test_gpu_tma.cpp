@@ -254,8 +254,11 @@ TEST_CASE("tensor copies move boxes of a tensor, zeros out of range, clipped sto
   for (auto [rows, cols] : kTiles) {
     SwizzledTile t = SwizzledTile::plan(rows, cols, 1, 2);
     Launch copy(compile_text(copy_kernel(t, "bf16"), "sm_90a"));
-    // Inside, across the last row and column, and wholly outside.
-    for (auto [m0, k0] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {M - rows / 2, K - cols / 2}, {M + 8, 0}}) {
+    // Inside, across the last row and column, and wholly outside (the
+    // innermost coordinate a multiple of 16 bytes, none negative: what
+    // tensor copies take, ops.def).
+    int64_t k_edge = (K - cols / 2) / 8 * 8;
+    for (auto [m0, k0] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {M - rows / 2, k_edge}, {M + 8, 0}, {0, K + 4}}) {
       INFO(rows << " x " << cols << " box at (" << m0 << ", " << k0 << ")");
       auto s = dev.upload(src);
       auto d = dev.upload(std::vector<bf16>(src.size(), sentinel));
@@ -321,9 +324,13 @@ TEST_CASE("a tensor copy stores its box in the buffer's swizzled layout", "[gpu]
   Kernel k64 = kernel(integral_constant<int, 64>{}, integral_constant<int, 32>{});
   Kernel k32 = kernel(integral_constant<int, 32>{}, integral_constant<int, 16>{});
   Kernel kwide = kernel(integral_constant<int, 64>{}, integral_constant<int, 256>{});
+  // Inside, across the last row and column, before the first ones.
   check(k128, SwizzledTile::plan(128, 64, 1, 2), 8, 16);
-  check(k128, SwizzledTile::plan(128, 64, 1, 2), M - 64, K - 32);
+  check(k128, SwizzledTile::plan(128, 64, 1, 2), M - 64, K - 36);
+  check(k128, SwizzledTile::plan(128, 64, 1, 2), -8, -16);
   check(k64, SwizzledTile::plan(64, 32, 1, 2), 3, 40);
   check(k32, SwizzledTile::plan(32, 16, 1, 2), 190, 296);
-  check(kwide, SwizzledTile::plan(64, 256, 1, 2), 150, 100);
+  check(kwide, SwizzledTile::plan(64, 256, 1, 2), 150, 96);
+  check(kwide, SwizzledTile::plan(64, 256, 1, 2), -8, -64);
 }
+
