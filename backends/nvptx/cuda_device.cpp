@@ -10,11 +10,13 @@
 #include "nvptx/cuda_device.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <optional>
 
 #include "codegen/compile.h"
 #include "nvptx/cuda_driver.h"
+#include "nvptx/cuda_tensor_map.h"
 #include "runtime/launcher.h"
 
 namespace tl::nvptx {
@@ -128,7 +130,12 @@ class CudaDevice final : public detail::DeviceImpl {
   void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args) override {
     make_current();
     auto loaded = launcher_->load(k, args);
-    runtime::KernelParams params(args, "cuda");
+    runtime::KernelParams params(args, "cuda", loaded->tensor_maps, [this](const auto& m, const auto& values) {
+      TensorMap map = encode_tensor_map(driver_, tensor_map_spec(m, values));
+      runtime::TensorMapBytes out;
+      std::memcpy(out.bytes, map.words, sizeof(out.bytes));
+      return out;
+    });
     // A program is a cluster of num_ctas CTAs along x (the kernel declares
     // its cluster size, so a plain launch forms the clusters).
     uint64_t ctas_x = uint64_t(grid.x) * uint64_t(std::max(1, k.options.num_ctas));

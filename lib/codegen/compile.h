@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "runtime/tensor_map_param.h"
 #include "transforms/axis_analysis.h"
 
 namespace tl::codegen {
@@ -25,23 +26,9 @@ struct Specialization {
 enum class Stage { Tile, Gpu, Llvm, Asm };
 bool parse_stage(const std::string& name, Stage& out);  // tile|gpu|llvm|asm
 
-// A tensor map the kernel takes by value after its own parameters, one a
-// tensor_map op (ops.def), in their order: the launcher encodes it from
-// the launch's arguments. Each size and stride is an argument's value (arg
-// >= 0: its index) or a constant; dimensions outermost first, strides in
-// elements, the box and swizzle as the op says.
-struct TensorMapParam {
-  struct Operand {
-    int arg = -1;
-    int64_t value = 0;
-    int64_t of(const std::vector<int64_t>& args) const { return arg >= 0 ? args[size_t(arg)] : value; }
-  };
-  DType dtype = DType::bf16;
-  int base_arg = 0;  // the pointer argument the tensor starts at
-  std::vector<Operand> sizes, strides;
-  std::vector<int64_t> box;
-  int swizzle_bytes = 0;
-};
+// A tensor map the kernel takes by value after its own parameters
+// (runtime/tensor_map_param.h).
+using runtime::TensorMapParam;
 
 struct CompiledKernel {
   std::string target;          // "sm_90a", "gfx942", ...

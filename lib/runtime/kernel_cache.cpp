@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -431,9 +432,68 @@ void KernelCache::set_write_function(WriteFunction write) { write_ = write; }
 // ---------------------------------------------------------------------------
 // A device's payload
 
+std::string tensor_map_line(const TensorMapParam& m) {
+  auto operand = [](const TensorMapParam::Operand& o) {
+    return o.arg >= 0 ? "a" + std::to_string(o.arg) : std::to_string(o.value);
+  };
+  std::string s = std::string(dtype_name(m.dtype)) + " " + std::to_string(m.base_arg) + " " + std::to_string(m.box.size());
+  for (const auto& o : m.sizes) s += " " + operand(o);
+  for (const auto& o : m.strides) s += " " + operand(o);
+  for (int64_t b : m.box) s += " " + std::to_string(b);
+  return s + " " + std::to_string(m.swizzle_bytes);
+}
+
+std::optional<TensorMapParam> parse_tensor_map_line(std::string_view s) {
+  std::vector<std::string_view> f;
+  while (!s.empty() && f.size() <= 32) {
+    size_t sp = s.find(' ');
+    f.push_back(s.substr(0, sp));
+    s = sp == std::string_view::npos ? std::string_view() : s.substr(sp + 1);
+  }
+  auto integer = [](std::string_view t, int64_t lo, int64_t hi) -> std::optional<int64_t> {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < lo || v > hi) return std::nullopt;
+    return v;
+  };
+  constexpr int64_t kMaxArg = 1023;
+  TensorMapParam m;
+  if (f.size() < 3 || !dtype_from_name(f[0], m.dtype)) return std::nullopt;
+  auto base = integer(f[1], 0, kMaxArg);
+  auto rank = integer(f[2], 1, 5);
+  if (!base || !rank || f.size() != size_t(3 + 3 * *rank + 1)) return std::nullopt;
+  m.base_arg = int(*base);
+  size_t r = size_t(*rank);
+  for (size_t i = 0; i < 2 * r; ++i) {
+    std::string_view t = f[3 + i];
+    TensorMapParam::Operand o;
+    if (t.starts_with("a")) {
+      auto a = integer(t.substr(1), 0, kMaxArg);
+      if (!a) return std::nullopt;
+      o.arg = int(*a);
+    } else {
+      auto v = integer(t, INT64_MIN, INT64_MAX);
+      if (!v) return std::nullopt;
+      o.value = *v;
+    }
+    (i < r ? m.sizes : m.strides).push_back(o);
+  }
+  for (size_t i = 0; i < r; ++i) {
+    auto b = integer(f[3 + 2 * r + i], 1, 256);
+    if (!b) return std::nullopt;
+    m.box.push_back(*b);
+  }
+  auto sw = integer(f.back(), 0, 128);
+  if (!sw || (*sw != 0 && *sw != 32 && *sw != 64 && *sw != 128)) return std::nullopt;
+  m.swizzle_bytes = int(*sw);
+  return m;
+}
+
 Bytes encode_cached_binary(std::string_view device, const CachedBinary& e) {
   std::string head = "tiledsl-" + std::string(device) + "-kernel 1\nentry " + e.entry + "\nthreads " +
-                     std::to_string(e.threads) + "\nshared " + std::to_string(e.shared_bytes) + "\n\n";
+                     std::to_string(e.threads) + "\nshared " + std::to_string(e.shared_bytes) + "\n";
+  for (const auto& m : e.tensor_maps) head += "map " + tensor_map_line(m) + "\n";
+  head += "\n";
   Bytes out(head.begin(), head.end());
   out.insert(out.end(), e.binary.begin(), e.binary.end());
   return out;
@@ -488,6 +548,12 @@ std::optional<CachedBinary> decode_cached_binary(std::string_view device, std::s
   count = shared ? parse_count(*shared) : std::nullopt;
   if (!count) return reject(why, "a missing or damaged shared-memory size");
   e.shared_bytes = *count;
+  constexpr size_t kMaxMaps = 32;
+  while (auto line = header_line(text, pos, "map")) {
+    auto m = parse_tensor_map_line(*line);
+    if (!m || e.tensor_maps.size() == kMaxMaps) return reject(why, "a damaged tensor map line");
+    e.tensor_maps.push_back(*m);
+  }
   if (text.substr(pos, 1) != "\n") return reject(why, "no empty line after the header lines");
   e.binary.assign(bytes.begin() + std::ptrdiff_t(pos + 1), bytes.end());
   if (e.binary.empty()) return reject(why, "an empty binary");

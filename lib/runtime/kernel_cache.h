@@ -57,6 +57,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/tensor_map_param.h"
+
 namespace tl::detail {
 struct KernelImpl;
 }
@@ -289,11 +291,18 @@ struct CachedBinary {
   int threads = 0;
   int shared_bytes = 0;
   Bytes binary;
+  std::vector<TensorMapParam> tensor_maps;  // the kernel's parameters after its arguments
 };
 Bytes encode_cached_binary(std::string_view device, const CachedBinary& e);
+// A tensor map's header line value: "bf16 0 2 a2 a3 a4 1 128 64 128" (its
+// element type, base argument, rank, sizes, strides, box, swizzle; "aN"
+// is argument N); and its parse, nullopt for anything else.
+std::string tensor_map_line(const TensorMapParam& m);
+std::optional<TensorMapParam> parse_tensor_map_line(std::string_view s);
 // The entry when `bytes` is one that `device` wrote and that a launch can
 // use (an entry symbol of printable characters, 1 to 1024 threads, shared
-// bytes >= 0, a non-empty binary), else nullopt with the reason in `*why`.
+// bytes >= 0, tensor maps as tensor_map_line writes them, a non-empty
+// binary), else nullopt with the reason in `*why`.
 std::optional<CachedBinary> decode_cached_binary(std::string_view device, std::span<const uint8_t> bytes,
                                                  std::string* why = nullptr);
 

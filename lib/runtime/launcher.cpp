@@ -96,6 +96,7 @@ std::shared_ptr<const LoadedKernel> Launcher::load_binary(const detail::KernelIm
     out->function = function;
     out->threads = e.threads;
     out->shared_bytes = e.shared_bytes;
+    out->tensor_maps = e.tensor_maps;
     double load_ms = ms_since(t0);
     std::lock_guard lock(stats_mutex_);
     if (!compiled) ++stats_.cache_hits;
@@ -115,6 +116,7 @@ CachedBinary Launcher::compile(const detail::KernelImpl& k, const codegen::Speci
   e.entry = ck.entry;
   e.threads = ck.threads;
   e.shared_bytes = ck.shared_bytes;
+  e.tensor_maps = ck.tensor_maps;
   double link_ms = 0;
   if (driver_.link) {
     auto t1 = Clock::now();
@@ -130,11 +132,22 @@ CachedBinary Launcher::compile(const detail::KernelImpl& k, const codegen::Speci
   return e;
 }
 
-KernelParams::KernelParams(const std::vector<detail::LaunchArg>& args, std::string_view device)
+KernelParams::KernelParams(const std::vector<detail::LaunchArg>& args, std::string_view device,
+                           const std::vector<TensorMapParam>& maps,
+                           const std::function<TensorMapBytes(const TensorMapParam&, const std::vector<int64_t>&)>& encode)
     : slots_(args.size()), pointers_(args.size()) {
   for (size_t j = 0; j < args.size(); ++j) {
     marshal(args[j], slots_[j].data(), device);
     pointers_[j] = slots_[j].data();
+  }
+  if (maps.empty()) return;
+  if (!encode) throw Error(std::string(device) + " device: cannot pass tensor maps");
+  std::vector<int64_t> values;
+  for (const auto& a : args) values.push_back(a.type.is_ptr ? int64_t(a.address) : a.i);
+  maps_.reserve(maps.size());  // the pointers point into it
+  for (const auto& m : maps) {
+    maps_.push_back(encode(m, values));
+    pointers_.push_back(maps_.back().bytes);
   }
 }
 

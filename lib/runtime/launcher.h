@@ -59,6 +59,7 @@ struct LoadedKernel {
   void* function = nullptr;  // the driver's function handle
   int threads = 0;           // block size
   int shared_bytes = 0;      // dynamic shared memory per block
+  std::vector<TensorMapParam> tensor_maps;  // passed after the arguments
 };
 
 // One device's launch path (see the top of this file). Thread-safe: a key is
@@ -95,11 +96,16 @@ class Launcher {
 // The launch arguments as a driver's kernel-parameter array (the `void**`
 // a driver's launch call takes): each in an 8-byte slot at
 // its parameter's own width, of which the driver copies as many bytes as
-// the kernel declares. `device` names the device in the error for a type
-// that cannot be passed.
+// the kernel declares; then the kernel's tensor maps, 128 bytes each,
+// encoded by `encode` from the arguments' values (a pointer's: its
+// address; the device's encoder throws naming a rule they break). `device`
+// names the device in the error for a type that cannot be passed, or for
+// maps without an encoder.
 class KernelParams {
  public:
-  KernelParams(const std::vector<detail::LaunchArg>& args, std::string_view device);
+  KernelParams(const std::vector<detail::LaunchArg>& args, std::string_view device,
+               const std::vector<TensorMapParam>& maps = {},
+               const std::function<TensorMapBytes(const TensorMapParam&, const std::vector<int64_t>&)>& encode = {});
   // The slots point into this object, which therefore stays where it is.
   KernelParams(const KernelParams&) = delete;
   KernelParams& operator=(const KernelParams&) = delete;
@@ -108,6 +114,7 @@ class KernelParams {
 
  private:
   std::vector<std::array<uint8_t, 8>> slots_;
+  std::vector<TensorMapBytes> maps_;
   std::vector<void*> pointers_;
 };
 

@@ -378,6 +378,31 @@ TEST_CASE("a GPU device's cached binary round-trips and rejects damage", "[cache
   }
 }
 
+TEST_CASE("a cached binary keeps its kernel's tensor maps, and damaged map lines are refused", "[cache]") {
+  using tl::runtime::TensorMapParam;
+  TensorMapParam a{tl::DType::bf16, 0, {{2, 0}, {3, 0}}, {{4, 0}, {-1, 1}}, {128, 64}, 128};
+  TensorMapParam b{tl::DType::f32, 5, {{-1, 300}}, {{-1, 1}}, {32}, 0};
+  CHECK(tl::runtime::tensor_map_line(a) == "bf16 0 2 a2 a3 a4 1 128 64 128");
+  CHECK(tl::runtime::tensor_map_line(b) == "f32 5 1 300 1 32 0");
+  tl::runtime::CachedBinary e{"gemm", 384, 1024, {1, 2, 3}, {a, b}};
+  auto back = tl::runtime::decode_cached_binary("cuda", tl::runtime::encode_cached_binary("cuda", e));
+  REQUIRE(back);
+  CHECK(back->tensor_maps == e.tensor_maps);
+  CHECK(back->binary == e.binary);
+  for (const char* line : {"bf16 0 2 a2 a3 a4 1 128 64", "bf16 0 2 a2 a3 a4 1 128 64 128 0", "bf16 0 2 a2 a3 a4 1 512 64 128",
+                           "bf16 0 2 a2 a3 a4 1 128 64 16", "bf17 0 2 a2 a3 a4 1 128 64 128", "bf16 0 6 a2", "bf16 -1 1 4 1 8 0",
+                           "bf16 0 1 a99999 1 8 0", "bf16 0 1 4x 1 8 0", "bf16 0 1  1 8 0", "bf16 0 1 99999999999999999999 1 8 0"}) {
+    INFO(line);
+    CHECK(!tl::runtime::parse_tensor_map_line(line));
+    std::string head = std::string("tiledsl-cuda-kernel 1\nentry gemm\nthreads 128\nshared 0\nmap ") + line + "\n\n";
+    Bytes bytes(head.begin(), head.end());
+    bytes.push_back(0x7f);
+    std::string why;
+    CHECK(!tl::runtime::decode_cached_binary("cuda", bytes, &why));
+    CHECK(why == "a damaged tensor map line");
+  }
+}
+
 TEST_CASE("kernel cache: the fuzzer's seed entries", "[cache]") {
   // Real entries as the CUDA and HIP devices write them, and two the reader
   // must refuse: the seeds of fuzz/fuzz_cache_entry.cpp. With

@@ -219,3 +219,29 @@ TEST_CASE("launcher: each parameter fills an 8-byte slot at its own width", "[la
   CHECK(f == 1.5f);
   CHECK(slot(2) >> 32 == 0);
 }
+
+TEST_CASE("launcher: a kernel's tensor maps follow its arguments, encoded from their values", "[launcher]") {
+  tl::Kernel k = tl::compile(launcher_row_sum, {.name = "launcher_row_sum"});
+  auto i32 = tl::compile(launcher_scale<256>, {.name = "launcher_scale"}).params()[1];
+  std::vector<LaunchArg> args = {{k.params()[0], 0x1000, 0, 0}, {i32, 0, 300, 0}};
+  tl::runtime::TensorMapParam m{tl::DType::bf16, 0, {{1, 0}}, {{-1, 1}}, {64}, 0};
+  std::vector<std::vector<int64_t>> seen;
+  tl::runtime::KernelParams params(args, "launcher-test", {m, m}, [&](const auto& p, const auto& values) {
+    seen.push_back(values);
+    tl::runtime::TensorMapBytes out;
+    out.bytes[0] = uint8_t(p.sizes[0].of(values) & 0xff);
+    out.bytes[127] = uint8_t(seen.size());
+    return out;
+  });
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == std::vector<int64_t>{0x1000, 300});
+  auto* first = static_cast<const uint8_t*>(params.data()[2]);
+  auto* second = static_cast<const uint8_t*>(params.data()[3]);
+  CHECK(first[0] == (300 & 0xff));
+  CHECK(first[127] == 1);
+  CHECK(second[127] == 2);
+  CHECK(reinterpret_cast<uintptr_t>(first) % 64 == 0);
+  // Maps without an encoder (a device without tensor copies) are an error.
+  CHECK_THROWS_WITH(tl::runtime::KernelParams(args, "launcher-test", {m}),
+                    Catch::Contains("launcher-test device: cannot pass tensor maps"));
+}
