@@ -255,18 +255,19 @@ TEST_CASE("tensor copies move boxes of a tensor, zeros out of range, clipped sto
     SwizzledTile t = SwizzledTile::plan(rows, cols, 1, 2);
     Launch copy(compile_text(copy_kernel(t, "bf16"), "sm_90a"));
     // Inside, across the last row and column, and wholly outside (the
-    // innermost coordinate a multiple of 16 bytes, none negative: what
-    // tensor copies take, ops.def).
-    int64_t k_edge = (K - cols / 2) / 8 * 8;
-    for (auto [m0, k0] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {M - rows / 2, k_edge}, {M + 8, 0}, {0, K + 4}}) {
+    // innermost coordinate a multiple of 16 bytes, none negative, rows of
+    // a multiple of 16 bytes: what tensor stores take, ops.def).
+    const int64_t Ks = K / 8 * 8;
+    int64_t k_edge = (Ks - cols / 2) / 8 * 8;
+    for (auto [m0, k0] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {M - rows / 2, k_edge}, {M + 8, 0}, {0, Ks + 8}}) {
       INFO(rows << " x " << cols << " box at (" << m0 << ", " << k0 << ")");
       auto s = dev.upload(src);
       auto d = dev.upload(std::vector<bf16>(src.size(), sentinel));
-      copy({address(s), address(d), M, K, stride, m0, k0});
+      copy({address(s), address(d), M, Ks, stride, m0, k0});
       auto got = d.download<bf16>();
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < stride; ++j) {
-          bool in_box = i >= m0 && i < m0 + rows && j >= k0 && j < k0 + cols && j < K;
+          bool in_box = i >= m0 && i < m0 + rows && j >= k0 && j < k0 + cols && j < Ks;
           size_t at = size_t(i * stride + j);
           INFO("element (" << i << ", " << j << ")");
           REQUIRE(float(got[at]) == float(in_box ? src[at] : sentinel));
@@ -303,7 +304,7 @@ TEST_CASE("a tensor copy stores its box in the buffer's swizzled layout", "[gpu]
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {
         int64_t r = m0 + i, c = k0 + j;
-        float want = r < M && c < K ? float(src[size_t(r * stride + c)]) : 0.0f;
+        float want = r >= 0 && r < M && c >= 0 && c < K ? float(src[size_t(r * stride + c)]) : 0.0f;
         INFO("element (" << i << ", " << j << ")");
         REQUIRE(float(got[size_t(i * cols + j)]) == want);
       }
