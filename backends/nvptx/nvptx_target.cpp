@@ -185,6 +185,9 @@ class NvptxTarget final : public Target {
   void mbarrier_init(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const override {
     asm_call(b, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {bar, b.getInt32(count)});
   }
+  void mbarrier_inval(llvm::IRBuilder<>& b, llvm::Value* bar) const override {
+    asm_call(b, "mbarrier.inval.shared::cta.b64 [$0];", "r", {bar});
+  }
   void fence_barrier_init(llvm::IRBuilder<>& b) const override {
     asm_call(b, "fence.mbarrier_init.release.cluster;", "", {});
   }

@@ -26,14 +26,14 @@
 
 namespace kernels {
 
-template <class T, int BM, int BN, int BK, int GROUP_M>
-void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
-          tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
-          tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
-          tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
-          tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
-  // Grouped order: pid -> (pid_m, pid_n). Groups of GROUP_M tile rows are
-  // walked column by column; the last group may be shorter.
+// The output tile (pid_m, pid_n) of this program in grouped order: groups
+// of GROUP_M tile rows are walked column by column; the last group may be
+// shorter.
+struct TileCoords {
+  tl::scalar<int32_t> m, n;
+};
+template <int BM, int BN, int GROUP_M>
+TileCoords grouped_tile(tl::scalar<int32_t> M, tl::scalar<int32_t> N) {
   auto pid = tl::program_id(0);                                 // scalar i32
   auto num_pid_m = tl::cdiv(M, BM);                             // scalar i32
   auto num_pid_n = tl::cdiv(N, BN);                             // scalar i32
@@ -41,8 +41,16 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
   auto group_id = pid / num_pid_in_group;
   auto first_pid_m = group_id * GROUP_M;
   auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);
-  auto pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-  auto pid_n = (pid % num_pid_in_group) / group_size_m;
+  return {first_pid_m + (pid % num_pid_in_group) % group_size_m, (pid % num_pid_in_group) / group_size_m};
+}
+
+template <class T, int BM, int BN, int BK, int GROUP_M>
+void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
+          tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+          tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
+          tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
+          tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
+  auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(M, N);
 
   auto offs_m = pid_m * BM + tl::arange(0, BM);                 // [BM] i32
   auto offs_n = pid_n * BN + tl::arange(0, BN);                 // [BN] i32
@@ -68,6 +76,28 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
   tl::store(c_ptrs, tl::cast<T>(acc), m_ok & n_ok);
 }
 
+// The same gemm through tensor descriptors: the hardware (or, where it
+// cannot, the masks the descriptors mean) handles the ragged edges. On
+// sm_90 the blocks of A and B become tensor copies (TMA) when the launch
+// proves the rules: row-major A and B (stride 1 last), 16-byte aligned
+// bases and row strides.
+template <class T, int BM, int BN, int BK, int GROUP_M>
+void gemm_desc(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
+               tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+               tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
+               tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
+               tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
+  auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(M, N);
+  auto da = tl::make_tensor_descriptor(a, {M, K}, {stride_am, stride_ak}, {BM, BK});
+  auto db = tl::make_tensor_descriptor(b, {K, N}, {stride_bk, stride_bn}, {BK, BN});
+  auto dc = tl::make_tensor_descriptor(c, {M, N}, {stride_cm, stride_cn}, {BM, BN});
+  auto m0 = pid_m * BM, n0 = pid_n * BN;                         // scalar i32
+  auto acc = tl::zeros<float>({BM, BN});                        // [BM, BN] f32
+  for (auto k : tl::range(0, K, BK))
+    acc = tl::dot(da.load({m0, k}), db.load({k, n0}), acc);     // [BM, BK] x [BK, BN]
+  dc.store({m0, n0}, tl::cast<T>(acc));
+}
+
 // ---------------------------------------------------------------------------
 // Tile configurations chosen at run time.
 
@@ -80,10 +110,11 @@ struct GemmConfig {
   int bm = 128, bn = 256, bk = 64;
   int num_warps = 8;
   int num_stages = 4;
+  bool descriptors = false;  // gemm_desc (":desc") instead of gemm
 
   std::string str() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
-           std::to_string(num_warps) + ":" + std::to_string(num_stages);
+           std::to_string(num_warps) + ":" + std::to_string(num_stages) + (descriptors ? ":desc" : "");
   }
 };
 
@@ -108,16 +139,23 @@ inline std::string gemm_tiles_list() {
   return s;
 }
 
-// Parses "BMxBNxBK:warps:stages"; ":stages" or ":warps:stages" may be left
-// out (defaults 8 warps, 3 stages). Throws tl::Error on malformed text or a
-// tile shape without an instantiation.
+// Parses "BMxBNxBK:warps:stages[:desc]"; ":stages" or ":warps:stages" may
+// be left out (the defaults: 8 warps, 4 stages); ":desc" picks gemm_desc.
+// Throws tl::Error on malformed text or a tile shape without an
+// instantiation.
 inline GemmConfig parse_gemm_config(const std::string& text) {
   GemmConfig c;
   int consumed = 0;
-  int fields = std::sscanf(text.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
+  std::string body = text;
+  const std::string desc = ":desc";
+  if (body.size() > desc.size() && body.compare(body.size() - desc.size(), desc.size(), desc) == 0) {
+    c.descriptors = true;
+    body.resize(body.size() - desc.size());
+  }
+  int fields = std::sscanf(body.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
                            &consumed, &c.num_stages, &consumed);
-  if (fields < 3 || size_t(consumed) != text.size() || c.num_warps < 1 || c.num_stages < 1)
-    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]], e.g. 128x128x64:8:3");
+  if (fields < 3 || size_t(consumed) != body.size() || c.num_warps < 1 || c.num_stages < 1)
+    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc], e.g. 128x128x64:8:3");
   for (const auto& t : kGemmTiles)
     if (t.bm == c.bm && t.bn == c.bn && t.bk == c.bk) return c;
   throw tl::Error("gemm config '" + text + "': tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
@@ -132,7 +170,8 @@ tl::Kernel compile_gemm_tile(const GemmConfig& c, const tl::CompileOptions& opti
   } else {
     constexpr GemmTile t = kGemmTiles[I];
     if (c.bm == t.bm && c.bn == t.bn && c.bk == t.bk)
-      return tl::compile(gemm<T, t.bm, t.bn, t.bk, kGemmGroupM>, options);
+      return c.descriptors ? tl::compile(gemm_desc<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
+                           : tl::compile(gemm<T, t.bm, t.bn, t.bk, kGemmGroupM>, options);
     return compile_gemm_tile<T, I + 1>(c, options);
   }
 }

@@ -11,8 +11,10 @@
 // the element offset of the block's first element along its dimension and
 // may lie outside the tensor. A block traces to descriptor_load /
 // descriptor_store (ops.def); the compiler runs them as the masked loads
-// and stores they mean on every target (lower-descriptors; TMA on sm_90 is
-// docs/hopper-plan.md's next step, with the same meaning).
+// and stores they mean (lower-descriptors), except that on sm_90 a load
+// read by dots whose launch proves TMA's rules (16-byte aligned base and
+// row stride, last stride 1, innermost coordinate a multiple of 16 bytes)
+// becomes a tensor copy, pipelined in a loop (codegen/tma_descriptors.h).
 #pragma once
 
 #include <cstdint>

@@ -98,6 +98,12 @@ class Allocator {
           int64_t& align = operand_align_[b];
           align = std::max(align, plan_.dots.at(o.get()).instr->operand_align);
         }
+        // Tensor copies swizzle by address: their buffers start on the
+        // 1024-byte atom of the widest swizzle.
+        if ((o->kind == OpKind::TmaLoad || o->kind == OpKind::TmaStore) && v == o->operands[1]) {
+          int64_t& align = operand_align_[b];
+          align = std::max<int64_t>(align, 1024);
+        }
       }
       for (const auto& sub : o->regions) uses(*sub);
     }

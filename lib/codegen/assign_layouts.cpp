@@ -388,6 +388,12 @@ class Assigner {
         set(op->operands[2], d.c);
         continue;
       }
+      if (op->kind == OpKind::DescriptorLoad) {
+        // A block kept for a tensor copy: rows along the tensor's
+        // contiguous last dimension, 16 bytes a thread.
+        set(op->result(), dflt(op->result()));
+        continue;
+      }
       if (!is_memory_op(*op) || !is_tile(op->operands[0])) continue;
       int fast = axis_.fast_dim(*op);
       auto g = group_vec_.find(find(op->operands[0]));

@@ -7,6 +7,7 @@
 #include "codegen/pipeline_plan.h"
 #include "codegen/shared_sizes.h"
 #include "codegen/swizzled_tile.h"
+#include "codegen/tma_descriptors.h"
 
 namespace tl::codegen {
 
@@ -73,6 +74,7 @@ class Expander {
   // off: it writes zeros.
   Issued issue(ir::Builder& b, const Op& loop, const PipelinePlan& p, const std::vector<Value*>& bufs,
                const std::vector<Value*>& lead, Value* iv, Value* slot, int stage, bool first) {
+    const size_t dims = 2;  // a tensor copy's block (pipeline_plan.h)
     const ir::Region& body = *loop.regions[0];
     std::unordered_map<const Value*, Value*> map;
     map[body.args[0].get()] = iv;
@@ -92,8 +94,13 @@ class Expander {
     Value* live = b.create1(OpKind::Cmp, {iv, loop.operands[1]}, ir::scalar_type(DType::i1), {{"pred", std::string("lt")}});
     Issued out;
     std::vector<Value*> tokens;
+    std::vector<size_t> tensor_copies;
     auto copy = [&](size_t li) {
       const Op& ld = *p.loads[li];
+      if (ld.kind == OpKind::DescriptorLoad) {
+        tensor_copies.push_back(li);
+        return;
+      }
       Value* ptr = get(ld.operands[0]);
       Type mask_type = ptr->type.with_dtype(DType::i1).with_layout(ptr->type.layout);
       Value* mask = b.create1(OpKind::Splat, {live}, mask_type);
@@ -115,7 +122,30 @@ class Expander {
     };
     for (size_t li = 0; li < p.loads.size(); ++li)
       if (!p.invariant[li] || (first && !p.invariant_group)) copy(li);
-    if (!p.prefetch_registers) commit();
+    if (async_) commit();
+    // The stage's tensor copies, issued by one thread where the iteration
+    // is live, complete on the stage's full mbarrier.
+    if (!tensor_copies.empty()) {
+      Value* bar = slot_view(b, full_, slot, stage);
+      std::vector<Value*> dsts;
+      int64_t bytes = 0;
+      for (size_t li : tensor_copies) {
+        dsts.push_back(slot_view(b, bufs[li], slot, stage));
+        bytes += boxes_[li].panel_bytes() * boxes_[li].panels;
+      }
+      Op* branch = b.create(OpKind::If, {live}, {});
+      ir::Builder then(branch->add_region());
+      then.loc = b.loc;
+      then.create(OpKind::MbarrierExpectTx, {bar}, {}, {{"bytes", bytes}});
+      for (size_t k = 0; k < tensor_copies.size(); ++k) {
+        const Op& ld = *p.loads[tensor_copies[k]];
+        std::vector<Value*> operands{maps_[tensor_copies[k]], dsts[k], bar};
+        for (size_t d = 0; d < dims; ++d) operands.push_back(get(ld.operands[1 + 2 * dims + d]));
+        then.create(OpKind::TmaLoad, operands, {});
+      }
+      then.create(OpKind::Yield, {}, {});
+      ir::Builder(branch->add_region()).create(OpKind::Yield, {}, {});
+    }
     if (first && p.invariant_group) {
       for (size_t li = 0; li < p.loads.size(); ++li)
         if (p.invariant[li]) copy(li);
@@ -137,10 +167,31 @@ class Expander {
     ir::Builder pre(&r, it);
     pre.loc = loop.loc;
 
-    // The buffers (allocate-shared places them).
+    // The buffers (allocate-shared places them); for tensor copies their
+    // maps (at the function's entry) and a ring of full mbarriers, one a
+    // slot, each expecting its stage's copies.
     std::vector<Value*> bufs(p.loads.size(), nullptr);
     for (size_t li = 0; li < p.loads.size() && buffered; ++li)
       bufs[li] = pre.create1(OpKind::LocalAlloc, {}, buffer_type(*p.loads[li], p.invariant[li] ? 0 : p.slots()));
+    // (p.loads point at ops erased below: what they are is taken now.)
+    const bool tensor_copies = has_tensor_copies(p), async = async_copies(p);
+    async_ = async;
+    maps_.assign(p.loads.size(), nullptr);
+    boxes_.assign(p.loads.size(), TensorBox{});
+    full_ = nullptr;
+    if (tensor_copies) {
+      for (size_t li = 0; li < p.loads.size(); ++li) {
+        if (p.loads[li]->kind != OpKind::DescriptorLoad) continue;
+        boxes_[li] = descriptor_box(*p.loads[li], fn_, view_type(bufs[li]));
+        maps_[li] = entry_tensor_map(fn_, *p.loads[li], boxes_[li]);
+      }
+      full_ = pre.create1(OpKind::LocalAlloc, {}, mbarrier_type(fn_, p.slots()));
+      for (int s = 0; s < p.slots(); ++s)
+        pre.create(OpKind::MbarrierInit, {slot_view(pre, full_, pre.constant_int(i32, s), s)}, {}, {{"count", int64_t(1)}});
+      // Every thread sees them before any use (here, not in the
+      // predicated stages below, which insert-barriers would each give one).
+      pre.create(OpKind::Barrier, {}, {});
+    }
 
     // The prologue: iterations 0 .. S-2 into slots 0 .. S-2.
     std::vector<Value*> lead;
@@ -153,10 +204,12 @@ class Expander {
       lead = issued.lead;
     }
 
-    // The loop carries the lead values, the prefetched tiles and the slot.
+    // The loop carries the lead values, the prefetched tiles, the slot and
+    // (tensor copies) the phase its full mbarrier completes next.
     std::vector<Value*> inits = lead;
     inits.insert(inits.end(), issued.loaded.begin(), issued.loaded.end());
     if (buffered) inits.push_back(pre.constant_int(i32, 0));
+    if (tensor_copies) inits.push_back(pre.constant_int(i32, 0));
     std::vector<Value*> args;
     for (Value* v : inits) {
       loop.operands.push_back(v);
@@ -164,7 +217,8 @@ class Expander {
       args.push_back(body.add_arg(v->type));
     }
     std::vector<Value*> lead_args(args.begin(), args.begin() + long(lead.size()));
-    Value* slot = buffered ? args.back() : nullptr;
+    Value* phase = tensor_copies ? args.back() : nullptr;
+    Value* slot = buffered ? args[args.size() - 1 - size_t(tensor_copies)] : nullptr;
 
     // The top of the body: this iteration's copies have landed (the
     // barrier after which every thread sees them, and is past the previous
@@ -173,7 +227,7 @@ class Expander {
     ir::Builder top(&body, body.ops.begin());
     top.loc = loop.loc;
     Value* body_iv = body.args[0].get();
-    if (buffered) {
+    if (async) {
       if (p.invariant_group) {
         // Iteration 0 waits for its own copies only: the invariant group,
         // committed after them, may still be pending (its reads wait).
@@ -191,12 +245,14 @@ class Expander {
       }
       if (warpgroup_reads(loop, plan_)) top.create(OpKind::FenceAsyncShared, {}, {});
     }
+    // Tensor copies land for every thread that waits on the slot's phase.
+    if (tensor_copies) top.create(OpKind::MbarrierWait, {slot_view(top, full_, slot, 0), phase}, {});
     std::vector<Value*> views(p.loads.size(), nullptr);
     for (size_t li = 0; li < p.loads.size() && buffered; ++li)
       views[li] = p.invariant[li] ? bufs[li] : slot_view(top, bufs[li], slot, 0);
     Value* ahead = top.create1(OpKind::Mul, {loop.operands[2], top.constant_int(iv_type, S - 1)}, iv_type);
     Value* iv_lead = top.create1(OpKind::Add, {body_iv, ahead}, iv_type);
-    Value *last = nullptr, *zero = nullptr, *one = nullptr, *slot_next = nullptr;
+    Value *last = nullptr, *zero = nullptr, *one = nullptr, *slot_next = nullptr, *phase_next = nullptr;
     if (buffered) {
       last = top.constant_int(i32, p.slots() - 1);
       zero = top.constant_int(i32, 0);
@@ -204,6 +260,8 @@ class Expander {
       Value* inc = top.create1(OpKind::Add, {slot, one}, i32);
       Value* wraps = top.create1(OpKind::Cmp, {slot, last}, ir::scalar_type(DType::i1), {{"pred", std::string("eq")}});
       slot_next = top.create1(OpKind::Select, {wraps, zero, inc}, i32);
+      if (tensor_copies)
+        phase_next = top.create1(OpKind::Select, {wraps, top.create1(OpKind::Xor, {phase, one}, i32), phase}, i32);
     }
 
     // Each load as its form says. The refill, iteration i + S - 1, goes
@@ -242,7 +300,7 @@ class Expander {
         if (p.invariant_group && p.invariant[li])
           at.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(S - 2 + int(refilled))}});
         now = at.create1(OpKind::LocalLoad, {views[li]}, ld.result()->type);
-        if (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2]))
+        if (ld.kind == OpKind::Load && ld.operands.size() > 2 && !is_zero_constant(ld.operands[2]))
           now = at.create1(OpKind::Select, {ld.operands[1], now, ld.operands[2]}, ld.result()->type);
       } else {
         // Read by dots in place; a trans of it is a view of the buffer.
@@ -281,22 +339,41 @@ class Expander {
     yield->operands.insert(yield->operands.end(), next.lead.begin(), next.lead.end());
     yield->operands.insert(yield->operands.end(), next.loaded.begin(), next.loaded.end());
     if (buffered) yield->operands.push_back(slot_next);
+    if (tensor_copies) yield->operands.push_back(phase_next);
 
     loop.attrs.erase("stages");
 
     // After the loop: copies past the end still write zeros, so they land
-    // before the buffers are scratch again.
+    // before the buffers are scratch again; the full mbarriers end (every
+    // tensor copy was for a live iteration, and waited for in it).
     if (!buffered) return it;
     ir::Builder post(&r, std::next(it));
     post.loc = loop.loc;
-    post.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(0)}});
+    if (async) post.create1(OpKind::AsyncWait, {}, token(), {{"pending", int64_t(0)}});
+    for (int s = 0; s < p.slots() && tensor_copies; ++s)
+      post.create(OpKind::MbarrierInval, {slot_view(post, full_, post.constant_int(i32, s), s)}, {});
     return std::prev(post.pos());
+  }
+
+  static bool has_tensor_copies(const PipelinePlan& p) {
+    return std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::DescriptorLoad; });
+  }
+  // Asynchronous copies of pointer loads, in commit groups.
+  static bool async_copies(const PipelinePlan& p) {
+    return !p.prefetch_registers &&
+           std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::Load; });
   }
 
   ir::Function& fn_;
   const LayoutPlan& plan_;
   const transforms::AxisAnalysis& axis_;
   bool matrix_loads_;
+  // The loop being expanded: per load, its tensor map and box (tensor
+  // copies only); the ring of full mbarriers.
+  std::vector<Value*> maps_;
+  std::vector<TensorBox> boxes_;
+  Value* full_ = nullptr;
+  bool async_ = false;  // it has asynchronous copies (commit groups)
 };
 
 }  // namespace

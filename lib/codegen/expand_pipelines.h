@@ -20,6 +20,23 @@
 //   }
 //   async_wait {pending = 0}                  copies past the end still land
 //
+// Descriptor loads (tensor copies, tma_descriptors.h) use the same buffers
+// and slots, with a ring of full mbarriers beside them (one a slot, each
+// initialized for one arrival before the prologue) instead of commit
+// groups:
+//
+//   %full = local_alloc : smem<3x1xi64>          mbarrier_init of each slot
+//   if %live { mbarrier_expect_tx %full[s] {bytes}; tma_load %map, %buf[s], %full[s], %c0, %c1 }
+//   for ... (..., %slot, %phase) {
+//     mbarrier_wait %full[%slot], %phase         the slot's copies landed
+//     ...the body; the refill as above, into the slot and barrier of i - 1...
+//     yield ..., %slot + 1 mod S, %phase ^ (%slot wraps)
+//   }
+//   mbarrier_inval of each slot
+//
+// Copies are issued only for live iterations, so every one is waited for
+// inside the loop; the phase flips each time the ring wraps.
+//
 // Its barriers are insert-barriers' (insert_barriers.h): before the
 // prologue where earlier users of the buffers' bytes need one, after each
 // wait (every thread sees every copy, and is past the reads of the slot

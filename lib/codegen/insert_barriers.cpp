@@ -290,12 +290,17 @@ class Inserter {
     // updated atomically) by every other use, a tensor load's among them.
     switch (o.kind) {
       case OpKind::MbarrierInit:
+      case OpKind::MbarrierInval:
       case OpKind::MbarrierExpectTx:
       case OpKind::MbarrierArrive:
       case OpKind::MbarrierWait:
       case OpKind::TmaLoad: {
         Access bar = view(o.operands[o.kind == OpKind::TmaLoad ? 2 : 0], o);
-        bar.write = o.kind == OpKind::MbarrierInit;
+        bar.write = o.kind == OpKind::MbarrierInit || o.kind == OpKind::MbarrierInval;
+        // A use reads any slot of a ring: slots rotating through a loop's
+        // rounds would keep reads no barrier retires from settling (the
+        // initialization and end, the writes, are outside the loops).
+        if (!bar.write) bar.stage = -1;
         check(o, {bar}, s);
         s.done.insert(bar);
         break;
@@ -313,6 +318,7 @@ class Inserter {
         return;
       }
       case OpKind::MbarrierInit:
+      case OpKind::MbarrierInval:
       case OpKind::MbarrierExpectTx:
       case OpKind::MbarrierArrive: return;
       default: break;

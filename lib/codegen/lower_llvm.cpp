@@ -505,6 +505,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::Barrier: return &Lowerer::lower_barrier;
     case OpKind::DotWait: return &Lowerer::lower_dot_wait;
     case OpKind::MbarrierInit:
+    case OpKind::MbarrierInval:
     case OpKind::MbarrierExpectTx:
     case OpKind::MbarrierArrive:
     case OpKind::MbarrierWait: return &Lowerer::lower_mbarrier;

@@ -54,6 +54,12 @@ void Lowerer::lower_mbarrier(const Op& op) {
         return nullptr;
       }, nullptr);
       return;
+    case OpKind::MbarrierInval:
+      guarded(first, [&]() -> llvm::Value* {
+        t_.mbarrier_inval(b_, bar);
+        return nullptr;
+      }, nullptr);
+      return;
     case OpKind::MbarrierExpectTx:
       guarded(first, [&]() -> llvm::Value* {
         t_.expect_bytes(b_, bar, b_.getInt32(int32_t(op.attr_int("bytes"))));

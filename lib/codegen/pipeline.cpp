@@ -11,6 +11,7 @@
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
+#include "codegen/tma_descriptors.h"
 #include "ir/verifier.h"
 #include "transforms/passes.h"
 
@@ -24,11 +25,18 @@ void expect_tile_ir(const GpuContext& c, const char* pass) {
     throw Error(std::string(pass) + ": expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
 }
 
-// Tensor descriptors' blocks as masked loads and stores (every target, so
-// far), simplified as the tracer's own code is.
+// Tensor descriptors' blocks as masked loads and stores, simplified as the
+// tracer's own code is; on targets with tensor copies, the loads that can
+// be copies stay (tma_descriptors.h).
 void lower_descriptors_pass(GpuContext& c) {
   expect_tile_ir(c, "lower-descriptors");
-  if (transforms::lower_descriptors(c.fn)) transforms::simplify(c.fn);
+  std::function<bool(const ir::Op&)> keep;
+  std::optional<transforms::AxisAnalysis> axis;
+  if (c.target.has_tma) {
+    axis.emplace(c.fn, c.args);
+    keep = [&](const ir::Op& op) { return tensor_copy_refusal(c.fn, op, *axis, c.num_ctas).empty(); };
+  }
+  if (transforms::lower_descriptors(c.fn, keep)) transforms::simplify(c.fn);
 }
 
 void select_dot_instructions_pass(GpuContext& c) {
@@ -94,6 +102,13 @@ void expand_pipelines_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
+// Descriptor loads no pipeline took, each as one tensor copy.
+void tma_descriptors_pass(GpuContext& c) {
+  expect_gpu_ir(c, "tma-descriptors");
+  tma_descriptors(c.fn, *c.plan);
+  c.axis.emplace(c.fn, c.args);  // the new ops' values too
+}
+
 // Loops' warpgroup dots issued without waiting for themselves.
 void async_dots_pass(GpuContext& c) {
   expect_gpu_ir(c, "async-dots");
@@ -133,6 +148,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"schedule-loops", &schedule_loops_pass},
       {"expand-conversions", &expand_conversions_pass},
       {"expand-pipelines", &expand_pipelines_pass},
+      {"tma-descriptors", &tma_descriptors_pass},
       {"async-dots", &async_dots_pass},
       {"allocate-shared", &allocate_shared_pass},
       {"insert-barriers", &insert_barriers_pass},

@@ -1,6 +1,10 @@
 // The GPU stage as one list of passes over a function's IR, run in order by
 // the compile (compile.cpp) and one at a time by tiledsl-opt --pass:
 //
+//   lower-descriptors  Tile IR: tensor descriptors' blocks as the masked
+//                    loads and stores they mean, but for the loads that can
+//                    be tensor copies on the target (transforms/
+//                    lower_descriptors.cpp, tma_descriptors.h)
 //   select-dot-instructions  Tile IR: each dot's matrix instruction as its
 //                    `instr` (select_dot_instructions.cpp)
 //   assign-layouts   Tile IR -> GPU IR: a layout on every tile type (a
@@ -15,7 +19,10 @@
 //                    written and read back, with barriers (expand_conversions.cpp)
 //   expand-pipelines each scheduled loop as the ops that run it: buffers,
 //                    the prologue's copies, waits, slots, the refill and the
-//                    predicated tail (expand_pipelines.cpp)
+//                    predicated tail; tensor copies with a ring of full
+//                    mbarriers (expand_pipelines.cpp)
+//   tma-descriptors  each descriptor load no pipeline took as one tensor
+//                    copy where it stands (tma_descriptors.cpp)
 //   async-dots       a loop's warpgroup dot issued without waiting for
 //                    itself, its dot_wait {pending = 1} after it and
 //                    {pending = 0} after the loop (async_dots.cpp)

@@ -105,7 +105,10 @@ class Planner {
   bool dot_reads(const Op& ld, std::vector<const Op*>& trans);
   // A tile load (rank 1 or 2, not volatile) of 4, 8 or 16 bytes a thread
   // per access: what an asynchronous copy can do.
+  // A descriptor_load (kept for tensor copies, tma_descriptors.h) of rank 2
+  // is copied whole by one thread.
   bool copyable(const Op& ld) const {
+    if (ld.kind == OpKind::DescriptorLoad) return ld.result()->type.rank() == 2;
     if (ld.kind != OpKind::Load) return false;
     const ir::Value* v = ld.result();
     if (!v->type.is_tile() || v->type.rank() > 2 || ld.attr_int_or("volatile", 0)) return false;
@@ -139,7 +142,7 @@ class Planner {
 bool Planner::dot_reads(const Op& ld, std::vector<const Op*>& trans) {
   const ir::Value* v = ld.result();
   if (!target_.matrix_loads || v->type.rank() != 2 || users_[v].empty()) return false;
-  if (ld.operands.size() > 2 && !is_zero_constant(ld.operands[2])) return false;
+  if (ld.kind == OpKind::Load && ld.operands.size() > 2 && !is_zero_constant(ld.operands[2])) return false;
   for (const Op* u : users_[v]) {
     if (dot_use(u, v)) continue;
     if (u->kind != OpKind::Trans || users_[u->result()].empty()) return false;  // a store has no result
@@ -173,6 +176,9 @@ std::vector<Planner::Candidate> Planner::candidates(int stages) {
     if (!dot_reads(ld, c.trans)) {
       if (!may_reorder()) continue;
       c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), [&](const ir::Value* x) { return invariant(x); });
+      // A tensor copy of the same block every iteration: not pipelined
+      // (tma-descriptors copies it where it stands).
+      if (c.invariant && ld.kind == OpKind::DescriptorLoad) continue;
       c.to_registers = true;
       c.trans.clear();
     }
@@ -260,6 +266,10 @@ std::optional<PipelinePlan> Planner::scheduled() {
       bad(ld, "cannot be issued ahead of its loop's stores: a loop that stores pipelines loads read into registers "
               "only when it names its depth (num_stages)");
     c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), [&](const ir::Value* x) { return invariant(x); });
+    if (!dots && c.invariant && ld.kind == OpKind::DescriptorLoad)
+      bad(ld, "cannot be pipelined: its block is the same in every iteration (a tensor copy where it stands)");
+    if (form == "prefetch" && ld.kind == OpKind::DescriptorLoad)
+      bad(ld, "cannot be prefetched into registers: its block is a tensor copy into shared memory");
     std::string expected = dots ? "dots" : c.invariant ? "once" : "registers";
     if (form == "prefetch" && !dots && !c.invariant) {
       prefetch_of = &ld;
@@ -298,7 +308,9 @@ std::optional<PipelinePlan> Planner::build(int stages, const std::vector<Candida
     p.invariant.push_back(c.invariant);
     if (c.to_registers) {
       const LinearLayout& l = plan_.of(c.load->result());
-      bool one_owner = !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) && (1 << l.in_bits(kWarp)) >= plan_.num_warps;
+      // One thread issues a tensor copy for all.
+      bool one_owner = c.load->kind == OpKind::Load && !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) &&
+                       (1 << l.in_bits(kWarp)) >= plan_.num_warps;
       p.shared_reads = p.shared_reads || !one_owner;
     } else {
       p.skip.insert(c.load);
@@ -331,7 +343,8 @@ std::optional<PipelinePlan> Planner::build(int stages, const std::vector<Candida
                   "copied once for pipeline = \"prefetch\", found stages = " + std::to_string(stages));
     p.prefetch_registers = true;
   } else {
-    p.prefetch_registers = !loop_.attrs.count("stages") && p.stages == 2 && p.early_refill &&
+    bool tensor_copies = std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::DescriptorLoad; });
+    p.prefetch_registers = !loop_.attrs.count("stages") && p.stages == 2 && p.early_refill && !tensor_copies &&
                            target_.thread_registers > 0 && no_invariant && prefetch_fits(p);
   }
   p.invariant_group = !p.shared_reads && !no_invariant;

@@ -16,7 +16,8 @@ bool operands_loaded(const ir::Op& dot) {
   for (int i = 0; i < 2; ++i) {
     const ir::Op* def = dot.operands[i]->def;
     if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
-    if (!def || def->kind != ir::OpKind::Load || def->parent != dot.parent) return false;
+    bool load = def && (def->kind == ir::OpKind::Load || def->kind == ir::OpKind::DescriptorLoad);
+    if (!load || def->parent != dot.parent) return false;
   }
   return true;
 }

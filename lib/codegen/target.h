@@ -191,6 +191,8 @@ class Target : public TargetInfo {
   [[noreturn]] void no_mbarriers() const { throw Error("internal: target " + name + " has no transaction mbarriers"); }
   virtual void mbarrier_init(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const { no_mbarriers(); }
   virtual void fence_barrier_init(llvm::IRBuilder<>& b) const { no_mbarriers(); }
+  // Ends the mbarrier at `bar` (its bytes may then be initialized again).
+  virtual void mbarrier_inval(llvm::IRBuilder<>& b, llvm::Value* bar) const { no_mbarriers(); }
   virtual void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const { no_mbarriers(); }
   virtual void mbarrier_arrive(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const { no_mbarriers(); }
   virtual llvm::Value* barrier_done(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) const {

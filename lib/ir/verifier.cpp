@@ -426,6 +426,7 @@ class Verifier : public Rules {
       case OpKind::DotWait:
       case OpKind::FenceAsyncShared:
       case OpKind::MbarrierInit:
+      case OpKind::MbarrierInval:
       case OpKind::MbarrierExpectTx:
       case OpKind::MbarrierArrive:
       case OpKind::MbarrierWait:

@@ -132,7 +132,8 @@ void GpuRules::schedule(const Op& op) const {
     require(int_attr(op, "stages") >= 2, op, "'stages' of at least 2", std::to_string(int_attr(op, "stages")));
   }
   if (op.has_attr("pipeline")) {
-    require(op.kind == OpKind::Load, op, "no 'pipeline' (a load's pipeline form)", "one on '" + std::string(op.name()) + "'");
+    require(op.kind == OpKind::Load || op.kind == OpKind::DescriptorLoad, op, "no 'pipeline' (a load's pipeline form)",
+            "one on '" + std::string(op.name()) + "'");
     str_in(op, "pipeline", {"dots", "registers", "once", "prefetch"});
     const Op* loop = op.parent ? op.parent->parent : nullptr;
     require(loop && loop->kind == OpKind::For && loop->has_attr("stages"), op,
@@ -246,6 +247,7 @@ void GpuRules::op(const Op& op) const {
       results(op, 0);
       break;
     case OpKind::MbarrierInit:
+    case OpKind::MbarrierInval:
     case OpKind::MbarrierExpectTx:
     case OpKind::MbarrierArrive:
       operands(op, 1, 1);

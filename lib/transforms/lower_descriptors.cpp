@@ -94,10 +94,11 @@ class Lowering {
 
 }  // namespace
 
-bool lower_descriptors(ir::Function& fn) {
+bool lower_descriptors(ir::Function& fn, const std::function<bool(const ir::Op&)>& keep) {
   std::vector<ir::Op*> found;
   ir::walk(fn.body, [&](ir::Op* op) {
-    if (op->kind == OpKind::DescriptorLoad || op->kind == OpKind::DescriptorStore) found.push_back(op);
+    if ((op->kind == OpKind::DescriptorLoad || op->kind == OpKind::DescriptorStore) && !(keep && keep(*op)))
+      found.push_back(op);
   });
   for (ir::Op* op : found) {
     Lowering l(*op);

@@ -2,6 +2,7 @@
 // changed the IR. One file per pass in this folder.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,8 +15,9 @@ bool canonicalize(ir::Function& fn);  // constant folding, algebraic simplificat
 bool cse(ir::Function& fn);           // common subexpression elimination (pure ops)
 bool dce(ir::Function& fn);           // removes pure ops whose results are unused
 // Tensor descriptors' blocks as the masked loads and stores they mean
-// (the interpreter's form; the GPU pass list's first pass).
-bool lower_descriptors(ir::Function& fn);
+// (the interpreter's form; the GPU pass list's first pass). Those `keep`
+// accepts stay (the GPU passes make tensor copies of them).
+bool lower_descriptors(ir::Function& fn, const std::function<bool(const ir::Op&)>& keep = {});
 
 using PassFn = bool (*)(ir::Function&);
 // By name ("canonicalize", "cse", "dce"), for tiledsl-opt; null if unknown.

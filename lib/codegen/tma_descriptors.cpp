@@ -1,0 +1,161 @@
+// Tensor descriptors as tensor copies (see tma_descriptors.h).
+#include "codegen/tma_descriptors.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace tl::codegen {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+bool is_argument(const ir::Function& fn, const Value* v) {
+  return std::any_of(fn.body.args.begin(), fn.body.args.end(), [&](const auto& a) { return a.get() == v; });
+}
+
+const Op* constant_def(const Value* v) { return v->def && v->def->kind == OpKind::Constant ? v->def : nullptr; }
+
+// The users of every value of `fn`.
+std::unordered_map<const Value*, std::vector<const Op*>> users_of(const ir::Function& fn) {
+  std::unordered_map<const Value*, std::vector<const Op*>> users;
+  ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* o) {
+    for (const Value* v : o->operands) users[v].push_back(o);
+  });
+  return users;
+}
+
+bool dot_operand(const Op* u, const Value* v) {
+  return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v;
+}
+
+// The stored tile of a block of `shape`, rows contiguous (the tensor's
+// last dimension is its contiguous one).
+SwizzledTile block_tile(const std::vector<int64_t>& shape, int elem_bytes) {
+  return SwizzledTile::plan(shape[0], shape[1], 1, elem_bytes);
+}
+
+}  // namespace
+
+std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const transforms::AxisAnalysis& axis,
+                                int num_ctas) {
+  if (op.kind != OpKind::DescriptorLoad) return "not a descriptor_load";
+  const Type& t = op.result()->type;
+  const size_t r = size_t(t.rank());
+  const int eb = byte_size(t.dtype);
+  if (r != 2) return "a block of rank " + std::to_string(r) + " (tensor copies of rank 2 only, so far)";
+  if (eb != 1 && eb != 2 && eb != 4) return "elements of " + std::to_string(eb) + " bytes";
+  if (num_ctas != 1) return "programs of " + std::to_string(num_ctas) + " CTAs (one, so far)";
+  auto users = users_of(fn);
+  const auto& uses = users[op.result()];
+  if (uses.empty()) return "no reader";
+  for (const Op* u : uses) {
+    if (dot_operand(u, op.result())) continue;
+    if (u->kind == OpKind::Trans && !users[u->result()].empty() &&
+        std::all_of(users[u->result()].begin(), users[u->result()].end(),
+                    [&](const Op* uu) { return dot_operand(uu, u->result()); }))
+      continue;
+    return "a reader other than a dot ('" + std::string(u->name()) + "' at " + u->loc.str() + ")";
+  }
+  const Value* base = op.operands[0];
+  if (!is_argument(fn, base)) return "a base the kernel computes (the launcher encodes the map)";
+  if (axis.get(base).divisibility[0] < 16) return "a base not proven 16-byte aligned";
+  for (size_t i = 1; i <= 2 * r; ++i)
+    if (!is_argument(fn, op.operands[i]) && !constant_def(op.operands[i]))
+      return std::string(i <= r ? "a size" : "a stride") + " the kernel computes (the launcher encodes the map)";
+  const transforms::AxisInfo& last = axis.get(op.operands[2 * r]);
+  if (!last.value || *last.value != 1) return "a last stride not known to be 1";
+  for (size_t d = 0; d + 1 < r; ++d)
+    if (axis.get(op.operands[1 + r + d]).divisibility[0] * eb % 16)
+      return "a stride of dimension " + std::to_string(d) + " not proven a multiple of 16 bytes";
+  if (axis.get(op.operands[1 + 2 * r + (r - 1)]).divisibility[0] * eb % 16)
+    return "an innermost coordinate not proven a multiple of 16 bytes";
+  TensorBox box = tensor_box_of(block_tile(t.shape, eb));
+  if (!box.why.empty()) return "a block stored as " + box.why;
+  return "";
+}
+
+TensorBox descriptor_box(const Op& op, const ir::Function& fn, const Type& buffer) {
+  const Type& t = op.result()->type;
+  std::vector<int64_t> shape = t.shape;
+  auto tile = swizzled_tile_of(fn.layout_of(buffer), shape, byte_size(t.dtype));
+  SwizzledTile want = block_tile(shape, byte_size(t.dtype));
+  if (!tile || tile->contiguous != 1 || tile->vec != want.vec || tile->per_phase != want.per_phase ||
+      tile->max_phase != want.max_phase)
+    throw Error("internal: " + op.loc.str() + ": the buffer of 'descriptor_load' " + buffer.str() +
+                " is not the swizzled tile its block's tensor copy stores");
+  TensorBox box = tensor_box_of(*tile);
+  if (!box.why.empty()) throw Error("internal: " + op.loc.str() + ": 'descriptor_load' kept for a tensor copy of " + box.why);
+  return box;
+}
+
+Value* entry_tensor_map(ir::Function& fn, const Op& op, const TensorBox& box) {
+  const size_t r = size_t(op.result()->type.rank());
+  const std::vector<int64_t> dims = {box.rows, box.inner};
+  auto same = [](const Value* a, const Value* b) {
+    if (a == b) return true;
+    const Op *ca = constant_def(a), *cb = constant_def(b);
+    return ca && cb && a->type == b->type && ca->attrs.at("value") == cb->attrs.at("value");
+  };
+  for (const auto& o : fn.body.ops) {
+    if (o->kind != OpKind::TensorMap || o->attr_ints("box") != dims || o->attr_int("swizzle") != box.swizzle_bytes)
+      continue;
+    bool equal = true;
+    for (size_t i = 0; i <= 2 * r && equal; ++i) equal = same(o->operands[i], op.operands[i]);
+    if (equal) return o->result();
+  }
+  ir::Builder b(&fn.body, fn.body.ops.begin());
+  b.loc = op.loc;
+  std::vector<Value*> operands{op.operands[0]};
+  for (size_t i = 1; i <= 2 * r; ++i) {
+    Value* v = op.operands[i];
+    if (const Op* c = constant_def(v)) v = b.create1(OpKind::Constant, {}, v->type, {{"value", c->attrs.at("value")}});
+    operands.push_back(v);
+  }
+  return b.create1(OpKind::TensorMap, operands, op.operands[0]->type,
+                   {{"box", dims}, {"swizzle", int64_t(box.swizzle_bytes)}});
+}
+
+Type mbarrier_type(ir::Function& fn, int slots) {
+  Type t{DType::i64, false, {1}};
+  t.kind = ir::TypeKind::shared;
+  t.layout = fn.intern_layout(LinearLayout({{kOffset, {}}}, {{dim_name(0), 1}}));
+  if (slots) t.shape.insert(t.shape.begin(), slots);
+  return t;
+}
+
+void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
+  std::vector<Op*> found;
+  ir::walk(fn.body, [&](Op* o) {
+    if (o->kind == OpKind::DescriptorLoad) found.push_back(o);
+  });
+  for (Op* op : found) {
+    Value* v = op->result();
+    const size_t r = size_t(v->type.rank());
+    const int eb = byte_size(v->type.dtype);
+    Type buf_type{v->type.dtype, false, v->type.shape};
+    buf_type.kind = ir::TypeKind::shared;
+    buf_type.layout = fn.intern_layout(buffer_slot_layout(plan.of(v), v->type.shape, eb));
+    TensorBox box = descriptor_box(*op, fn, buf_type);
+    Value* map = entry_tensor_map(fn, *op, box);
+    ir::Builder b(op->parent, op->parent->find(op));
+    b.loc = op->loc;
+    Value* bar = b.create1(OpKind::LocalAlloc, {}, mbarrier_type(fn, 0));
+    Value* buf = b.create1(OpKind::LocalAlloc, {}, buf_type);
+    b.create(OpKind::MbarrierInit, {bar}, {}, {{"count", int64_t(1)}});
+    b.create(OpKind::MbarrierExpectTx, {bar}, {}, {{"bytes", box.panel_bytes() * box.panels}});
+    std::vector<Value*> copy{map, buf, bar};
+    for (size_t d = 0; d < r; ++d) copy.push_back(op->operands[1 + 2 * r + d]);
+    b.create(OpKind::TmaLoad, copy, {});
+    b.create(OpKind::MbarrierWait, {bar, b.constant_int(ir::scalar_type(DType::i32), 0)}, {});
+    Value* loaded = b.create1(OpKind::LocalLoad, {buf}, v->type);
+    b.create(OpKind::MbarrierInval, {bar}, {});
+    ir::replace_uses(fn.body, v, loaded);
+    op->parent->erase(op);
+  }
+}
+
+}  // namespace tl::codegen

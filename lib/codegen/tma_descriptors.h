@@ -1,0 +1,64 @@
+// Tensor descriptors as tensor copies (TMA) on targets that have them.
+//
+// lower-descriptors keeps a descriptor_load (ops.def) on such a target when
+// tensor_copy_refusal finds nothing against it; then:
+//  - assign-layouts anchors its result like a load's;
+//  - schedule-loops / expand-pipelines pipeline it in a loop like a load
+//    whose copies are tensor copies (a ring of full mbarriers beside the
+//    buffers, expand_pipelines.h);
+//  - the GPU pass "tma-descriptors" (this file) turns each one left (not
+//    pipelined: outside a loop, a loop of one stage) into one copy:
+//
+//      %bar = local_alloc : smem<1xi64>
+//      %buf = local_alloc : smem<BMxBKxbf16, #swizzled>
+//      mbarrier_init %bar {count = 1}
+//      mbarrier_expect_tx %bar {bytes}
+//      tma_load %map, %buf, %bar, %c0, %c1
+//      mbarrier_wait %bar, 0
+//      %v = local_load %buf          the result's layout
+//      mbarrier_inval %bar           its bytes are scratch again
+//
+// where %map is a tensor_map at the function's entry (one per tensor and
+// box). What a descriptor_load needs to become a copy, measured on the
+// H200 (docs/hopper-plan.md): a rank-2 block of 1-, 2- or 4-byte elements
+// read by dots (directly or through a trans); its base a kernel argument
+// proven 16-byte aligned; sizes and strides kernel arguments or constants
+// (the launcher encodes the map from them), the last stride 1 and the
+// other proven a multiple of 16 bytes; the innermost coordinate proven a
+// multiple of 16 bytes (another traps); the block stored as a box a map
+// can describe (TensorBox); one CTA a program. Any other stays the masked
+// load it means.
+//
+// LLVM-free.
+#pragma once
+
+#include <string>
+
+#include "codegen/assign_layouts.h"
+#include "codegen/swizzled_tile.h"
+#include "ir/ir.h"
+#include "transforms/axis_analysis.h"
+
+namespace tl::codegen {
+
+// Why the descriptor_load `op` (Tile IR) cannot be a tensor copy; empty
+// when it can (on a target with tensor copies).
+std::string tensor_copy_refusal(const ir::Function& fn, const ir::Op& op, const transforms::AxisAnalysis& axis,
+                                int num_ctas);
+
+// The box that copies a kept descriptor_load into its buffer, whose layout
+// `buffer` must be the swizzled tile the block's box stores (else an
+// internal error naming the op).
+TensorBox descriptor_box(const ir::Op& op, const ir::Function& fn, const ir::Type& buffer);
+
+// The tensor map of the descriptor of `op` moved in `box`, at the
+// function's entry: an equal one already there, or a new one.
+ir::Value* entry_tensor_map(ir::Function& fn, const ir::Op& op, const TensorBox& box);
+
+// The mbarrier type: one (slots = 0) or a ring of `slots`.
+ir::Type mbarrier_type(ir::Function& fn, int slots);
+
+// The GPU pass: each descriptor_load left as one tensor copy.
+void tma_descriptors(ir::Function& fn, const LayoutPlan& plan);
+
+}  // namespace tl::codegen
