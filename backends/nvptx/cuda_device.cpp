@@ -131,7 +131,9 @@ class CudaDevice final : public detail::DeviceImpl {
     make_current();
     auto loaded = launcher_->load(k, args);
     runtime::KernelParams params(args, "cuda", loaded->tensor_maps, [this](const auto& m, const auto& values) {
-      TensorMap map = encode_tensor_map(driver_, tensor_map_spec(m, values));
+      TensorMapSpec spec = tensor_map_spec(m, values);
+      if (has_no_elements(spec)) spec = empty_tensor_spec(spec, zeros());
+      TensorMap map = encode_tensor_map(driver_, spec);
       runtime::TensorMapBytes out;
       std::memcpy(out.bytes, map.words, sizeof(out.bytes));
       return out;
@@ -172,6 +174,15 @@ class CudaDevice final : public detail::DeviceImpl {
   // The driver's current context is per thread; user threads may call us.
   void make_current() const { driver_.check(driver_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
 
+  // 16 bytes of zeros in device memory, made once (empty_tensor_spec).
+  uint64_t zeros() {
+    std::call_once(zeros_once_, [this] {
+      zeros_ = alloc(16);
+      driver_.check(driver_.cuMemsetD8(zeros_, 0, 16), "cuMemsetD8_v2");
+    });
+    return zeros_;
+  }
+
   // The launcher's load: the cubin into a module of the context, and its
   // entry. nullptr when the driver refuses the cubin and `may_refuse`.
   CUfunction load(const detail::KernelImpl& k, const runtime::CachedBinary& e, bool may_refuse) const {
@@ -211,6 +222,8 @@ class CudaDevice final : public detail::DeviceImpl {
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   CUevent timing_start_ = nullptr, timing_end_ = nullptr;
+  std::once_flag zeros_once_;
+  uint64_t zeros_ = 0;
   std::string gpu_name_, target_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;
 

@@ -81,6 +81,20 @@ TensorMapSpec tensor_map_spec(const codegen::TensorMapParam& p, const std::vecto
   return s;
 }
 
+bool has_no_elements(const TensorMapSpec& s) {
+  return std::any_of(s.shape.begin(), s.shape.end(), [](int64_t n) { return n == 0; });
+}
+
+TensorMapSpec empty_tensor_spec(const TensorMapSpec& s, uint64_t zeros) {
+  TensorMapSpec e = s;
+  e.address = zeros;
+  e.shape.assign(s.shape.size(), 1);
+  int64_t row = std::max(1, 16 / byte_size(s.dtype));  // 16 bytes in elements
+  for (size_t d = 0; d + 1 < e.strides.size(); ++d) e.strides[d] = row;
+  if (!e.strides.empty()) e.strides.back() = 1;
+  return e;
+}
+
 TensorMap encode_tensor_map(const CudaDriver& driver, const TensorMapSpec& s) {
   if (std::string why = tensor_map_problem(s); !why.empty()) throw Error("tensor map: " + why);
   if (!driver.cuTensorMapEncodeTiled)

@@ -46,6 +46,14 @@ std::string tensor_map_problem(const TensorMapSpec& s);
 // launch whose arguments have the values `args` (a pointer's: its address).
 TensorMapSpec tensor_map_spec(const codegen::TensorMapParam& p, const std::vector<int64_t>& args);
 
+// A tensor with no elements (a size of 0, which a map cannot hold) reads
+// as zeros wherever a box lies: the map of a tensor of ones in every
+// dimension at `zeros` (16 bytes of zeros, 16-byte aligned), same box and
+// swizzle, does that. (A store through it would write there: tensor
+// stores must skip such a tensor.)
+bool has_no_elements(const TensorMapSpec& s);
+TensorMapSpec empty_tensor_spec(const TensorMapSpec& s, uint64_t zeros);
+
 // Encodes `s`. Throws tl::Error with the rule it breaks, or the driver's
 // error, or that the driver has no tensor maps (before CUDA 12).
 TensorMap encode_tensor_map(const CudaDriver& driver, const TensorMapSpec& s);

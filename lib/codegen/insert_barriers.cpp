@@ -308,17 +308,19 @@ class Inserter {
       default: break;
     }
     switch (o.kind) {
-      case OpKind::MbarrierWait: {
+      case OpKind::MbarrierWait:
+      case OpKind::MbarrierInval: {
         // The tensor copies completing on this mbarrier (on any slot of
         // its ring) have landed for every thread that waits: no barrier
-        // needs to show them.
+        // needs to show them. Its end comes after all of them (ops.def):
+        // copies the analysis cannot tell were never issued (a pipeline's
+        // predicated stages past the loop's end) are not in flight past it.
         const Value* ring = buffer_of(o.operands[0]);
         for (auto it = s.tma.begin(); it != s.tma.end();)
           it = buffer_of(it->origin->operands[2]) == ring ? s.tma.erase(it) : std::next(it);
         return;
       }
       case OpKind::MbarrierInit:
-      case OpKind::MbarrierInval:
       case OpKind::MbarrierExpectTx:
       case OpKind::MbarrierArrive: return;
       default: break;

@@ -12,6 +12,7 @@
 
 #include <random>
 
+#include "../../examples/kernels/gemm.h"
 #include "codegen_checks.h"
 #include "gpu_oracle.h"
 #include "tiledsl/tiledsl.h"
@@ -87,6 +88,17 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   auto once = codegen::compile(*k1.impl(), codegen_checks::aligned(k1), "sm_90a");
   CHECK(once.tensor_maps.size() == 2);
   CHECK(codegen_checks::count(once.assembly, R"(mbarrier\.inval)") >= 2);
+
+  // The example's gemm_desc: a bf16 epilogue converted through shared
+  // memory where the ring was (its mbarriers ended first).
+  kernels::GemmConfig cfg{.bm = 128, .bn = 256, .bk = 64, .num_warps = 8, .num_stages = 4, .descriptors = true};
+  Kernel example = kernels::compile_gemm<bf16>(cfg);
+  codegen::Specialization row_major = codegen_checks::aligned(example);
+  for (int unit : {7, 9, 11}) row_major.args[size_t(unit)] = codegen::int_arg_facts(1);  // stride_ak, _bn, _cn
+  auto wide = codegen::compile(*example.impl(), row_major, "sm_90a");
+  CHECK(wide.tensor_maps.size() == 2);
+  CHECK(codegen_checks::count(wide.assembly, R"(wgmma\.mma_async\.sync\.aligned\.m64n256k16)") > 0);
+  if (auto log = codegen_checks::ptxas(wide.assembly, "sm_90a")) CHECK(codegen_checks::count(*log, " 0 bytes spill") >= 1);
 
   // sm_80 has no tensor copies: the same kernel compiles to masked loads.
   auto ampere = codegen::compile(*k.impl(), codegen_checks::aligned(k), "sm_80");

@@ -181,6 +181,19 @@ TEST_CASE("tensor maps keep TMA's rules, said before the driver is asked", "[cod
   CHECK(with([](TensorMapSpec& s) { s.shape = {1, 2, 3, 4, 5, 6}; }) ==
         "expected a tensor of rank 1 to 5, found rank 6");
   CHECK(with([](TensorMapSpec& s) { s.dtype = DType::i1; }) == "expected an element type a tensor map holds, found i1");
+  // A tensor with no elements (a gemm's K = 0): a map of ones at the zeros,
+  // same box and swizzle, which the rules allow.
+  TensorMapSpec none = ok;
+  none.shape = {200, 0};
+  CHECK(with([](TensorMapSpec& s) { s.shape = {200, 0}; }) == "expected sizes of 1 to 2^32, found [200, 0]");
+  CHECK(nvptx::has_no_elements(none));
+  CHECK_FALSE(nvptx::has_no_elements(ok));
+  TensorMapSpec empty = nvptx::empty_tensor_spec(none, 4096);
+  CHECK(nvptx::tensor_map_problem(empty).empty());
+  CHECK(empty.address == 4096);
+  CHECK(empty.shape == std::vector<int64_t>{1, 1});
+  CHECK(empty.box == ok.box);
+  CHECK(empty.swizzle_bytes == ok.swizzle_bytes);
 }
 
 namespace {
