@@ -150,8 +150,12 @@ struct GlobalDriver {
   std::string failure;
 };
 
+// Never destroyed: buffers, modules and devices held by other statics use
+// the driver's table until the process ends, in whatever order their
+// destructors run (a bench's static buffers freed after it was gone
+// called through a freed table and crashed at exit).
 GlobalDriver& global_driver() {
-  static GlobalDriver g;
+  static GlobalDriver& g = *new GlobalDriver;
   std::call_once(g.once, [&] {
     const char* env = std::getenv("TILEDSL_CUDA_LIBRARY");
     std::string library = env && *env ? env : "libcuda.so.1";
