@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <type_traits>
 
 #include "../../examples/kernels/gemm.h"
 #include "codegen_checks.h"
@@ -44,13 +45,13 @@ void gemm_desc(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar
 // The idioms a user also writes: B stored N x K and transposed for the dot
 // (attention's K), f16 or f32 (tf32 dots) elements, and a block read once
 // before the loop (attention's Q) by every iteration's dot.
-template <class E, int BM, int BN, int BK>
+template <class E, int BM, int BN, int BK, int S = -1>
 void gemm_bt(ptr<E> a, ptr<E> bt, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
   auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto db = make_tensor_descriptor(bt, {N, K}, {K, 1}, {BN, BK});
   auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
   auto acc = zeros<float>({BM, BN});  // [BM, BN] f32
-  for (auto k : range(0, K, BK)) acc = dot(da.load({m0, k}), trans(db.load({n0, k})), acc);
+  for (auto k : range(0, K, BK, {.num_stages = S})) acc = dot(da.load({m0, k}), trans(db.load({n0, k})), acc);
   auto m = m0 + arange(0, BM), n = n0 + arange(0, BN);
   store(c + col(m) * N + row(n), acc, col(m < M) & row(n < N));
 }
@@ -172,11 +173,11 @@ TEST_CASE("descriptor gemms through tensor copies match the interpreter", "[gpu]
 
 TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32, a block read once", "[gpu][descriptor]") {
   REQUIRE_GPU();
-  auto bt = [](auto tag, int M, int N, int K) {
+  auto bt = [](auto tag, int M, int N, int K, auto stages) {
     using E = decltype(tag);
-    constexpr int BM = 64, BN = 64, BK = sizeof(E) == 4 ? 32 : 64;
-    INFO("gemm_bt " << dtype_name(dtype_v<E>) << " M=" << M << " N=" << N << " K=" << K);
-    auto k = compile(gemm_bt<E, BM, BN, BK>, {.name = "gemm_bt", .num_warps = 4});
+    constexpr int BM = 64, BN = 64, BK = sizeof(E) == 4 ? 32 : 64, S = decltype(stages)::value;
+    INFO("gemm_bt " << dtype_name(dtype_v<E>) << " M=" << M << " N=" << N << " K=" << K << ", stages " << S);
+    auto k = compile(gemm_bt<E, BM, BN, BK, S>, {.name = "gemm_bt", .num_warps = 4});
     same_on_both<float>([&](Device& d) {
       auto a = d.upload(small_ints_of<E>(size_t(M) * K + 4, 41)), b = d.upload(small_ints_of<E>(size_t(N) * K + 4, 42));
       auto c = d.upload(std::vector<float>(size_t(M) * N, -1.0f));
@@ -185,12 +186,19 @@ TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32,
       return std::vector<std::vector<float>>{c.download<float>()};
     }, 0, 0);
   };
-  bt(bf16{}, 130, 96, 64 * 4);
-  bt(f16{}, 64, 200, 64 * 3 + 32);
+  using S2 = std::integral_constant<int, 2>;
+  using S3 = std::integral_constant<int, 3>;
+  using S4 = std::integral_constant<int, 4>;
+  bt(bf16{}, 130, 96, 64 * 4, S3{});
+  bt(bf16{}, 64, 64, 64 * 2, S2{});  // the f32 form failed at 2 stages, 2 trips
+  bt(bf16{}, 128, 64, 64 * 7, S2{});
+  bt(bf16{}, 128, 64, 64 * 9, S4{});
+  bt(f16{}, 64, 200, 64 * 3 + 32, S3{});
   // f32 stays masked (tensor copies of 2-byte elements only, so far): this
   // case found the registers-form ring's wrong rows.
-  bt(float{}, 100, 64, 32 * 5 - 2);
-  bt(float{}, 100, 64, 32 * 5);
+  bt(float{}, 100, 64, 32 * 5 - 2, S3{});
+  bt(float{}, 100, 64, 32 * 5, S3{});
+  bt(float{}, 64, 64, 64, S2{});
   constexpr int BM = 64, BN = 64, D = 64;
   auto k = compile(q_once<BM, BN, D>, {.name = "q_once", .num_warps = 4});
   for (int L : {64, 200, 64 * 5}) {
