@@ -272,8 +272,20 @@ class Expander {
     const Op* refill_at = nullptr;
     for (size_t li = 0; li < p.loads.size() && p.early_refill; ++li)
       if (!p.invariant[li]) refill_at = p.loads[li];
+    // Threads that read slots in the generic proxy (local_load, or dots
+    // through ldmatrix) order those reads before the tensor copies that
+    // refill them, which are the async proxy's, with a proxy fence before
+    // the barrier that precedes the copies: without it an f32 ring read into
+    // registers gave wrong rows on the H200. Warpgroup dots read through
+    // the async proxy already.
+    bool generic_reads = false;
+    for (size_t li = 0; li < p.loads.size(); ++li)
+      generic_reads = generic_reads || (p.loads[li]->kind == OpKind::DescriptorLoad && p.to_registers[li]);
+    for (const auto& o : body.ops)
+      generic_reads = generic_reads || (tensor_copies && o->kind == OpKind::Dot && !plan_.dots.at(o.get()).on_warpgroups());
     Issued next;
     auto refill = [&](ir::Builder& fill) {
+      if (generic_reads) fill.create(OpKind::FenceAsyncShared, {}, {});
       Value* fill_slot = slot;
       if (!p.early_refill) {
         Value* dec = fill.create1(OpKind::Sub, {slot, one}, i32);

@@ -35,7 +35,10 @@
 //   mbarrier_inval of each slot
 //
 // Copies are issued only for live iterations, so every one is waited for
-// inside the loop; the phase flips each time the ring wraps.
+// inside the loop; the phase flips each time the ring wraps. Where threads
+// read the slots in the generic proxy (local_load, ldmatrix) a
+// fence_async_shared precedes each refill: a tensor copy is the async
+// proxy's, and a barrier alone does not order those reads before it.
 //
 // Its barriers are insert-barriers' (insert_barriers.h): before the
 // prologue where earlier users of the buffers' bytes need one, after each

@@ -176,11 +176,9 @@ std::vector<Planner::Candidate> Planner::candidates(int stages) {
     if (!dot_reads(ld, c.trans)) {
       if (!may_reorder()) continue;
       c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), [&](const ir::Value* x) { return invariant(x); });
-      // A tensor copy read into registers is not pipelined (its ring in
-      // that form gave wrong rows on the H200, tma_descriptors.cpp); one of
-      // the same block every iteration need not be: tma-descriptors copies
-      // either where it stands.
-      if (ld.kind == OpKind::DescriptorLoad) continue;
+      // A tensor copy of the same block every iteration: not pipelined
+      // (tma-descriptors copies it where it stands).
+      if (c.invariant && ld.kind == OpKind::DescriptorLoad) continue;
       c.to_registers = true;
       c.trans.clear();
     }
@@ -268,9 +266,8 @@ std::optional<PipelinePlan> Planner::scheduled() {
       bad(ld, "cannot be issued ahead of its loop's stores: a loop that stores pipelines loads read into registers "
               "only when it names its depth (num_stages)");
     c.invariant = std::all_of(ld.operands.begin(), ld.operands.end(), [&](const ir::Value* x) { return invariant(x); });
-    if (!dots && ld.kind == OpKind::DescriptorLoad)
-      bad(ld, "cannot be pipelined unless dots read its buffer in place (pipeline = \"dots\"): a tensor copy read "
-              "into registers is copied where it stands");
+    if (!dots && c.invariant && ld.kind == OpKind::DescriptorLoad)
+      bad(ld, "cannot be pipelined: its block is the same in every iteration (a tensor copy where it stands)");
     if (form == "prefetch" && ld.kind == OpKind::DescriptorLoad)
       bad(ld, "cannot be prefetched into registers: its block is a tensor copy into shared memory");
     std::string expected = dots ? "dots" : c.invariant ? "once" : "registers";

@@ -21,10 +21,9 @@
 //    memory instead of L2 for every row, and no registers held across the
 //    loop. Such loads ride along with a pipeline; alone they make none.
 // A descriptor_load kept for tensor copies (tma_descriptors.h) qualifies
-// in the dots form (rank 2): one thread copies the block into its slot,
-// completing on the slot's full mbarrier. One read into registers is not
-// pipelined (tma-descriptors copies it where it stands), and none is
-// prefetched into registers.
+// in both forms too (rank 2): one thread copies the block into its slot,
+// completing on the slot's full mbarrier. One whose block is the same in
+// every iteration is not pipelined, and none is prefetched into registers.
 // The ops a load's address and mask need (pointer increments, the
 // ragged-K mask) form the "lead" slice: expand-pipelines runs them `stages - 1`
 // iterations ahead, carrying its own copies of the loop-carried values they

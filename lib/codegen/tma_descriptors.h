@@ -16,12 +16,13 @@
 //      tma_load %map, %buf, %bar, %c0, %c1
 //      mbarrier_wait %bar, 0
 //      %v = local_load %buf          the result's layout
+//      fence_async_shared            the read before any later copy there
 //      mbarrier_inval %bar           its bytes are scratch again
 //
 // where %map is a tensor_map at the function's entry (one per tensor and
 // box). What a descriptor_load needs to become a copy, measured on the
-// H200 (docs/hopper-plan.md): a rank-2 block of 2-byte elements read by
-// dots (directly or through a trans); its base a kernel argument
+// H200 (docs/hopper-plan.md): a rank-2 block of 2- or 4-byte elements read
+// by dots (directly or through a trans); its base a kernel argument
 // proven 16-byte aligned; sizes and strides kernel arguments or constants
 // (the launcher encodes the map from them), the last stride 1 and the
 // other proven a multiple of 16 bytes; the innermost coordinate proven a
