@@ -122,7 +122,7 @@ class Expander {
     };
     for (size_t li = 0; li < p.loads.size(); ++li)
       if (!p.invariant[li] || (first && !p.invariant_group)) copy(li);
-    if (async_) commit();
+    if (p.async_copies) commit();
     // The stage's tensor copies, issued by one thread where the iteration
     // is live, complete on the stage's full mbarrier.
     if (!tensor_copies.empty()) {
@@ -173,9 +173,7 @@ class Expander {
     std::vector<Value*> bufs(p.loads.size(), nullptr);
     for (size_t li = 0; li < p.loads.size() && buffered; ++li)
       bufs[li] = pre.create1(OpKind::LocalAlloc, {}, buffer_type(*p.loads[li], p.invariant[li] ? 0 : p.slots()));
-    // (p.loads point at ops erased below: what they are is taken now.)
-    const bool tensor_copies = has_tensor_copies(p), async = async_copies(p);
-    async_ = async;
+    const bool tensor_copies = p.tensor_copies, async = p.async_copies;
     maps_.assign(p.loads.size(), nullptr);
     boxes_.assign(p.loads.size(), TensorBox{});
     full_ = nullptr;
@@ -367,15 +365,6 @@ class Expander {
     return std::prev(post.pos());
   }
 
-  static bool has_tensor_copies(const PipelinePlan& p) {
-    return std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::DescriptorLoad; });
-  }
-  // Asynchronous copies of pointer loads, in commit groups.
-  static bool async_copies(const PipelinePlan& p) {
-    return !p.prefetch_registers &&
-           std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::Load; });
-  }
-
   ir::Function& fn_;
   const LayoutPlan& plan_;
   const transforms::AxisAnalysis& axis_;
@@ -385,7 +374,6 @@ class Expander {
   std::vector<Value*> maps_;
   std::vector<TensorBox> boxes_;
   Value* full_ = nullptr;
-  bool async_ = false;  // it has asynchronous copies (commit groups)
 };
 
 }  // namespace

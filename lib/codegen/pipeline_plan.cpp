@@ -331,6 +331,8 @@ std::optional<PipelinePlan> Planner::build(int stages, const std::vector<Candida
   // (docs/perf.md, run 22).
   if (std::find(p.invariant.begin(), p.invariant.end(), false) == p.invariant.end()) return std::nullopt;
   p.early_refill = std::find(p.to_registers.begin(), p.to_registers.end(), false) == p.to_registers.end();
+  p.tensor_copies =
+      std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::DescriptorLoad; });
   bool no_invariant = std::find(p.invariant.begin(), p.invariant.end(), true) == p.invariant.end();
   if (prefetch_of) {
     // Every load marked so, at depth 2, with no buffers read by dots.
@@ -343,10 +345,11 @@ std::optional<PipelinePlan> Planner::build(int stages, const std::vector<Candida
                   "copied once for pipeline = \"prefetch\", found stages = " + std::to_string(stages));
     p.prefetch_registers = true;
   } else {
-    bool tensor_copies = std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::DescriptorLoad; });
-    p.prefetch_registers = !loop_.attrs.count("stages") && p.stages == 2 && p.early_refill && !tensor_copies &&
+    p.prefetch_registers = !loop_.attrs.count("stages") && p.stages == 2 && p.early_refill && !p.tensor_copies &&
                            target_.thread_registers > 0 && no_invariant && prefetch_fits(p);
   }
+  p.async_copies = !p.prefetch_registers &&
+                   std::any_of(p.loads.begin(), p.loads.end(), [](const Op* l) { return l->kind == OpKind::Load; });
   p.invariant_group = !p.shared_reads && !no_invariant;
   for (const auto& o : body_.ops)
     if (need_.count(o.get())) p.lead_ops.push_back(o.get());

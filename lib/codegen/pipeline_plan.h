@@ -73,6 +73,8 @@ struct PipelinePlan {
   bool shared_reads = false;           // some thread reads an element another copied
   bool prefetch_registers = false;      // next iteration's loads into registers, no buffers
   bool invariant_group = false;         // invariant copies commit apart; iteration 0 waits at first read
+  bool tensor_copies = false;           // some loads are descriptor loads: tensor copies on full mbarriers
+  bool async_copies = false;            // some are pointer loads copied in commit groups
   std::vector<const ir::Op*> lead_ops;  // ops their operands need, in body order
   std::vector<size_t> lead_args;        // carried values (index k of args[k + 1]) those ops read
   std::set<const ir::Op*> skip;         // loads read by dots, their trans and conversions: never in registers

@@ -51,17 +51,6 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
   if (eb != 2 && eb != 4)
     return "elements of " + std::to_string(eb) + " bytes (tensor copies of 2- and 4-byte elements only, so far)";
   if (num_ctas != 1) return "programs of " + std::to_string(num_ctas) + " CTAs (one, so far)";
-  auto users = users_of(fn);
-  const auto& uses = users[op.result()];
-  if (uses.empty()) return "no reader";
-  for (const Op* u : uses) {
-    if (dot_operand(u, op.result())) continue;
-    if (u->kind == OpKind::Trans && !users[u->result()].empty() &&
-        std::all_of(users[u->result()].begin(), users[u->result()].end(),
-                    [&](const Op* uu) { return dot_operand(uu, u->result()); }))
-      continue;
-    return "a reader other than a dot ('" + std::string(u->name()) + "' at " + u->loc.str() + ")";
-  }
   const Value* base = op.operands[0];
   if (!is_argument(fn, base)) return "a base the kernel computes (the launcher encodes the map)";
   if (axis.get(base).divisibility[0] < 16) return "a base not proven 16-byte aligned";
@@ -77,6 +66,18 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
     return "an innermost coordinate not proven a multiple of 16 bytes";
   TensorBox box = tensor_box_of(block_tile(t.shape, eb));
   if (!box.why.empty()) return "a block stored as " + box.why;
+  // Its readers last: this walks the function.
+  auto users = users_of(fn);
+  const auto& uses = users[op.result()];
+  if (uses.empty()) return "no reader";
+  for (const Op* u : uses) {
+    if (dot_operand(u, op.result())) continue;
+    if (u->kind == OpKind::Trans && !users[u->result()].empty() &&
+        std::all_of(users[u->result()].begin(), users[u->result()].end(),
+                    [&](const Op* uu) { return dot_operand(uu, u->result()); }))
+      continue;
+    return "a reader other than a dot ('" + std::string(u->name()) + "' at " + u->loc.str() + ")";
+  }
   return "";
 }
 
