@@ -10,10 +10,13 @@
 //
 // Environment:
 //   TILEDSL_GEMM_CONFIG  comma-separated tile configurations to time, each
-//                        BMxBNxBK:warps:stages[:desc] (:desc: the kernel
-//                        through tensor descriptors, TMA on sm_90); default
-//                        the example's, then it through descriptors at 4
-//                        and 3 stages (docs/perf.md run 50); e.g.
+//                        BMxBNxBK:warps:stages[:desc][:ws|:nows] (:desc:
+//                        the kernel through tensor descriptors, TMA on
+//                        sm_90; :ws / :nows demand or forbid warp
+//                        specialization); default the example's, then it
+//                        through descriptors at 4 stages without warp
+//                        specialization, and at 4 and 3 stages as the
+//                        compiler decides (docs/perf.md run 51); e.g.
 //                        128x128x64:8:3,128x256x64:8:4,256x128x64:8:4
 //   TILEDSL_GEMM_SHAPES  comma-separated MxNxK to time instead of the defaults
 //   TILEDSL_DEVICE       the device (e.g. interp: tiny default shapes, no cuBLAS)
@@ -93,10 +96,11 @@ std::vector<Shape> shapes() {
 std::vector<kernels::GemmConfig> configs() {
   const char* env = std::getenv("TILEDSL_GEMM_CONFIG");
   std::vector<kernels::GemmConfig> list;
-  kernels::GemmConfig desc4 = kernels::GemmConfig{}, desc3;
-  desc4.descriptors = desc3.descriptors = true;
+  kernels::GemmConfig desc4 = kernels::GemmConfig{}, desc3, plain4;
+  desc4.descriptors = desc3.descriptors = plain4.descriptors = true;
   desc3.num_stages = 3;
-  std::string defaults = kernels::GemmConfig{}.str() + "," + desc4.str() + "," + desc3.str();
+  plain4.warp_specialize = false;
+  std::string defaults = kernels::GemmConfig{}.str() + "," + plain4.str() + "," + desc4.str() + "," + desc3.str();
   for (const auto& text : split(env && *env ? env : defaults, ','))
     list.push_back(kernels::parse_gemm_config(text));
   return list;

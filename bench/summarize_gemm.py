@@ -11,7 +11,7 @@ import json
 import re
 import sys
 
-NAME = re.compile(r"gemm_(tiledsl|cublas)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc)?))?/")
+NAME = re.compile(r"gemm_(tiledsl|cublas)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc)?(?::n?ws)?))?/")
 
 
 def load_ours(path):

@@ -10,8 +10,9 @@
 //   --b=row|col           column-major; likewise B ([K, N]). Only the
 //                         strides passed to the kernel change.
 //   --mnk=M,N,K           problem size (any positive sizes, ragged included)
-//   --config=BMxBNxBK:warps:stages[:desc]   tile configuration (see kernels/gemm.h;
-//                                    :desc runs the tensor-descriptor kernel)
+//   --config=BMxBNxBK:warps:stages[:desc][:ws|:nows]  tile configuration (see kernels/gemm.h;
+//                                    :desc runs the tensor-descriptor kernel, :ws / :nows
+//                                    demand or forbid warp specialization)
 //   --sweep               correctness over ragged shapes x both dtypes x the
 //                         four A/B layouts, one PASS/FAIL line each, then an
 //                         overall PASS only if every case passed (small
@@ -205,7 +206,7 @@ int main(int argc, char** argv) {
       if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
         std::fprintf(stderr,
                      "gemm options: [--dtype=bf16|f16] [--a=row|col] [--b=row|col] [--mnk=M,N,K]\n"
-                     "              [--config=BMxBNxBK:warps:stages[:desc]] [--sweep]\n"
+                     "              [--config=BMxBNxBK:warps:stages[:desc][:ws|:nows]] [--sweep]\n"
                      "  tiles with an instantiation: %s\n",
                      kernels::gemm_tiles_list().c_str());
     auto layout_is_col = [](const std::string& v, const char* opt) {

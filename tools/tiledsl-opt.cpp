@@ -1,7 +1,7 @@
 // tiledsl-opt: the IR driver for tests and debugging, like mlir-opt.
 //
 //   tiledsl-opt <file.tir | -> [--pass=name]... [--verify-only] [--no-locs]
-//               [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--aligned] [--emit=llvm|asm]]
+//               [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--warp-specialize=0|1] [--aligned] [--emit=llvm|asm]]
 //
 // Parses the text form (Tile IR or GPU IR), verifies it, runs the named
 // passes in order (verifying after each, so a pass that breaks the IR is
@@ -33,7 +33,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tiledsl-opt <file.tir | -> [--pass=name]... [--verify-only] [--no-locs]\n"
-    "                   [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--aligned] [--emit=llvm|asm]]";
+    "                   [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--warp-specialize=0|1] [--aligned] [--emit=llvm|asm]]";
 
 struct Options {
   std::string input;
@@ -42,6 +42,7 @@ struct Options {
   bool locations = true;
   std::string target;
   int num_warps = 4, num_ctas = 1, num_stages = 3;
+  int warp_specialize = -1;  // --warp-specialize=0|1; the compiler decides without it
   bool aligned = false;
   std::string emit;  // "", "llvm" or "asm"
 };
@@ -74,6 +75,10 @@ Options parse_args(int argc, char** argv) {
       o.num_ctas = int_option(a, 11);
     } else if (a.rfind("--num-stages=", 0) == 0) {
       o.num_stages = int_option(a, 13);
+    } else if (a.rfind("--warp-specialize=", 0) == 0) {
+      o.warp_specialize = int_option(a, 18);
+      if (o.warp_specialize != 0 && o.warp_specialize != 1)
+        throw tl::Error("tiledsl-opt: expected --warp-specialize=0 or 1, found '" + a + "'");
     } else if (a == "--aligned") {
       o.aligned = true;
     } else if (a == "--emit=llvm" || a == "--emit=asm") {
@@ -142,6 +147,7 @@ void run_pass(const Pass& p, tl::ir::Function& fn, const Options& o) {
   ctx.num_warps = o.num_warps;
   ctx.num_ctas = o.num_ctas;
   ctx.num_stages = o.num_stages;
+  ctx.warp_specialize = o.warp_specialize;
   ctx.args = arg_facts(fn, o);
   tl::codegen::run_gpu_pass(ctx, *p.gpu);
 }

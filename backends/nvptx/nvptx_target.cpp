@@ -107,6 +107,7 @@ class NvptxTarget final : public Target {
     has_async_copy = true;       // cp.async
     max_cluster_ctas = sm_ >= 90 ? 8 : 1;
     has_tma = sm_ >= 90;         // cp.async.bulk.tensor, mbarrier expect_tx
+    has_warp_specialization = arch_ == "sm_90a";  // setmaxnreg
     block_registers = 65536, thread_registers = 255;  // sm_80 .. sm_90
     matrix_instr = [sm = sm_](DType in, bool allow_tf32) { return nvptx::mma_instr(in, allow_tf32, sm); };
     warpgroup_instr = [arch = arch_](DType in, int64_t M, int64_t N, int64_t K, int num_warps) {
@@ -257,6 +258,14 @@ class NvptxTarget final : public Target {
   }
   void tma_store_wait(llvm::IRBuilder<>& b) const override {
     asm_call(b, "cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group 0;", "", {});
+  }
+  void cap_registers(llvm::Function& fn, int regs) const override {
+    fn.addFnAttr("nvvm.maxnreg", std::to_string(regs));
+  }
+  void set_registers(llvm::IRBuilder<>& b, int regs, bool more) const override {
+    b.CreateIntrinsic(more ? llvm::Intrinsic::nvvm_setmaxnreg_inc_sync_aligned_u32
+                           : llvm::Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32,
+                      {b.getInt32(regs)});
   }
   bool named_barrier(llvm::IRBuilder<>& b, int id, int threads) const override {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {b.getInt32(id), b.getInt32(threads)});

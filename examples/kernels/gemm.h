@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "tiledsl/tiledsl.h"
@@ -111,10 +112,14 @@ struct GemmConfig {
   int num_warps = 8;
   int num_stages = 4;
   bool descriptors = false;  // gemm_desc (":desc") instead of gemm
+  // CompileOptions::warp_specialize: ":ws" demands it, ":nows" forbids it;
+  // unset, the compiler decides.
+  std::optional<bool> warp_specialize = std::nullopt;
 
   std::string str() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
-           std::to_string(num_warps) + ":" + std::to_string(num_stages) + (descriptors ? ":desc" : "");
+           std::to_string(num_warps) + ":" + std::to_string(num_stages) + (descriptors ? ":desc" : "") +
+           (warp_specialize ? (*warp_specialize ? ":ws" : ":nows") : "");
   }
 };
 
@@ -139,23 +144,27 @@ inline std::string gemm_tiles_list() {
   return s;
 }
 
-// Parses "BMxBNxBK:warps:stages[:desc]"; ":stages" or ":warps:stages" may
-// be left out (the defaults: 8 warps, 4 stages); ":desc" picks gemm_desc.
-// Throws tl::Error on malformed text or a tile shape without an
-// instantiation.
+// Parses "BMxBNxBK:warps:stages[:desc][:ws|:nows]"; ":stages" or
+// ":warps:stages" may be left out (the defaults: 8 warps, 4 stages);
+// ":desc" picks gemm_desc, ":ws" / ":nows" demand or forbid warp
+// specialization. Throws tl::Error on malformed text or a tile shape
+// without an instantiation.
 inline GemmConfig parse_gemm_config(const std::string& text) {
   GemmConfig c;
   int consumed = 0;
   std::string body = text;
-  const std::string desc = ":desc";
-  if (body.size() > desc.size() && body.compare(body.size() - desc.size(), desc.size(), desc) == 0) {
-    c.descriptors = true;
-    body.resize(body.size() - desc.size());
-  }
+  auto suffix = [&](const std::string& s) {
+    bool has = body.size() > s.size() && body.compare(body.size() - s.size(), s.size(), s) == 0;
+    if (has) body.resize(body.size() - s.size());
+    return has;
+  };
+  if (suffix(":nows")) c.warp_specialize = false;
+  else if (suffix(":ws")) c.warp_specialize = true;
+  c.descriptors = suffix(":desc");
   int fields = std::sscanf(body.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
                            &consumed, &c.num_stages, &consumed);
   if (fields < 3 || size_t(consumed) != body.size() || c.num_warps < 1 || c.num_stages < 1)
-    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc], e.g. 128x128x64:8:3");
+    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc][:ws|:nows], e.g. 128x128x64:8:3");
   for (const auto& t : kGemmTiles)
     if (t.bm == c.bm && t.bn == c.bn && t.bk == c.bk) return c;
   throw tl::Error("gemm config '" + text + "': tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
@@ -180,7 +189,8 @@ tl::Kernel compile_gemm_tile(const GemmConfig& c, const tl::CompileOptions& opti
 // Traces gemm<T, ...> for configuration `c` under the kernel name `name`.
 template <class T>
 tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
-  return detail::compile_gemm_tile<T>(c, {.name = name, .num_warps = c.num_warps, .num_stages = c.num_stages});
+  return detail::compile_gemm_tile<T>(
+      c, {.name = name, .num_warps = c.num_warps, .num_stages = c.num_stages, .warp_specialize = c.warp_specialize});
 }
 
 // The launch grid of a gemm of M x N under configuration `c`.

@@ -12,6 +12,7 @@
 // Plain C++ loops and `if constexpr` unroll / select at trace time.
 #pragma once
 
+#include <optional>
 #include <exception>
 #include <source_location>
 #include <type_traits>
@@ -29,6 +30,10 @@ namespace tl {
 // vector) then come from shared memory, copied once before the loop.
 struct RangeOptions {
   int num_stages = -1;  // software-pipelining depth, >= 1 (1: none); -1: CompileOptions::num_stages
+  // Warp specialization of this loop (CompileOptions::warp_specialize,
+  // which it overrides): false forbids it, true demands it (an error where
+  // the loop cannot have it); unset, the kernel's option decides.
+  std::optional<bool> warp_specialize = std::nullopt;
 };
 
 namespace detail {
@@ -77,6 +82,7 @@ class range {
     ir::Attrs attrs;
     // Any value but the default is recorded, so that tl::compile rejects a bad one at this line.
     if (opts_.num_stages != -1) attrs["num_stages"] = int64_t(opts_.num_stages);
+    if (opts_.warp_specialize) attrs["warp_specialize"] = int64_t(*opts_.warp_specialize);
     detail::Value* lo = detail::loop_bound(lo_, loc_, "lower bound");
     detail::Value* hi = detail::loop_bound(hi_, loc_, "upper bound");
     detail::Value* step = detail::loop_bound(step_, loc_, "step");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -44,6 +45,12 @@ struct CompileOptions {
   // shared memory; program_id and num_programs count clusters. The
   // program's meaning does not change; dots are not supported yet.
   int num_ctas = 1;
+  // Warp specialization of loops whose tensor copies feed warpgroup dots
+  // (sm_90a): a producer warpgroup issues the copies, the program's own
+  // warps multiply, joined by mbarriers. Unset: the compiler decides; false:
+  // never; true: a kernel with no loop it can specialize is an error saying
+  // why.
+  std::optional<bool> warp_specialize = std::nullopt;
 };
 
 // What a device spent compiling kernels (GPU devices; all zero on the

@@ -73,10 +73,33 @@ class Allocator {
     }
   }
 
-  // The op of `r` that `o` is, or is inside.
-  static const Op* in_region(const Op* o, const ir::Region* r) {
-    while (o && o->parent != r) o = o->parent ? o->parent->parent : nullptr;
+  // The op of `r` that `o` is, or is inside. The default partition of a
+  // warp_specialize in `r` counts as ops of `r` (its ops run in program
+  // order after what precedes the warp_specialize); a use in another
+  // partition sets `side` to the warp_specialize and gives null: by
+  // warp_specialize.h's contract it comes before the default partition's
+  // last use of the same buffer.
+  static const Op* in_region(const Op* o, const ir::Region* r, const Op** side = nullptr) {
+    while (o && o->parent != r) {
+      const Op* up = o->parent ? o->parent->parent : nullptr;
+      if (up && up->kind == OpKind::WarpSpecialize) {
+        if (o->parent != up->regions[0].get()) {
+          if (side) *side = up;
+          return nullptr;
+        }
+        if (up->parent == r) return o;
+      }
+      o = up;
+    }
     return o;
+  }
+
+  // The warp_specialize whose partition other than the default one holds
+  // `o`, if any: its ops run beside all of the warp_specialize's.
+  static const Op* side_partition(const Op* o) {
+    for (const Op* up = o->parent ? o->parent->parent : nullptr; up; o = up, up = up->parent ? up->parent->parent : nullptr)
+      if (up->kind == OpKind::WarpSpecialize && o->parent != up->regions[0].get()) return up;
+    return nullptr;
   }
 
   // Each buffer's last use (its uses inside a loop: the loop's end), and
@@ -88,7 +111,12 @@ class Allocator {
         if (!v->type.is_shared()) continue;
         const Value* b = buffer_of(v);
         if (!b->def) continue;
-        const Op* at = in_region(o.get(), b->def->parent);
+        const Op* side = nullptr;
+        const Op* at = in_region(o.get(), b->def->parent, &side);
+        if (side) {
+          const Op* ws = in_region(side, b->def->parent);
+          if (ws) side_use_[b] = std::max(side_use_[b], span_.at(ws).last);
+        }
         if (!at) continue;
         int& last = last_use_[b];
         last = std::max(last, span_.at(at).last);
@@ -114,12 +142,13 @@ class Allocator {
       Op& o = **it;
       for (auto& sub : o.regions) collect(*sub);
       Span s = span_.at(&o);
+      if (const Op* ws = side_partition(&o)) s = span_.at(ws);  // alive beside all of it
       if (o.kind == OpKind::LocalAlloc) {
         const Value* b = o.result();
         Allocation a;
         a.op = &o;
         a.first = s.first;
-        a.last = std::max(s.last, last_use_.count(b) ? last_use_.at(b) : s.last);
+        a.last = std::max(s.last, last_use_.count(b) ? last_use_.at(b) : side_use_.count(b) ? side_use_.at(b) : s.last);
         if (o.operands.empty()) {
           a.bytes = smem_buffer_bytes(b->type, fn_.layout_of(b->type));
           // Warpgroup instructions' operands at their boundaries.
@@ -130,10 +159,10 @@ class Allocator {
         }
         // Copies past a loop's end still write until the wait for all of them.
         if (auto c = copied_.find(b); c != copied_.end())
-          a.last = std::max(a.last, drained_at(r, c->second, OpKind::AsyncWait));
+          a.last = std::max(a.last, drained_at(c->second, OpKind::AsyncWait));
         // Asynchronous dots read until the wait for all of them.
         if (auto d = async_read_.find(b); d != async_read_.end())
-          a.last = std::max(a.last, drained_at(r, d->second, OpKind::DotWait));
+          a.last = std::max(a.last, drained_at(d->second, OpKind::DotWait));
         all_.push_back(a);
       } else if (int64_t bytes = scratch_bound(o, plan_, {}); bytes > 0) {
         Allocation a;
@@ -147,13 +176,13 @@ class Allocator {
     }
   }
 
-  // The point of the first `async_wait {pending = 0}` (`dot_wait`) in `r`
-  // from the op that copies last into a buffer (asynchronous dots read
-  // last from it); the end of `r` if there is none.
-  int drained_at(const ir::Region& r, const Op* from, OpKind wait) const {
+  // The point of the first `async_wait {pending = 0}` (`dot_wait`) after
+  // the op that copies last into a buffer (asynchronous dots read last from
+  // it), in its region; the end of that region if there is none.
+  int drained_at(const Op* from, OpKind wait) const {
     bool past = false;
     int last = span_.at(from).last;
-    for (const auto& o : r.ops) {
+    for (const auto& o : from->parent->ops) {
       past = past || o.get() == from;
       if (!past) continue;
       last = span_.at(o.get()).last;
@@ -167,6 +196,7 @@ class Allocator {
   int next_ = 0;
   std::unordered_map<const Op*, Span> span_;
   std::unordered_map<const Value*, int> last_use_;
+  std::unordered_map<const Value*, int> side_use_;  // of buffers other partitions use: the warp_specialize's end
   std::unordered_map<const Value*, const Op*> copied_;  // the last op of the buffer's region copying into it
   std::unordered_map<const Value*, const Op*> async_read_;  // the last one with an asynchronous dot reading it
   std::unordered_map<const Value*, int64_t> operand_align_;  // of buffers warpgroup dots read

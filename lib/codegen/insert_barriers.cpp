@@ -179,7 +179,9 @@ class Inserter {
         const ir::Region* body = r.parent && r.parent->kind == OpKind::For ? &r : nullptr;
         bool carried = false;
         for (size_t k = 1; body && k < body->args.size(); ++k) carried = carried || body->args[k].get() == i;
-        if (carried) slot_loop_[o->operands[0]] = {r.parent, int(o->operands[0]->type.shape[0])};
+        // (The first loop: a producer partition's, after the default one,
+        // indexes the same buffers.)
+        if (carried) slot_loop_.emplace(o->operands[0], SlotLoop{r.parent, int(o->operands[0]->type.shape[0])});
       }
       for (const auto& sub : o->regions) find_slot_loops(*sub);
     }
@@ -284,6 +286,19 @@ class Inserter {
         retire(s.dots, o, s);
         return;
       case OpKind::NamedBarrier: return;  // some threads only: nothing is done for all
+      case OpKind::WarpSpecialize: {
+        // The partitions run at the same time, each from what is
+        // outstanding here; the default one goes on as the program. What
+        // the others write they hand over through mbarriers
+        // (warp_specialize.h), so they are checked, not carried on.
+        const State entry = s;
+        region(*o.regions[0], s);
+        for (size_t k = 1; k < o.regions.size(); ++k) {
+          State side = entry;
+          region(*o.regions[k], side);
+        }
+        return;
+      }
       default: break;
     }
     // An mbarrier is written by its initialization and read (its state
@@ -370,7 +385,9 @@ class Inserter {
       return;
     }
     if (o.kind == OpKind::TmaLoad) {
-      s.tma.insert(acc.begin(), acc.end());
+      // A producer partition's copies land for the default partition,
+      // which waits for them (warp_specialize.h).
+      if (!in_side_partition(&o)) s.tma.insert(acc.begin(), acc.end());
       return;
     }
     if (o.kind == OpKind::Dot && o.attr_int_or("async", 0)) {
@@ -426,9 +443,10 @@ class Inserter {
       s.done.clear();
       return;
     }
+    // (A barrier before a warp_specialize is every partition's.)
     const Op* at = &o;
     for (const Op* up = enclosing(&o); up; up = enclosing(up)) {
-      if (up->kind != OpKind::For) continue;
+      if (up->kind != OpKind::For && up->kind != OpKind::WarpSpecialize) continue;
       bool outside = true;
       for (const Op* f : from) outside = outside && !within(f, up);
       if (!outside) break;
@@ -441,6 +459,13 @@ class Inserter {
 
   // The op whose region holds `o` (null at the function's top).
   static const Op* enclosing(const Op* o) { return o->parent ? o->parent->parent : nullptr; }
+  // Whether `o` is in a partition of a warp_specialize other than the
+  // default one.
+  static bool in_side_partition(const Op* o) {
+    for (const Op* up = enclosing(o); up; o = up, up = enclosing(up))
+      if (up->kind == OpKind::WarpSpecialize && o->parent != up->regions[0].get()) return true;
+    return false;
+  }
   static bool within(const Op* o, const Op* loop) {
     for (const Op* up = o; up; up = enclosing(up))
       if (up == loop) return true;

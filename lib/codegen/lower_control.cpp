@@ -136,4 +136,42 @@ void Lowerer::lower_if(const Op& op) {
   }
 }
 
+// Each partition a branch on the warp index, in order from warp 0, whose
+// warps first set their registers. setmaxnreg is a warpgroup's, so a
+// partition takes whole warpgroups: warps past its own (a 1-warp producer's
+// three) set their registers with it and go straight to the end. Then the
+// program ends (the verifier keeps a warp_specialize last). Inside a
+// partition a barrier is one of its own threads (named barrier 1 + its
+// index), and one thread's work its first thread's.
+void Lowerer::lower_warp_specialize(const Op& op) {
+  const auto& warps = op.attr_ints("warps");
+  const auto& regs = op.attr_ints("registers");
+  auto* done = llvm::BasicBlock::Create(ctx_, "partitions.end", fn_);
+  int first = 0;
+  for (size_t k = 0; k < op.regions.size(); ++k) {
+    auto name = "partition" + std::to_string(k);
+    auto* group = llvm::BasicBlock::Create(ctx_, name + ".warpgroups", fn_);
+    auto* part = llvm::BasicBlock::Create(ctx_, name, fn_);
+    auto* next = llvm::BasicBlock::Create(ctx_, name + ".after", fn_);
+    int span = partition_warps(int(warps[k]));
+    b_.CreateCondBr(b_.CreateICmpULT(warp_, b_.getInt32(first + span)), group, next);
+    b_.SetInsertPoint(group);
+    if (regs[k] != register_cap_) t_.set_registers(b_, int(regs[k]), regs[k] > register_cap_);
+    b_.CreateCondBr(b_.CreateICmpULT(warp_, b_.getInt32(first + int(warps[k]))), part, done);
+    b_.SetInsertPoint(part);
+    Partition outer = partition_;
+    llvm::Value* warp = warp_;
+    partition_ = {first * plan_.warp_size, int(warps[k]) * plan_.warp_size, 1 + int(k)};
+    warp_ = b_.CreateSub(warp, b_.getInt32(first));  // layouts count the partition's warps
+    lower_region(*op.regions[k]);
+    partition_ = outer;
+    warp_ = warp;
+    b_.CreateBr(done);
+    b_.SetInsertPoint(next);
+    first += span;
+  }
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
 }  // namespace tl::codegen::lowering

@@ -34,8 +34,24 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   collect_tensor_maps(fn, params);
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
+  // A warp_specialize (the function's last op) adds its partitions' warps;
+  // a thread's registers at entry are what the block's share out evenly,
+  // which each partition then changes.
   int threads = plan_.num_warps * plan_.warp_size;
+  const Op* ws = fn.body.ops.empty() ? nullptr : fn.body.ops.back().get();
+  if (ws && ws->kind == OpKind::WarpSpecialize) {
+    threads = 0;
+    for (int64_t w : ws->attr_ints("warps")) threads += partition_warps(int(w)) * plan_.warp_size;
+    if (!t_.has_warp_specialization)
+      unsupported(*ws, "needs partitions of warps with registers of their own, which " + t_.name +
+                           " does not have (sm_90a)");
+    if (threads > 1024) unsupported(*ws, "of " + std::to_string(threads) + " threads (at most 1024)");
+  }
   t_.init_kernel(*fn_, threads);
+  if (ws && ws->kind == OpKind::WarpSpecialize) {
+    register_cap_ = std::min(t_.thread_registers, t_.block_registers / threads) / 8 * 8;
+    t_.cap_registers(*fn_, register_cap_);
+  }
   if (plan_.num_ctas > 1) start_cluster(fn);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
   if (plan_.fp_fusion) {
@@ -493,6 +509,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::Print: return &Lowerer::lower_print;
     case OpKind::For: return &Lowerer::lower_for;
     case OpKind::If: return &Lowerer::lower_if;
+    case OpKind::WarpSpecialize: return &Lowerer::lower_warp_specialize;
     case OpKind::Yield: return &Lowerer::lower_yield;
     case OpKind::ConvertLayout: return &Lowerer::lower_convert_layout;
     case OpKind::LocalAlloc: return &Lowerer::lower_local_alloc;

@@ -65,7 +65,7 @@ void Lowerer::lower_store(const Op& op) {
   DType d = op.operands[1]->type.dtype;
   if (!ptr->type.is_tile()) {
     // One thread (of the cluster's first CTA) stores a scalar.
-    llvm::Value* pred = b_.CreateICmpEQ(b_.CreateOr(tid_, block_), b_.getInt32(0));
+    llvm::Value* pred = b_.CreateAnd(leader(), b_.CreateICmpEQ(block_, b_.getInt32(0)));
     if (op.operands.size() > 2) pred = b_.CreateAnd(pred, get(op.operands[2])[0]);
     t_.store(b_, to_memory(get(op.operands[1])[0]), get(ptr)[0], pred, hints(op));
     return;
@@ -131,7 +131,7 @@ void Lowerer::lower_atomic(const Op& op) {
   // their old values: replicated ones are not supported yet.
   if (plan_.num_ctas > 1 && (!tile || l->broadcast_mask(kBlock) || (1 << l->in_bits(kBlock)) < plan_.num_ctas))
     unsupported(op, "with num_ctas > 1 on a value every CTA of the cluster holds (a scalar or a replicated tile)");
-  llvm::Value* owner = tile ? owner_predicate(*l) : b_.CreateICmpEQ(tid_, b_.getInt32(0));
+  llvm::Value* owner = tile ? owner_predicate(*l) : leader();
   std::vector<bool> dup = tile ? duplicate_regs(*l) : std::vector<bool>{false};
   MemOrder order = mem_order(op);
   MemScope scope = mem_scope(op);

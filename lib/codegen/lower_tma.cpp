@@ -2,9 +2,10 @@
 // tensor copies through tensor maps (TMA), named barriers.
 //
 // Who runs what: an op of the program (mbarrier_init, mbarrier_expect_tx,
-// tma_load, tma_store) is one thread's, thread 0's; mbarrier_arrive is
-// every thread's own arrival; mbarrier_wait and named_barrier are every
-// thread's. insert-barriers (insert_barriers.cpp) puts the block barriers
+// tma_load, tma_store) is one thread's, thread 0's (in a partition of a
+// warp_specialize, the partition's first thread's); mbarrier_arrive is
+// every thread's own arrival ({per_warp = 1}: each warp's first lane's);
+// mbarrier_wait and named_barrier are every thread's. insert-barriers (insert_barriers.cpp) puts the block barriers
 // between an mbarrier's initialization and its uses, and between a
 // buffer's readers and the tensor copy that refills it; a tensor copy's
 // bytes are visible to the threads that waited on its mbarrier.
@@ -45,7 +46,7 @@ void Lowerer::wait_mbarrier(llvm::Value* bar, llvm::Value* parity) {
 void Lowerer::lower_mbarrier(const Op& op) {
   need_tma(t_, op);
   llvm::Value* bar = shared_address(op, 0);
-  llvm::Value* first = b_.CreateICmpEQ(tid_, b_.getInt32(0));
+  llvm::Value* first = leader();
   switch (op.kind) {
     case OpKind::MbarrierInit:
       guarded(first, [&]() -> llvm::Value* {
@@ -66,7 +67,16 @@ void Lowerer::lower_mbarrier(const Op& op) {
         return nullptr;
       }, nullptr);
       return;
-    case OpKind::MbarrierArrive: t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1))); return;
+    case OpKind::MbarrierArrive:
+      if (op.attr_int_or("per_warp", 0)) {  // a warp's arrival, its first lane's
+        guarded(b_.CreateICmpEQ(lane_, b_.getInt32(0)), [&]() -> llvm::Value* {
+          t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1)));
+          return nullptr;
+        }, nullptr);
+        return;
+      }
+      t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1)));
+      return;
     default: wait_mbarrier(bar, get(op.operands[1])[0]); return;
   }
 }
@@ -105,7 +115,7 @@ void Lowerer::lower_tma_copy(const Op& op) {
   for (size_t i = first_coord; i < op.operands.size(); ++i) coords.push_back(get(op.operands[i])[0]);
   // Innermost first: the contiguous dimension, then the rows.
   if (coords.size() == 2 && t.contiguous == 1) std::swap(coords[0], coords[1]);
-  guarded(b_.CreateICmpEQ(tid_, b_.getInt32(0)), [&]() -> llvm::Value* {
+  guarded(leader(), [&]() -> llvm::Value* {
     for (int p = 0; p < box.panels; ++p) {
       std::vector<llvm::Value*> at = coords;
       at[0] = b_.CreateAdd(at[0], b_.getInt32(int32_t(p * box.inner)));

@@ -241,6 +241,7 @@ class Lowerer {
   Regs unpack_narrow(const Regs& packed, int f);
   void lower_for(const Op& op);
   void lower_if(const Op& op);
+  void lower_warp_specialize(const Op& op);
 
   llvm::LLVMContext& ctx_;
   const LayoutPlan& plan_;
@@ -251,6 +252,20 @@ class Lowerer {
   llvm::Function* fn_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
   llvm::Value *lane_ = nullptr, *warp_ = nullptr, *tid_ = nullptr;
+  // The partition of a warp_specialize being lowered (threads 0: none):
+  // its first thread, its threads, the id of its barriers.
+  struct Partition {
+    int first = 0, threads = 0, barrier_id = 0;
+  } partition_;
+  // True for the thread that does what one thread of the program (or of
+  // the partition) does.
+  llvm::Value* leader() { return b_.CreateICmpEQ(tid_, b_.getInt32(partition_.first)); }
+  int register_cap_ = 0;  // a thread's registers at entry, under warp specialization
+  // The warps a partition of `warps` takes: whole warpgroups.
+  int partition_warps(int warps) const {
+    int group = 128 / plan_.warp_size;
+    return (warps + group - 1) / group * group;
+  }
   llvm::Value* block_ = nullptr;  // this CTA's rank in its cluster (0 without clusters)
   int64_t smem_bytes_ = 0;
   int64_t scratch_base_ = 0;          // the first byte of scratch_user_'s scratch

@@ -12,6 +12,7 @@
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
 #include "codegen/tma_descriptors.h"
+#include "codegen/warp_specialize.h"
 #include "ir/verifier.h"
 #include "transforms/passes.h"
 
@@ -115,6 +116,14 @@ void async_dots_pass(GpuContext& c) {
   async_dots(c.fn, *c.plan);
 }
 
+// A loop of tensor copies feeding an asynchronous dot as a producer and
+// consumers on warps of their own.
+void warp_specialize_pass(GpuContext& c) {
+  expect_gpu_ir(c, "warp-specialize");
+  warp_specialize(c.fn, *c.plan, c.target, c.warp_specialize);
+  c.axis.emplace(c.fn, c.args);  // the new ops' values too
+}
+
 // Barriers where shared-memory accesses need them.
 void insert_barriers_pass(GpuContext& c) {
   expect_gpu_ir(c, "insert-barriers");
@@ -150,6 +159,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"expand-pipelines", &expand_pipelines_pass},
       {"tma-descriptors", &tma_descriptors_pass},
       {"async-dots", &async_dots_pass},
+      {"warp-specialize", &warp_specialize_pass},
       {"allocate-shared", &allocate_shared_pass},
       {"insert-barriers", &insert_barriers_pass},
   };

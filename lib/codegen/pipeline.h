@@ -26,6 +26,10 @@
 //   async-dots       a loop's warpgroup dot issued without waiting for
 //                    itself, its dot_wait {pending = 1} after it and
 //                    {pending = 0} after the loop (async_dots.cpp)
+//   warp-specialize  a loop of tensor copies feeding an asynchronous dot
+//                    split into a producer warpgroup and the consumers,
+//                    joined by rings of full and empty mbarriers
+//                    (warp_specialize.cpp)
 //   allocate-shared  where each buffer and each op's scratch go in shared
 //                    memory, by their lifetimes (allocate_shared.cpp)
 //   insert-barriers  a barrier wherever shared-memory accesses of different
@@ -61,6 +65,7 @@ struct GpuContext {
   int num_ctas = 1;
   int num_stages = 3;
   bool fp_fusion = true;
+  int warp_specialize = -1;  // -1: the compiler decides, 0: never, 1: always
   std::optional<transforms::AxisAnalysis> axis;  // of the IR as it is now
   std::optional<LayoutPlan> plan;                // from assign-layouts, or read from GPU IR
 

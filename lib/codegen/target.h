@@ -220,6 +220,17 @@ class Target : public TargetInfo {
   // address is what tma_load takes).
   virtual void tensor_map_param(llvm::Function& fn, unsigned i) const { no_mbarriers(); }
 
+  // ---- Warp specialization (has_warp_specialization): the registers a
+  // thread of `fn` has at its entry, and those of the warpgroups that
+  // then run set_registers (all their threads alike): more, or fewer
+  // (`more` false) than they had.
+  virtual void cap_registers(llvm::Function& fn, int regs) const {
+    throw Error("internal: target " + name + " has no warp specialization");
+  }
+  virtual void set_registers(llvm::IRBuilder<>& b, int regs, bool more) const {
+    throw Error("internal: target " + name + " has no warp specialization");
+  }
+
   // A barrier of the `threads` threads (a multiple of the warp size) that
   // reach barrier `id` (1-15); false when the target has none.
   virtual bool named_barrier(llvm::IRBuilder<>& b, int id, int threads) const { return false; }

@@ -28,6 +28,9 @@ struct TargetInfo {
   // Tensor copies through tensor maps (TMA) completing on transaction
   // mbarriers (mbarrier_*, tma_load, tma_store).
   bool has_tma = false;
+  // Partitions of a block's warps with register budgets of their own
+  // (setmaxnreg): warp_specialize's producer and consumers.
+  bool has_warp_specialization = false;
   // 32-bit registers of a block, and the most one thread may hold (0:
   // unknown): whether a pipeline may prefetch into registers.
   int block_registers = 0, thread_registers = 0;

@@ -199,25 +199,30 @@ const LinearLayout& Function::layout_of(const Type& t) const {
 namespace {
 // Copies regions op by op, mapping each old value to its copy; operands
 // are defined before their uses (SSA), so every lookup finds its copy.
+// With `outside`, a value the map does not hold is read as it is (a value
+// defined outside what is copied).
 struct Cloner {
-  std::unordered_map<const Value*, Value*> map;
+  std::unordered_map<const Value*, Value*>& map;
+  bool outside = false;
 
   Value* get(const Value* v) {
     auto it = map.find(v);
-    if (it == map.end()) throw Error("internal: clone of a function using a value defined outside it");
-    return it->second;
+    if (it != map.end()) return it->second;
+    if (outside) return const_cast<Value*>(v);
+    throw Error("internal: clone of a function using a value defined outside it");
+  }
+  std::unique_ptr<Op> op(const Op& from) {
+    auto c = std::make_unique<Op>(from.kind);
+    for (const Value* v : from.operands) c->operands.push_back(get(v));
+    c->attrs = from.attrs;
+    c->loc = from.loc;
+    for (const auto& sub : from.regions) region(*sub, *c->add_region());
+    for (const auto& r : from.results) map[r.get()] = c->add_result(r->type);
+    return c;
   }
   void region(const Region& from, Region& to) {
     for (const auto& a : from.args) map[a.get()] = to.add_arg(a->type);
-    for (const auto& op : from.ops) {
-      auto c = std::make_unique<Op>(op->kind);
-      for (const Value* v : op->operands) c->operands.push_back(get(v));
-      c->attrs = op->attrs;
-      c->loc = op->loc;
-      for (const auto& sub : op->regions) region(*sub, *c->add_region());
-      for (const auto& r : op->results) map[r.get()] = c->add_result(r->type);
-      to.append(std::move(c));
-    }
+    for (const auto& o : from.ops) to.append(op(*o));
   }
 };
 }  // namespace
@@ -228,8 +233,13 @@ std::unique_ptr<Function> clone(const Function& fn) {
   out->loc = fn.loc;
   out->attrs = fn.attrs;
   out->layouts = fn.layouts;
-  Cloner().region(fn.body, out->body);
+  std::unordered_map<const Value*, Value*> map;
+  Cloner{map}.region(fn.body, out->body);
   return out;
+}
+
+std::unique_ptr<Op> clone_op(const Op& op, std::unordered_map<const Value*, Value*>& map) {
+  return Cloner{map, true}.op(op);
 }
 
 }  // namespace tl::ir

@@ -117,6 +117,9 @@ class Function {
 // A copy of `fn` with fresh values (the GPU stage rewrites its own copy of
 // a kernel's Tile IR, which other targets compile too).
 std::unique_ptr<Function> clone(const Function& fn);
+// A copy of `op` and its regions, its operands read through `map` (a value
+// it does not hold as it is); `map` gains each copied value's copy.
+std::unique_ptr<Op> clone_op(const Op& op, std::unordered_map<const Value*, Value*>& map);
 
 class Module {
  public:

@@ -564,6 +564,7 @@ class Verifier : public Rules {
     require(same_types(got, args), op, "body arguments (induction variable, carried...) " + types_str(args), types_str(got));
     yields(op, body, carried, "body");
     optional_int(op, "num_stages");
+    optional_int(op, "warp_specialize");
   }
 
   std::unordered_set<const Value*> visible_;

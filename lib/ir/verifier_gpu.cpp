@@ -259,6 +259,9 @@ void GpuRules::op(const Op& op) const {
         require(int_attr(op, "bytes") >= 0, op, "'bytes' of at least 0", std::to_string(int_attr(op, "bytes")));
       if (op.kind == OpKind::MbarrierArrive && op.has_attr("count"))
         require(int_attr(op, "count") >= 1, op, "'count' of at least 1", std::to_string(int_attr(op, "count")));
+      if (op.kind == OpKind::MbarrierArrive && op.has_attr("per_warp"))
+        require(int_attr(op, "per_warp") == 1, op, "'per_warp' of 1 (one arrival a warp, its first lane's)",
+                std::to_string(int_attr(op, "per_warp")));
       break;
     case OpKind::MbarrierWait:
       operands(op, 2, 2);
@@ -298,6 +301,10 @@ void GpuRules::op(const Op& op) const {
         require(regs[i] >= 24 && regs[i] <= 256 && regs[i] % 8 == 0, op,
                 "registers a thread of 24 to 256, a multiple of 8", std::to_string(regs[i]));
       }
+      // The other partitions' warps run nothing else: it is the function's
+      // last op, at its top level.
+      require(op.parent == &fn_.body && fn_.body.ops.back().get() == &op, op,
+              "to be the last op of the function's top level", "it elsewhere");
       int64_t num_warps = std::get<int64_t>(fn_.attrs.at("num_warps"));  // function() checked it
       require(warps[0] == num_warps, op,
               "a first (default) partition of the function's num_warps " + std::to_string(num_warps) + " warps",

@@ -10,6 +10,7 @@
 // so the GPU must match the interpreter exactly.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <random>
 #include <type_traits>
 
@@ -30,15 +31,18 @@ std::vector<bf16> small_ints(size_t n, unsigned seed) {
   return v;
 }
 
-// C [M, N] = A [M, K] x B [K, N], all row-major, through descriptors.
-template <int BM, int BN, int BK, int S>
+// C [M, N] = A [M, K] x B [K, N], all row-major, through descriptors; WS:
+// the loop's own warp_specialize (-1: unset).
+template <int BM, int BN, int BK, int S, int WS = -1>
 void gemm_desc(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
   auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto db = make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
   auto dc = make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
   auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
   auto acc = zeros<float>({BM, BN});  // [BM, BN] f32
-  for (auto k : range(0, K, BK, {.num_stages = S})) acc = dot(da.load({m0, k}), db.load({k, n0}), acc);
+  RangeOptions opts{.num_stages = S};
+  if (WS >= 0) opts.warp_specialize = WS == 1;
+  for (auto k : range(0, K, BK, opts)) acc = dot(da.load({m0, k}), db.load({k, n0}), acc);
   dc.store({m0, n0}, acc);
 }
 
@@ -76,11 +80,12 @@ std::vector<E> small_ints_of(size_t n, unsigned seed) {
   return v;
 }
 
+// `ws`: the warp_specialize option (unset: the compiler's choice).
 template <int S, int BM = 128, int BN = 128, int BK = 64>
-void check_gemm(int M, int N, int K, int warps = 4) {
+void check_gemm(int M, int N, int K, int warps = 4, std::optional<bool> ws = std::nullopt) {
   INFO("descriptor gemm " << BM << "x" << BN << "x" << BK << ", " << S << " stages, " << warps << " warps, M=" << M
-                          << " N=" << N << " K=" << K);
-  auto k = compile(gemm_desc<BM, BN, BK, S>, {.name = "gemm_desc", .num_warps = warps});
+                          << " N=" << N << " K=" << K << ", warp_specialize " << (ws ? (*ws ? "on" : "off") : "auto"));
+  auto k = compile(gemm_desc<BM, BN, BK, S>, {.name = "gemm_desc", .num_warps = warps, .warp_specialize = ws});
   same_on_both<float>([&](Device& d) {
     auto a = d.upload(small_ints(size_t(M) * K + 1, 31)), b = d.upload(small_ints(size_t(K) * N + 1, 32));
     auto c = d.upload(std::vector<float>(size_t(M) * N, -1.0f));
@@ -134,6 +139,44 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK(wide.tensor_maps.size() == 2);
   CHECK(codegen_checks::count(wide.assembly, R"(wgmma\.mma_async\.sync\.aligned\.m64n256k16)") > 0);
   if (auto log = codegen_checks::ptxas(wide.assembly, "sm_90a")) CHECK(codegen_checks::count(*log, " 0 bytes spill") >= 1);
+  // Warp-specialized (the compiler's choice): a producer warpgroup beside
+  // the 8 warps, each partition setting its registers; forbidden, not.
+  CHECK(wide.threads == 384);
+  CHECK(codegen_checks::count(wide.assembly, R"(setmaxnreg\.inc\.sync\.aligned\.u32\s+232;)") == 1);
+  CHECK(codegen_checks::count(wide.assembly, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+40;)") == 1);
+  CHECK(codegen_checks::count(wide.assembly, R"(bar\.sync\s+1, 256;)") >= 1);
+  Kernel plain = compile(kernels::gemm_desc<bf16, 128, 256, 64, kernels::kGemmGroupM>,
+                         {.name = "gemm", .num_warps = 8, .num_stages = 4, .warp_specialize = false});
+  auto unspecialized = codegen::compile(*plain.impl(), row_major, "sm_90a");
+  CHECK(unspecialized.threads == 256);
+  CHECK(codegen_checks::count(unspecialized.assembly, R"(setmaxnreg)") == 0);
+  // Every configuration the [gpu] test demands it of can have it, without
+  // spills.
+  auto demanded = [&](auto kernel, int warps) {
+    Kernel kw = compile(kernel, {.name = "gemm_desc", .num_warps = warps, .warp_specialize = true});
+    auto c = codegen::compile(*kw.impl(), codegen_checks::aligned(kw), "sm_90a");
+    CHECK(c.threads == (warps + 4) * 32);
+    if (auto log = codegen_checks::ptxas(c.assembly, "sm_90a")) CHECK(codegen_checks::count(*log, " 0 bytes spill") >= 1);
+  };
+  demanded(gemm_desc<128, 128, 64, 3>, 4);
+  demanded(gemm_desc<128, 128, 64, 2>, 4);
+  demanded(gemm_desc<128, 128, 64, 4>, 8);
+  demanded(gemm_desc<64, 64, 32, 3>, 4);
+  demanded(gemm_desc<64, 32, 16, 3>, 4);
+  // A loop's own option overrides the kernel's.
+  Kernel off = compile(gemm_desc<128, 128, 64, 3, 0>, {.name = "gemm_desc", .num_warps = 4, .warp_specialize = true});
+  CHECK_THROWS_WITH(codegen::compile(*off.impl(), codegen_checks::aligned(off), "sm_90a"),
+                    Catch::Contains("no loop at its top level that may have it"));
+  Kernel on = compile(gemm_desc<128, 128, 64, 3, 1>, {.name = "gemm_desc", .num_warps = 4, .warp_specialize = false});
+  CHECK(codegen::compile(*on.impl(), codegen_checks::aligned(on), "sm_90a").threads == 256);
+  Kernel on1 = compile(gemm_desc<128, 128, 64, 1, 1>, {.name = "gemm_desc", .num_warps = 4});
+  CHECK_THROWS_WITH(codegen::compile(*on1.impl(), codegen_checks::aligned(on1), "sm_90a"),
+                    Catch::Contains("this loop demands warp specialization") &&
+                        Catch::Contains("test_gpu_descriptors.cpp"));
+  // Demanded where there is nothing to specialize: an error saying why.
+  Kernel forced = compile(gemm_desc<128, 128, 64, 3>, {.name = "gemm_desc", .num_warps = 4, .warp_specialize = true});
+  CHECK_THROWS_WITH(codegen::compile(*forced.impl(), codegen_checks::aligned(forced), "sm_80"),
+                    Catch::Contains("no loop can be warp-specialized") && Catch::Contains("sm_80"));
 
   // A transposed B, and a block read once before the loop: copies too.
   Kernel kbt = compile(gemm_bt<bf16, 64, 64, 64>, {.name = "gemm_bt", .num_warps = 4});
@@ -172,6 +215,23 @@ TEST_CASE("descriptor gemms through tensor copies match the interpreter", "[gpu]
   // Narrower blocks (64- and 32-byte rows: the 64B and 32B swizzles).
   check_gemm<3, 64, 64, 32>(96, 80, 32 * 5);
   check_gemm<3, 64, 32, 16>(64, 48, 16 * 6);
+}
+
+TEST_CASE("warp-specialized descriptor gemms match the interpreter", "[gpu][descriptor]") {
+  REQUIRE_GPU();
+  // The producer runs ahead by the ring's depth: trip counts 0, 1, 2, S-1,
+  // S, S+1 and many at 3 stages, ragged M and N; rings of 2 and 4; 8
+  // consumer warps; a last block past K; 64- and 32-byte rows.
+  for (int trips : {0, 1, 2, 3, 4, 9}) check_gemm<3>(200, 144, trips * 64, 4, true);
+  check_gemm<2>(128, 256, 64 * 5, 4, true);
+  check_gemm<2>(64, 128, 64, 4, true);
+  check_gemm<4>(300, 136, 64 * 7, 8, true);
+  check_gemm<4>(256, 256, 64 * 3, 8, true);
+  check_gemm<3>(128, 128, 64 * 2 + 16, 4, true);
+  check_gemm<3, 64, 64, 32>(96, 80, 32 * 5, 4, true);
+  check_gemm<3, 64, 32, 16>(64, 48, 16 * 6, 4, true);
+  // The same kernel with the option forbidding it.
+  check_gemm<3>(200, 144, 9 * 64, 4, false);
 }
 
 TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32, a block read once", "[gpu][descriptor]") {

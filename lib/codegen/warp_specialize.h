@@ -1,0 +1,75 @@
+// Warp specialization, the GPU pass "warp-specialize" (pipeline.h), after
+// async-dots: a loop whose tensor copies feed an asynchronous warpgroup dot
+// through a ring of full mbarriers (expand-pipelines, async-dots) is split
+// into a producer and consumers that run at the same time on warps of
+// their own, joined by a second ring of empty mbarriers:
+//
+//   %empty = local_alloc : smem<Sx1xi64>        beside the full ring, one
+//   mbarrier_init %empty[s] {count = W}         arrival per consumer warp
+//   barrier
+//   warp_specialize {warps = [W, 1], registers = [232, 40]} {
+//     for %k ... (%acc, %slot, %phase) {         the default partition: the
+//       mbarrier_wait %full[%slot], %phase      consumers, the kernel's own
+//       %y = dot %A[%slot], %B[%slot], %acc {async = 1}     W warps
+//       %w = dot_wait %y {pending = 1}          the previous step's dot is done:
+//       if %k != %lo { mbarrier_arrive %empty[%slot - 1] {per_warp = 1} }
+//       yield %w, ...
+//     }
+//     dot_wait ... {pending = 0}; the mbarriers end; the epilogue (all that
+//     followed the loop)
+//   } {
+//     for %k ... (%slot, %phase) {               the producer: one warp
+//       mbarrier_wait %empty[%slot], %phase ^ 1 (its warpgroup's others
+//       mbarrier_expect_tx %full[%slot]          idle) whose leader issues
+//       tma_load ..., %full[%slot], coords(%k)   iteration k's copies into
+//       yield ...                                the slot once its last
+//     }                                          reader has let it go
+//   }
+//
+// The consumers lose the prologue's copies and the refill (and the block
+// barrier before it); the producer runs ahead of them by the ring's depth,
+// and the first round of its waits passes at once (a fresh mbarrier's
+// phase 1 counts as complete). Every copy it issues is for a live
+// iteration, which the consumers wait for: its accesses to the ring are
+// all done before the consumers' last wait, which is what allocate-shared
+// and insert-barriers rely on (the epilogue may reuse the ring's bytes).
+// The producer's warpgroup's registers go down and the consumers' up
+// (setmaxnreg). Only one warp of it runs: one that lagged behind the warp
+// issuing the copies could still be waiting on an mbarrier the consumers
+// have ended (and whose bytes the epilogue reuses).
+//
+// Which loops: the first loop of the function's top level that
+// expand-pipelines gave a ring of full mbarriers and async-dots an
+// asynchronous dot, with nothing else reading the ring's buffers and no
+// cp.async copies, whose refill depends only on the iteration and the slot,
+// in a function of whole warpgroups on one CTA whose code before the loop
+// has no effects other threads could see twice. The kernel option
+// `warp_specialize` forbids it (0) or demands it (1: a kernel with no loop
+// that can be specialized is then an error naming why); by default (-1)
+// such a loop is specialized. A loop's own option (tl::range's, the
+// attribute `warp_specialize` of its `for`) overrides the kernel's; a loop
+// that demands it and cannot have it is an error naming the loop.
+//
+// LLVM-free.
+#pragma once
+
+#include <string>
+
+#include "codegen/assign_layouts.h"
+
+namespace tl::codegen {
+
+struct TargetInfo;
+
+// The registers a thread of the producer keeps (setmaxnreg's floor is 24).
+inline constexpr int kProducerRegisters = 40;
+
+// `mode`: -1 decide, 0 never, 1 always (an error where it cannot).
+void warp_specialize(ir::Function& fn, const LayoutPlan& plan, const TargetInfo& target, int mode);
+
+// The registers a thread of `consumer_warps` warps may take beside a
+// producer warpgroup at kProducerRegisters, within a block's registers
+// (a multiple of 8, at most 240).
+int consumer_registers(int consumer_warps, int block_registers);
+
+}  // namespace tl::codegen
