@@ -49,11 +49,20 @@ for w in $what; do
         cat /tmp/example.log >> "$OUT/examples.log"
       done ;;
     sweep)
-      for e in gemm attention; do
-        timeout 300 "$bin/$e" --device=cuda --sweep > "$OUT/sweep-$e.log" 2>&1
-        echo "sweep $e rc=$?: $(grep -c PASS "$OUT/sweep-$e.log") PASS, $(grep -c FAIL "$OUT/sweep-$e.log") FAIL; $(tail -1 "$OUT/sweep-$e.log")"
-        grep FAIL "$OUT/sweep-$e.log" | head -5
-      done ;;
+      # GEMM_SWEEP_CONFIGS: the gemm configurations to sweep, space-separated
+      # as --config takes them (default: the example's own).
+      sweep_one() {  # name, log, args...
+        local name=$1 log=$2; shift 2
+        timeout 300 "$bin/$name" --device=cuda --sweep "$@" > "$log" 2>&1
+        echo "sweep $name $* rc=$?: $(grep -c PASS "$log") PASS, $(grep -c FAIL "$log") FAIL; $(tail -1 "$log")"
+        grep FAIL "$log" | head -5
+      }
+      if [ -n "${GEMM_SWEEP_CONFIGS:-}" ]; then
+        for c in $GEMM_SWEEP_CONFIGS; do sweep_one gemm "$OUT/sweep-gemm-$c.log" --config="$c"; done
+      else
+        sweep_one gemm "$OUT/sweep-gemm.log"
+      fi
+      sweep_one attention "$OUT/sweep-attention.log" ;;
     sanitize|sanitize-*)
       # One summary line per tool and program ("ERROR SUMMARY: n errors",
       # or "RACECHECK SUMMARY" ...); the whole reports go to $OUT.
