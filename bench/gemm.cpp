@@ -155,7 +155,7 @@ void gemm_tiledsl(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
   try {
     Problem& p = problem(s);
     tl::Kernel k = kernels::compile_gemm<tl::bf16>(cfg, "gemm");
-    auto grid = kernels::gemm_grid(cfg, s.m, s.n);
+    auto grid = kernels::gemm_grid(cfg, s.m, s.n, device());
     auto launch = [&] {
       device()(k, grid, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1);
     };

@@ -10,8 +10,9 @@
 //   --b=row|col           column-major; likewise B ([K, N]). Only the
 //                         strides passed to the kernel change.
 //   --mnk=M,N,K           problem size (any positive sizes, ragged included)
-//   --config=BMxBNxBK:warps:stages[:desc][:ws|:nows]  tile configuration (see kernels/gemm.h;
-//                                    :desc runs the tensor-descriptor kernel, :ws / :nows
+//   --config=BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows]  tile configuration (kernels/gemm.h;
+//                                    :desc runs the tensor-descriptor kernel, :persistent
+//                                    its persistent form, :ws / :nows
 //                                    demand or forbid warp specialization)
 //   --sweep               correctness over ragged shapes x both dtypes x the
 //                         four A/B layouts, one PASS/FAIL line each, then an
@@ -75,7 +76,7 @@ Outcome run_case(examples::Setup& s, const tl::Kernel& k, const kernels::GemmCon
   const int stride_bk = c.b_col ? 1 : N, stride_bn = c.b_col ? K : 1;
 
   auto launch = [&] {
-    s.dev(k, kernels::gemm_grid(cfg, M, N), a, b, out, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, N, 1);
+    s.dev(k, kernels::gemm_grid(cfg, M, N, s.dev), a, b, out, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, N, 1);
   };
   Outcome o;
   if (timed) {
@@ -206,7 +207,7 @@ int main(int argc, char** argv) {
       if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
         std::fprintf(stderr,
                      "gemm options: [--dtype=bf16|f16] [--a=row|col] [--b=row|col] [--mnk=M,N,K]\n"
-                     "              [--config=BMxBNxBK:warps:stages[:desc][:ws|:nows]] [--sweep]\n"
+                     "              [--config=BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows]] [--sweep]\n"
                      "  tiles with an instantiation: %s\n",
                      kernels::gemm_tiles_list().c_str());
     auto layout_is_col = [](const std::string& v, const char* opt) {

@@ -18,6 +18,7 @@
 // stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -27,15 +28,14 @@
 
 namespace kernels {
 
-// The output tile (pid_m, pid_n) of this program in grouped order: groups
-// of GROUP_M tile rows are walked column by column; the last group may be
+// Output tile number `pid` as (pid_m, pid_n) in grouped order: groups of
+// GROUP_M tile rows are walked column by column; the last group may be
 // shorter.
 struct TileCoords {
   tl::scalar<int32_t> m, n;
 };
 template <int BM, int BN, int GROUP_M>
-TileCoords grouped_tile(tl::scalar<int32_t> M, tl::scalar<int32_t> N) {
-  auto pid = tl::program_id(0);                                 // scalar i32
+TileCoords grouped_tile(tl::scalar<int32_t> pid, tl::scalar<int32_t> M, tl::scalar<int32_t> N) {
   auto num_pid_m = tl::cdiv(M, BM);                             // scalar i32
   auto num_pid_n = tl::cdiv(N, BN);                             // scalar i32
   auto num_pid_in_group = GROUP_M * num_pid_n;                  // scalar i32
@@ -51,7 +51,7 @@ void gemm(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
           tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
           tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
           tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
-  auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(M, N);
+  auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(tl::program_id(0), M, N);
 
   auto offs_m = pid_m * BM + tl::arange(0, BM);                 // [BM] i32
   auto offs_n = pid_n * BN + tl::arange(0, BN);                 // [BN] i32
@@ -88,7 +88,7 @@ void gemm_desc(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
                tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
                tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
                tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
-  auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(M, N);
+  auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(tl::program_id(0), M, N);
   auto da = tl::make_tensor_descriptor(a, {M, K}, {stride_am, stride_ak}, {BM, BK});
   auto db = tl::make_tensor_descriptor(b, {K, N}, {stride_bk, stride_bn}, {BK, BN});
   auto dc = tl::make_tensor_descriptor(c, {M, N}, {stride_cm, stride_cn}, {BM, BN});
@@ -97,6 +97,31 @@ void gemm_desc(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
   for (auto k : tl::range(0, K, BK))
     acc = tl::dot(da.load({m0, k}), db.load({k, n0}), acc);     // [BM, BK] x [BK, BN]
   dc.store({m0, n0}, tl::cast<T>(acc));
+}
+
+// gemm_desc as a persistent program: each program walks the output tiles
+// program_id, program_id + num_programs, ... in the same grouped order
+// (launch about one program a multiprocessor: gemm_grid). Warp-specialized
+// on sm_90a, the copies of a tile's first K blocks then run during the
+// previous tile's epilogue.
+template <class T, int BM, int BN, int BK, int GROUP_M>
+void gemm_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
+                     tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                     tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
+                     tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
+                     tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn) {
+  auto da = tl::make_tensor_descriptor(a, {M, K}, {stride_am, stride_ak}, {BM, BK});
+  auto db = tl::make_tensor_descriptor(b, {K, N}, {stride_bk, stride_bn}, {BK, BN});
+  auto dc = tl::make_tensor_descriptor(c, {M, N}, {stride_cm, stride_cn}, {BM, BN});
+  auto tiles = tl::cdiv(M, BM) * tl::cdiv(N, BN);               // scalar i32
+  for (auto t : tl::range(tl::program_id(0), tiles, tl::num_programs(0))) {
+    auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(t, M, N);
+    auto m0 = pid_m * BM, n0 = pid_n * BN;                       // scalar i32
+    auto acc = tl::zeros<float>({BM, BN});                      // [BM, BN] f32
+    for (auto k : tl::range(0, K, BK))
+      acc = tl::dot(da.load({m0, k}), db.load({k, n0}), acc);   // [BM, BK] x [BK, BN]
+    dc.store({m0, n0}, tl::cast<T>(acc));
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -112,13 +137,15 @@ struct GemmConfig {
   int num_warps = 8;
   int num_stages = 4;
   bool descriptors = false;  // gemm_desc (":desc") instead of gemm
+  bool persistent = false;   // gemm_persistent (":persistent"), descriptors too
   // CompileOptions::warp_specialize: ":ws" demands it, ":nows" forbids it;
   // unset, the compiler decides.
   std::optional<bool> warp_specialize = std::nullopt;
 
   std::string str() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
-           std::to_string(num_warps) + ":" + std::to_string(num_stages) + (descriptors ? ":desc" : "") +
+           std::to_string(num_warps) + ":" + std::to_string(num_stages) +
+           (persistent ? ":persistent" : descriptors ? ":desc" : "") +
            (warp_specialize ? (*warp_specialize ? ":ws" : ":nows") : "");
   }
 };
@@ -144,10 +171,10 @@ inline std::string gemm_tiles_list() {
   return s;
 }
 
-// Parses "BMxBNxBK:warps:stages[:desc][:ws|:nows]"; ":stages" or
-// ":warps:stages" may be left out (the defaults: 8 warps, 4 stages);
-// ":desc" picks gemm_desc, ":ws" / ":nows" demand or forbid warp
-// specialization. Throws tl::Error on malformed text or a tile shape
+// Parses "BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows]"; ":stages"
+// or ":warps:stages" may be left out (the defaults: 8 warps, 4 stages);
+// ":desc" picks gemm_desc, ":persistent" gemm_persistent, ":ws" / ":nows"
+// demand or forbid warp specialization. Throws tl::Error on malformed text or a tile shape
 // without an instantiation.
 inline GemmConfig parse_gemm_config(const std::string& text) {
   GemmConfig c;
@@ -160,11 +187,12 @@ inline GemmConfig parse_gemm_config(const std::string& text) {
   };
   if (suffix(":nows")) c.warp_specialize = false;
   else if (suffix(":ws")) c.warp_specialize = true;
-  c.descriptors = suffix(":desc");
+  c.persistent = suffix(":persistent");
+  c.descriptors = c.persistent || suffix(":desc");
   int fields = std::sscanf(body.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
                            &consumed, &c.num_stages, &consumed);
   if (fields < 3 || size_t(consumed) != body.size() || c.num_warps < 1 || c.num_stages < 1)
-    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc][:ws|:nows], e.g. 128x128x64:8:3");
+    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc|:persistent][:ws|:nows], e.g. 128x128x64:8:3");
   for (const auto& t : kGemmTiles)
     if (t.bm == c.bm && t.bn == c.bn && t.bk == c.bk) return c;
   throw tl::Error("gemm config '" + text + "': tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
@@ -179,8 +207,9 @@ tl::Kernel compile_gemm_tile(const GemmConfig& c, const tl::CompileOptions& opti
   } else {
     constexpr GemmTile t = kGemmTiles[I];
     if (c.bm == t.bm && c.bn == t.bn && c.bk == t.bk)
-      return c.descriptors ? tl::compile(gemm_desc<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
-                           : tl::compile(gemm<T, t.bm, t.bn, t.bk, kGemmGroupM>, options);
+      return c.persistent    ? tl::compile(gemm_persistent<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
+             : c.descriptors ? tl::compile(gemm_desc<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
+                             : tl::compile(gemm<T, t.bm, t.bn, t.bk, kGemmGroupM>, options);
     return compile_gemm_tile<T, I + 1>(c, options);
   }
 }
@@ -193,9 +222,12 @@ tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
       c, {.name = name, .num_warps = c.num_warps, .num_stages = c.num_stages, .warp_specialize = c.warp_specialize});
 }
 
-// The launch grid of a gemm of M x N under configuration `c`.
-inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N) {
-  return tl::Grid{uint32_t(tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn))};
+// The launch grid of a gemm of M x N under configuration `c` on `dev`: a
+// program a tile, or (persistent) at most one a multiprocessor.
+inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N, const tl::Device& dev) {
+  int64_t tiles = int64_t(tl::cdiv(M, c.bm)) * tl::cdiv(N, c.bn);
+  if (c.persistent) tiles = std::max<int64_t>(1, std::min<int64_t>(tiles, dev.processor_count()));
+  return tl::Grid{uint32_t(tiles)};
 }
 
 }  // namespace kernels

@@ -97,7 +97,22 @@ void Lowerer::lower_for(const Op& op) {
   for (size_t k = 0; k < nc; ++k) next.push_back(pack_narrow(in_layout(yield->operands[k], body.args[k + 1].get()), pack[k]));
   llvm::Value* iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
-  b_.CreateBr(header);
+  llvm::BranchInst* back = b_.CreateBr(header);
+  // A loop around loops of dots (a persistent program's over tiles) keeps
+  // what it computes in its body there: hoisted out of it (LICM), values
+  // the inner loops do not read would hold registers through them, beside
+  // their accumulators (the persistent gemm spilled 300-616 bytes).
+  bool outer = false;
+  ir::walk(const_cast<ir::Region&>(body), [&](Op* o) {
+    if (o->kind == OpKind::For)
+      ir::walk(*o->regions[0], [&](Op* d) { outer = outer || d->kind == OpKind::Dot; });
+  });
+  if (outer) {
+    llvm::Metadata* disable = llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.licm.disable"));
+    llvm::MDNode* loop_md = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
+    loop_md->replaceOperandWith(0, loop_md);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop_md);
+  }
   iv->addIncoming(iv_next, latch);
   for (size_t k = 0; k < nc; ++k)
     for (size_t r = 0; r < phis[k].size(); ++r) phis[k][r]->addIncoming(next[k][r], latch);

@@ -325,8 +325,30 @@ void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const 
   need_smem(numel * alloc_size(ty));
   auto dup = duplicate_regs(from);
   auto hw = hw_coords(from);
-  for (int r = 0; r < num_regs(from); ++r)
-    if (!dup[r]) smem_store(regs[r], flat_index(hw, reg_coords(from, r), shape), ty);
+  // Registers running along the last (contiguous) dimension from an
+  // aligned start go as one vector store of up to 16 bytes, not left to
+  // LLVM to combine (it could not prove the alignment in the persistent
+  // gemm's epilogue: 16-bit stores, and ptxas serialized the wgmma).
+  const int last = int(shape.size()) - 1;
+  const int64_t elem = alloc_size(ty);
+  int run = ty->isIntegerTy(1) ? 1 : std::max(1, std::min<int>(from.contiguous_run(kReg, last), int(16 / elem)));
+  for (const auto& in : from.in_dims())
+    for (const auto& b : in.bases)
+      if (in.name != kReg && (b[size_t(last)] & (run - 1))) run = 1;
+  for (int r = 0; r < num_regs(from); r += run) {
+    bool whole = true;
+    for (int k = 0; k < run; ++k) whole = whole && !dup[r + k];
+    if (run == 1 || !whole) {
+      for (int k = 0; k < run; ++k)
+        if (!dup[r + k]) smem_store(regs[r + k], flat_index(hw, reg_coords(from, r + k), shape), ty);
+      continue;
+    }
+    llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(run)));
+    for (int k = 0; k < run; ++k) vec = b_.CreateInsertElement(vec, regs[r + k], uint64_t(k));
+    llvm::Value* at = b_.CreateMul(b_.CreateZExt(flat_index(hw, reg_coords(from, r), shape), b_.getInt64Ty()),
+                                   b_.getInt64(elem));
+    b_.CreateAlignedStore(vec, smem_ptr(at), llvm::Align(uint64_t(run * elem)));
+  }
 }
 
 Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty) {

@@ -50,18 +50,26 @@ void walk_op(Op& op, const std::function<void(Op*)>& f) {
 
 // What the pass found in a loop it can specialize.
 struct Pipeline {
-  Op* loop = nullptr;
+  Op* outer = nullptr;        // a persistent program's loop around `loop` (at the top level), or null
+  Op* loop = nullptr;         // the pipelined loop
+  ir::Region* host = nullptr; // the region holding `loop`
   Value* full = nullptr;      // the ring of full mbarriers, smem<Sx1xi64>
   Type bar_view;              // one of its slots
   int slots = 0;
-  Value* slot = nullptr;      // the loop's carried slot
+  Value* slot = nullptr;      // the loop's carried slot ...
+  Value* phase = nullptr;     // ... and phase
   Op* refill = nullptr;       // the `if` issuing iteration i + S - 1's copies
   Value* fill_slot = nullptr; // ... into this slot
   Value* iv_lead = nullptr;   // ... of this iteration
   std::vector<Op*> slice;     // the body's ops the refill reads, in order
+  std::vector<Op*> outer_slice;  // the outer body's ops the producer reads, in order
   Op* dot_wait = nullptr;     // {pending = 1} after the asynchronous dot
+  Op* drained = nullptr;      // {pending = 0} after the loop
   std::vector<Op*> prologue;  // the copies before the loop
-  Op* last_init = nullptr;    // the full ring's last mbarrier_init
+  std::vector<Op*> inits;     // the full ring's mbarrier_init
+  std::vector<Op*> invals;    // ... and mbarrier_inval
+  std::vector<Op*> allocs;    // the ring's buffers made in the outer body (hoisted)
+  Op* init_barrier = nullptr; // the barrier after the inits in the outer body (dropped)
 };
 
 class Specializer {
@@ -71,16 +79,14 @@ class Specializer {
   // Specializes the first top-level loop that can be and that the options
   // (`mode`, a loop's own warp_specialize) let be; the reasons none was
   // (empty when one was). A loop that demands it and cannot have it is an
-  // error.
+  // error. A top-level loop whose body holds the pipelined loop (a
+  // persistent program's loop over tiles) is specialized as a whole, each
+  // partition running it.
   std::string run(int mode) {
     auto demanded = [&](const Op& loop) { return loop.attr_int_or("warp_specialize", mode) == 1; };
     auto refuse = [&](const Op& loop, const std::string& why) {
       throw Error(loop.loc.str() + ": this loop demands warp specialization (warp_specialize = true), but " + why);
     };
-    ir::walk(fn_.body, [&](Op* o) {
-      if (o->kind == OpKind::For && o->parent != &fn_.body && o->attr_int_or("warp_specialize", 0) == 1)
-        refuse(*o, "it is not at the kernel's top level");
-    });
     std::string common;
     if (!t_.has_warp_specialization)
       common = t_.name + " has no partitions of warps with registers of their own (sm_90a's setmaxnreg)";
@@ -89,25 +95,45 @@ class Specializer {
     else if (plan_.num_warps % 4)
       common = "the kernel's " + std::to_string(plan_.num_warps) + " warps are not whole warpgroups";
     std::string why;
+    std::set<const Op*> tried;
     for (auto it = fn_.body.ops.begin(); it != fn_.body.ops.end(); ++it) {
-      Op& loop = **it;
-      if (loop.kind != OpKind::For || loop.attr_int_or("warp_specialize", mode) == 0) continue;
-      Pipeline p;
-      std::string no = common.empty() ? analyze(loop, p) : common;
-      if (no.empty()) {
-        specialize(it, p);
-        return "";
+      Op& top = **it;
+      if (top.kind != OpKind::For) continue;
+      // The loop itself, or the first loop in its body that has an option
+      // or a ring (a persistent program's).
+      std::vector<std::pair<Op*, Op*>> forms{{nullptr, &top}};
+      for (auto& o : top.regions[0]->ops)
+        if (o->kind == OpKind::For) forms.push_back({&top, o.get()});
+      for (auto [outer, loop] : forms) {
+        if (loop->attr_int_or("warp_specialize", mode) == 0) continue;
+        Pipeline p;
+        std::string no = common.empty() ? analyze(outer, *loop, p) : common;
+        if (no.empty()) {
+          specialize(it, p);
+          return "";
+        }
+        tried.insert(loop);
+        if (loop->has_attr("warp_specialize") && demanded(*loop)) refuse(*loop, no);
+        // A plain loop without a ring says nothing worth repeating.
+        if (outer && no == kNoRing) continue;
+        why += (why.empty() ? "" : "; ") + std::string("the loop at ") + loop->loc.str() + ": " + no;
       }
-      if (loop.has_attr("warp_specialize") && demanded(loop)) refuse(loop, no);
-      why += (why.empty() ? "" : "; ") + std::string("the loop at ") + loop.loc.str() + ": " + no;
     }
+    ir::walk(fn_.body, [&](Op* o) {
+      if (o->kind == OpKind::For && !tried.count(o) && o->attr_int_or("warp_specialize", 0) == 1)
+        refuse(*o, "it is neither at the kernel's top level nor in the body of a loop there");
+    });
     return why.empty() ? (common.empty() ? "it has no loop at its top level that may have it" : common) : why;
   }
 
  private:
-  std::string analyze(Op& loop, Pipeline& p) {
+  static constexpr const char* kNoRing = "its loads are not a pipeline of tensor copies";
+
+  std::string analyze(Op* outer, Op& loop, Pipeline& p) {
     ir::Region& body = *loop.regions[0];
+    p.outer = outer;
     p.loop = &loop;
+    p.host = loop.parent;
     // The wait for this iteration's copies.
     for (const auto& o : body.ops)
       if (o->kind == OpKind::MbarrierWait && ring_of(o->operands[0]) && is_arg_of(o->operands[1], body) &&
@@ -115,8 +141,9 @@ class Specializer {
         p.full = ring_of(o->operands[0]);
         p.bar_view = o->operands[0]->type;
         p.slot = o->operands[0]->def->operands[1];
+        p.phase = o->operands[1];
       }
-    if (!p.full) return "its loads are not a pipeline of tensor copies";
+    if (!p.full) return kNoRing;
     p.slots = int(p.full->type.shape[0]);
     bool async_copies = false;
     ir::walk(body, [&](Op* o) { async_copies = async_copies || o->kind == OpKind::AsyncCopy; });
@@ -137,7 +164,7 @@ class Specializer {
       return "its refill is not predicated on its iteration being live";
     p.iv_lead = live->def->operands[0];
     p.fill_slot = copy->operands[2]->def->operands[1];
-    // The asynchronous dot and its wait, the ring's only reader.
+    // The asynchronous dot and its waits, the ring's only reader.
     std::set<const Value*> ring;
     walk_op(*p.refill, [&](Op* o) {
       if (o->kind == OpKind::TmaLoad) ring.insert(buffer_of(o->operands[1]));
@@ -163,28 +190,54 @@ class Specializer {
     if (!reads_ring) return "its dot does not read its ring";
     // What the refill reads in the body: from the iteration and the slot
     // only, so that the producer can compute it alone.
-    std::set<const Op*> in_slice;
     std::vector<const Value*> work;
     walk_op(*p.refill, [&](Op* o) { work.insert(work.end(), o->operands.begin(), o->operands.end()); });
-    while (!work.empty()) {
-      const Value* v = work.back();
-      work.pop_back();
-      if (v == p.iv_lead || v == p.fill_slot) continue;
-      if (is_arg_of(v, body)) return "its copies depend on a value carried around it";
-      if (!v->def || v->def->parent != &body || !in_slice.insert(v->def).second) continue;
-      walk_op(*v->def, [&](Op* o) { work.insert(work.end(), o->operands.begin(), o->operands.end()); });
+    std::string no = slice_of(body, work, {p.iv_lead, p.fill_slot}, nullptr, p.slice);
+    if (!no.empty()) return "its copies depend on " + no;
+    // Around the loop, in the region holding it: the ring, the prologue's
+    // copies, the wait for the last dot; and before the top-level op,
+    // nothing that the producer's warps, which run it too, would do a
+    // second time.
+    ring.insert(p.full);
+    auto it = p.host->find(&loop);
+    for (auto o = p.host->ops.begin(); o != it; ++o) {
+      Op* x = o->get();
+      if (copy_on(*x, p.full)) p.prologue.push_back(x);
+      if (x->kind == OpKind::MbarrierInit && ring_of(x->operands[0]) == p.full) p.inits.push_back(x);
+      if (outer && x->kind == OpKind::LocalAlloc && ring.count(x->result())) p.allocs.push_back(x);
+      if (outer && x->kind == OpKind::Barrier && !p.inits.empty() && o != p.host->ops.begin() &&
+          std::prev(o)->get() == p.inits.back())
+        p.init_barrier = x;
     }
-    for (const auto& o : body.ops)
-      if (in_slice.count(o.get())) p.slice.push_back(o.get());
-    // Before the loop: the ring, the prologue's copies, and nothing that
-    // the producer's warps, which run it too, would do a second time.
+    if (p.inits.empty()) return "its ring is not initialized before it";
+    const size_t acc = size_t(dot->operands[2]->index) - 1;
+    for (auto o = std::next(it); o != p.host->ops.end(); ++o) {
+      Op* x = o->get();
+      if (x->kind == OpKind::MbarrierInval && ring_of(x->operands[0]) == p.full) p.invals.push_back(x);
+      if (x->kind == OpKind::DotWait && x->operands[0] == loop.result(int(acc)) && x->attr_int("pending") == 0)
+        p.drained = x;
+    }
+    if (outer) {
+      // The ring's buffers and mbarriers outlive the outer loop's
+      // iterations (its slot and phase go on from one to the next).
+      for (const Value* r : ring)
+        if (r->def && r->def->parent == p.host &&
+            std::find(p.allocs.begin(), p.allocs.end(), r->def) == p.allocs.end())
+          return "its ring's buffers are made after it";
+      if (!p.drained) return "its last dot is not waited for after it";
+      // What the producer's copy of the outer loop computes: the bounds of
+      // the loop and what its copies read from the outer body.
+      std::vector<const Value*> need(loop.operands.begin(), loop.operands.begin() + 3);
+      for (const Op* o : p.slice) need.insert(need.end(), o->operands.begin(), o->operands.end());
+      walk_op(*p.refill, [&](Op* o) { need.insert(need.end(), o->operands.begin(), o->operands.end()); });
+      std::set<const Value*> hoisted;
+      for (const Op* a : p.allocs) hoisted.insert(a->result());
+      no = slice_of(*p.host, need, hoisted, outer->regions[0]->args[0].get(), p.outer_slice);
+      if (!no.empty()) return "its copies depend on " + no + " of the loop around it";
+    }
     for (const auto& o : fn_.body.ops) {
-      if (o.get() == &loop) break;
-      if (copy_on(*o, p.full)) {
-        p.prologue.push_back(o.get());
-        continue;
-      }
-      if (o->kind == OpKind::MbarrierInit && ring_of(o->operands[0]) == p.full) p.last_init = o.get();
+      if (o.get() == (outer ? outer : &loop)) break;
+      if (!outer && std::find(p.prologue.begin(), p.prologue.end(), o.get()) != p.prologue.end()) continue;
       bool quiet = o->regions.empty() && !o->has_attr("scratch") &&
                    (ir::op_is_pure(o->kind) || o->kind == OpKind::LocalSlot || o->kind == OpKind::TensorMap ||
                     o->kind == OpKind::Barrier || o->kind == OpKind::MbarrierInit ||
@@ -193,7 +246,28 @@ class Specializer {
         return "'" + std::string(o->name()) + "' at " + o->loc.str() +
                " comes before it (the producer's warps would run it too)";
     }
-    if (!p.last_init) return "its ring is not initialized before it";
+    return "";
+  }
+
+  // The ops of `r` (in order, into `out`) that compute `from` (values
+  // defined elsewhere are there already), stopping at `given`; an argument
+  // of `r` other than `iv` is refused (what the returned text names), and
+  // so is an op that is not pure.
+  static std::string slice_of(const ir::Region& r, std::vector<const Value*> work, std::set<const Value*> given,
+                              const Value* iv, std::vector<Op*>& out) {
+    std::set<const Op*> in;
+    while (!work.empty()) {
+      const Value* v = work.back();
+      work.pop_back();
+      if (given.count(v) || v == iv) continue;
+      if (is_arg_of(v, r)) return "a value carried around the loop";
+      if (!v->def || v->def->parent != &r || !in.insert(v->def).second) continue;
+      if (!v->def->regions.empty() || !(ir::op_is_pure(v->def->kind) || v->def->kind == OpKind::LocalSlot))
+        return "'" + std::string(v->def->name()) + "' at " + v->def->loc.str();
+      work.insert(work.end(), v->def->operands.begin(), v->def->operands.end());
+    }
+    for (const auto& o : r.ops)
+      if (in.count(o.get())) out.push_back(o.get());
     return "";
   }
 
@@ -220,30 +294,76 @@ class Specializer {
     return {next, flipped};
   }
 
+  // The slot before `slot`, at `b`.
+  Value* previous(ir::Builder& b, Value* slot, int slots) {
+    Value* at_zero = b.create1(OpKind::Cmp, {slot, b.constant_int(kI32, 0)}, kI1, {{"pred", std::string("eq")}});
+    return b.create1(OpKind::Select, {at_zero, b.constant_int(kI32, slots - 1),
+                                      b.create1(OpKind::Sub, {slot, b.constant_int(kI32, 1)}, kI32)}, kI32);
+  }
+
+  // At `b`: where `cond` holds, one arrival of each warp on the empty
+  // mbarrier of `slot`.
+  void release(ir::Builder& b, Value* cond, Value* empty, Value* slot, const Type& view) {
+    Op* branch = b.create(OpKind::If, {cond}, {});
+    ir::Builder then(branch->add_region());
+    then.loc = b.loc;
+    then.create(OpKind::MbarrierArrive, {slot_view(then, empty, slot, view)}, {}, {{"per_warp", int64_t(1)}});
+    then.create(OpKind::Yield, {}, {});
+    ir::Builder(branch->add_region()).create(OpKind::Yield, {}, {});
+  }
+
+  // A new value carried around `loop`, from `init`, whose body argument it
+  // returns; the yield gets `next` once known (set_next).
+  static Value* carry(Op& loop, Value* init) {
+    loop.operands.push_back(init);
+    loop.add_result(init->type);
+    return loop.regions[0]->add_arg(init->type);
+  }
+
   void specialize(ir::Region::iterator at, const Pipeline& p) {
     Op& loop = *p.loop;
     ir::Region& body = *loop.regions[0];
     const int warps = plan_.num_warps;
-    // The ring of empty mbarriers: one arrival of each consumer warp.
-    ir::Builder pre(&fn_.body, std::next(fn_.body.find(p.last_init)));
+    const size_t slot_k = size_t(p.slot->index) - 1, phase_k = size_t(p.phase->index) - 1;
+    ir::Builder pre(&fn_.body, at);
     pre.loc = loop.loc;
+    // A persistent program's ring, made and initialized once before its
+    // loop (its prologue's copies and its ends go: the producer and the
+    // end of the consumers' loop see to them).
+    if (p.outer) {
+      for (Op* a : p.allocs) {
+        auto it = p.host->find(a);
+        fn_.body.ops.splice(at, p.host->ops, it);
+        a->parent = &fn_.body;
+      }
+      for (int s = 0; s < p.slots; ++s)
+        pre.create(OpKind::MbarrierInit, {slot_view(pre, p.full, pre.constant_int(kI32, s), p.bar_view, s)}, {},
+                   {{"count", p.inits[0]->attr_int("count")}});
+      for (Op* o : p.inits) p.host->erase(o);
+      if (p.init_barrier) p.host->erase(p.init_barrier);
+      for (Op* o : p.invals) p.host->erase(o);
+    }
+    // The ring of empty mbarriers: one arrival of each consumer warp.
+    if (!p.outer) pre.set_insertion_before(std::next(p.host->find(p.inits.back()))->get());
     Type ring_type = p.full->type;
     Value* empty = pre.create1(OpKind::LocalAlloc, {}, ring_type);
     for (int s = 0; s < p.slots; ++s)
       pre.create(OpKind::MbarrierInit, {slot_view(pre, empty, pre.constant_int(kI32, s), p.bar_view, s)}, {},
                  {{"count", int64_t(warps)}});
-    for (Op* o : p.prologue) fn_.body.erase(o);
+    if (p.outer) pre.create(OpKind::Barrier, {}, {});  // every thread sees them before any use
+    for (Op* o : p.prologue) p.host->erase(o);
 
-    // The partitions: the loop and all after it are the consumers'.
-    ir::Builder ws_at(&fn_.body, at);
-    ws_at.loc = loop.loc;
+    // The partitions: the top-level loop and all after it are the consumers'.
+    Op& top = p.outer ? *p.outer : loop;
+    ir::Builder ws_at(&fn_.body, fn_.body.find(&top));
+    ws_at.loc = top.loc;
     Op* ws = ws_at.create(OpKind::WarpSpecialize, {}, {},
                           {{"warps", std::vector<int64_t>{warps, 1}},
                            {"registers", std::vector<int64_t>{consumer_registers(warps, t_.block_registers),
                                                               kProducerRegisters}}});
     ir::Region* consumers = ws->add_region();
     ir::Region* producer = ws->add_region();
-    consumers->ops.splice(consumers->ops.end(), fn_.body.ops, at, fn_.body.ops.end());
+    consumers->ops.splice(consumers->ops.end(), fn_.body.ops, fn_.body.find(&top), fn_.body.ops.end());
     for (auto& o : consumers->ops) o->parent = consumers;
     ir::Builder(consumers).create(OpKind::Yield, {}, {});
 
@@ -251,11 +371,34 @@ class Specializer {
     // lagging behind the one issuing the copies could still wait on an
     // mbarrier the consumers have ended): iteration k's copies into its slot
     // once the slot is free (the wait for phase ^ 1: a fresh mbarrier's
-    // first round passes).
+    // first round passes); a persistent program's loop around it, the slot
+    // and phase going on from one tile to the next.
     ir::Builder pb(producer);
     pb.loc = loop.loc;
     Value* zero = pb.constant_int(kI32, 0);
-    Op* pl = pb.create(OpKind::For, {loop.operands[0], loop.operands[1], loop.operands[2], zero, zero}, {kI32, kI32});
+    std::unordered_map<const Value*, Value*> map;
+    ir::Region* into = producer;
+    Value *slot0 = zero, *phase0 = zero;
+    Op* po = nullptr;
+    if (p.outer) {
+      po = pb.create(OpKind::For, {p.outer->operands[0], p.outer->operands[1], p.outer->operands[2], zero, zero},
+                     {kI32, kI32});
+      po->loc = p.outer->loc;
+      into = po->add_region();
+      map[p.outer->regions[0]->args[0].get()] = into->add_arg(p.outer->operands[0]->type);
+      slot0 = into->add_arg(kI32);
+      phase0 = into->add_arg(kI32);
+      for (const Op* o : p.outer_slice) into->append(ir::clone_op(*o, map));
+    }
+    ir::Builder ib(into);
+    ib.loc = loop.loc;
+    auto get = [&](Value* v) {
+      auto f = map.find(v);
+      return f == map.end() ? v : f->second;
+    };
+    Op* pl = ib.create(OpKind::For, {get(loop.operands[0]), get(loop.operands[1]), get(loop.operands[2]), slot0, phase0},
+                       {kI32, kI32});
+    pl->loc = loop.loc;
     ir::Region* pbody = pl->add_region();
     Value* k = pbody->add_arg(loop.operands[0]->type);
     Value* slot = pbody->add_arg(kI32);
@@ -264,7 +407,8 @@ class Specializer {
     in.loc = loop.loc;
     Value* freed = in.create1(OpKind::Xor, {phase, in.constant_int(kI32, 1)}, kI32);
     in.create(OpKind::MbarrierWait, {slot_view(in, empty, slot, p.bar_view), freed}, {});
-    std::unordered_map<const Value*, Value*> map{{p.iv_lead, k}, {p.fill_slot, slot}};
+    map[p.iv_lead] = k;
+    map[p.fill_slot] = slot;
     for (const Op* o : p.slice) pbody->append(ir::clone_op(*o, map));
     pbody->append(ir::clone_op(*p.refill, map));
     ir::walk(*pbody, [](Op* x) {
@@ -272,34 +416,48 @@ class Specializer {
     });
     auto [slot_next, phase_next] = advance(in, slot, phase, p.slots);
     in.create(OpKind::Yield, {slot_next, phase_next}, {});
+    if (po) ib.create(OpKind::Yield, {pl->result(0), pl->result(1)}, {});
     ir::Builder(producer).create(OpKind::Yield, {}, {});
 
     // The consumers: no copies; each step lets the previous step's slot go
-    // once its dot has retired (not at the first step: none was read).
+    // once its dot has retired (not at the first step: none was read), and
+    // the last step's goes once the loop's last dot has.
     body.erase(p.refill);
     ir::Builder rel(&body, std::next(body.find(p.dot_wait)));
     rel.loc = loop.loc;
-    Value* one = rel.constant_int(kI32, 1);
-    Value* at_zero = rel.create1(OpKind::Cmp, {p.slot, rel.constant_int(kI32, 0)}, kI1, {{"pred", std::string("eq")}});
-    Value* prev = rel.create1(OpKind::Select, {at_zero, rel.constant_int(kI32, p.slots - 1),
-                                               rel.create1(OpKind::Sub, {p.slot, one}, kI32)}, kI32);
+    Value* prev = previous(rel, p.slot, p.slots);
     Value* later = rel.create1(OpKind::Cmp, {body.args[0].get(), loop.operands[0]}, kI1, {{"pred", std::string("ne")}});
-    Op* branch = rel.create(OpKind::If, {later}, {});
-    ir::Builder then(branch->add_region());
-    then.loc = loop.loc;
-    then.create(OpKind::MbarrierArrive, {slot_view(then, empty, prev, p.bar_view)}, {}, {{"per_warp", int64_t(1)}});
-    then.create(OpKind::Yield, {}, {});
-    ir::Builder(branch->add_region()).create(OpKind::Yield, {}, {});
-    // The empty ring ends with the full one.
-    auto end = consumers->find(&loop);
-    for (auto it = end; it != consumers->ops.end(); ++it)
-      if ((*it)->kind == OpKind::MbarrierInval && ring_of((*it)->operands[0]) == p.full) end = it;
-    ir::Builder post(consumers, std::next(end));
+    release(rel, later, empty, prev, p.bar_view);
+    if (p.outer) {
+      ir::Region& ob = *p.outer->regions[0];
+      loop.operands[3 + slot_k] = carry(*p.outer, zero_at(fn_.body, ws));
+      loop.operands[3 + phase_k] = carry(*p.outer, zero_at(fn_.body, ws));
+      Op* y = ob.terminator();
+      y->operands.push_back(loop.result(int(slot_k)));
+      y->operands.push_back(loop.result(int(phase_k)));
+      ir::Builder end(&ob, std::next(ob.find(p.drained)));
+      end.loc = loop.loc;
+      Value* last_slot = previous(end, loop.result(int(slot_k)), p.slots);
+      Value* ran = end.create1(OpKind::Cmp, {loop.operands[0], loop.operands[1]}, kI1, {{"pred", std::string("lt")}});
+      release(end, ran, empty, last_slot, p.bar_view);
+    }
+    // The rings end after the consumers' loop.
+    auto last = consumers->find(&top);
+    for (auto it = last; it != consumers->ops.end(); ++it)
+      if ((*it)->kind == OpKind::MbarrierInval && ring_of((*it)->operands[0]) == p.full) last = it;
+    ir::Builder post(consumers, std::next(last));
     post.loc = loop.loc;
-    for (int s = 0; s < p.slots; ++s)
-      post.create(OpKind::MbarrierInval, {slot_view(post, empty, post.constant_int(kI32, s), p.bar_view, s)}, {});
+    for (Value* r : {p.outer ? p.full : nullptr, empty})
+      for (int s = 0; s < p.slots && r; ++s)
+        post.create(OpKind::MbarrierInval, {slot_view(post, r, post.constant_int(kI32, s), p.bar_view, s)}, {});
     // What only the refill and the prologue read is dead now.
     transforms::dce(fn_);
+  }
+
+  // An i32 zero before `before` in `r`.
+  static Value* zero_at(ir::Region& r, Op* before) {
+    ir::Builder b(&r, r.find(before));
+    return b.constant_int(kI32, 0);
   }
 
   ir::Function& fn_;

@@ -95,6 +95,27 @@ void check_gemm(int M, int N, int K, int warps = 4, std::optional<bool> ws = std
   }, 0, 0);
 }
 
+// The example's persistent gemm (bf16 C; exact: the f32 sums are small
+// integers, rounded alike) at S stages on `programs` programs, as the
+// compiler decides or as `ws` says.
+template <int S, int BM = 128, int BN = 128, int BK = 64>
+void check_persistent(int M, int N, int K, int programs, int warps = 4, std::optional<bool> ws = std::nullopt) {
+  INFO("persistent gemm " << BM << "x" << BN << "x" << BK << ", " << S << " stages, " << warps << " warps, M=" << M
+                          << " N=" << N << " K=" << K << ", " << programs << " programs, warp_specialize "
+                          << (ws ? (*ws ? "on" : "off") : "auto"));
+  auto k = compile(kernels::gemm_persistent<bf16, BM, BN, BK, kernels::kGemmGroupM>,
+                   {.name = "gemm_persistent", .num_warps = warps, .num_stages = S, .warp_specialize = ws});
+  same_on_both<float>([&](Device& d) {
+    auto a = d.upload(small_ints(size_t(M) * K + 1, 51)), b = d.upload(small_ints(size_t(K) * N + 1, 52));
+    auto c = d.upload(std::vector<bf16>(size_t(M) * N, bf16(-1.0f)));
+    d(k, Grid{uint32_t(programs)}, a, b, c, M, N, K, K, 1, N, 1, N, 1);
+    d.synchronize();
+    std::vector<float> out;
+    for (bf16 x : c.download<bf16>()) out.push_back(float(x));
+    return std::vector<std::vector<float>>{out};
+  }, 0, 0);
+}
+
 }  // namespace
 
 TEST_CASE("descriptor loads become tensor copies on sm_90a where the specialization proves TMA's rules",
@@ -164,6 +185,13 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   demanded(gemm_desc<128, 256, 64, 4>, 8);
   demanded(gemm_desc<64, 64, 32, 3>, 4);
   demanded(gemm_desc<64, 32, 16, 3>, 4);
+  // The persistent example: the producer runs the loop over tiles too.
+  Kernel pk = kernels::compile_gemm<bf16>(kernels::parse_gemm_config("128x128x64:4:3:persistent"));
+  codegen::Specialization pk_rows = codegen_checks::aligned(pk);
+  for (int unit : {7, 9, 11}) pk_rows.args[size_t(unit)] = codegen::int_arg_facts(1);  // stride_ak, _bn, _cn
+  auto persistent = codegen::compile(*pk.impl(), pk_rows, "sm_90a");
+  CHECK(persistent.threads == 256);
+  CHECK(codegen_checks::count(persistent.assembly, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+40;)") == 1);
   // A loop's own option overrides the kernel's.
   Kernel off = compile(gemm_desc<128, 128, 64, 3, 0>, {.name = "gemm_desc", .num_warps = 4, .warp_specialize = true});
   CHECK_THROWS_WITH(codegen::compile(*off.impl(), codegen_checks::aligned(off), "sm_90a"),
@@ -235,6 +263,23 @@ TEST_CASE("warp-specialized descriptor gemms match the interpreter", "[gpu][desc
   check_gemm<3, 64, 32, 16>(64, 48, 16 * 6, 4, true);
   // The same kernel with the option forbidding it.
   check_gemm<3>(200, 144, 9 * 64, 4, false);
+}
+
+TEST_CASE("persistent warp-specialized gemms match the interpreter", "[gpu][descriptor]") {
+  REQUIRE_GPU();
+  // Tiles a program: 0 (more programs than tiles), 1 and many (the ring's
+  // slot and phase go on from tile to tile); K trip counts 0, 1, 2, S-1,
+  // S and many; ragged M and N; 8 consumer warps on 128x256 tiles.
+  check_persistent<3>(200, 144, 64 * 9, 5, 4, true);   // 4 tiles on 5 programs
+  check_persistent<3>(200, 144, 64 * 9, 4, 4, true);   // one each
+  check_persistent<3>(520, 400, 64 * 5, 3, 4, true);   // 5 or 6 each
+  for (int trips : {0, 1, 2, 3, 4})
+    check_persistent<3>(300, 272, trips * 64, 2, 4, true);
+  check_persistent<2>(256, 384, 64 * 7, 1, 4, true);   // every tile on one program
+  check_persistent<3, 128, 256>(384, 544, 64 * 6, 3, 8, true);
+  check_persistent<4>(256, 256, 64 * 2 + 16, 3, 8, true);
+  // Forbidden: the same kernel unspecialized (its ring made per tile).
+  check_persistent<3>(520, 400, 64 * 5, 3, 4, false);
 }
 
 TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32, a block read once", "[gpu][descriptor]") {
