@@ -10,13 +10,15 @@
 //
 // Environment:
 //   TILEDSL_GEMM_CONFIG  comma-separated tile configurations to time, each
-//                        BMxBNxBK:warps:stages[:desc][:ws|:nows] (:desc:
+//                        BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows] (:desc:
 //                        the kernel through tensor descriptors, TMA on
 //                        sm_90; :ws / :nows demand or forbid warp
-//                        specialization); default the example's, then it
-//                        through descriptors at 4 stages without warp
-//                        specialization, and at 4 and 3 stages as the
-//                        compiler decides (docs/perf.md run 51); e.g.
+//                        specialization; :persistent the persistent
+//                        kernel); default the example's, then it through
+//                        descriptors at 4 stages without and with warp
+//                        specialization, then the persistent kernel at 3
+//                        stages without and with it (docs/perf.md run 52);
+//                        e.g.
 //                        128x128x64:8:3,128x256x64:8:4,256x128x64:8:4
 //   TILEDSL_GEMM_SHAPES  comma-separated MxNxK to time instead of the defaults
 //   TILEDSL_DEVICE       the device (e.g. interp: tiny default shapes, no cuBLAS)
@@ -96,11 +98,13 @@ std::vector<Shape> shapes() {
 std::vector<kernels::GemmConfig> configs() {
   const char* env = std::getenv("TILEDSL_GEMM_CONFIG");
   std::vector<kernels::GemmConfig> list;
-  kernels::GemmConfig desc4 = kernels::GemmConfig{}, desc3, plain4;
-  desc4.descriptors = desc3.descriptors = plain4.descriptors = true;
-  desc3.num_stages = 3;
-  plain4.warp_specialize = false;
-  std::string defaults = kernels::GemmConfig{}.str() + "," + plain4.str() + "," + desc4.str() + "," + desc3.str();
+  kernels::GemmConfig desc4 = kernels::GemmConfig{}, plain4, persistent, plain_persistent;
+  desc4.descriptors = plain4.descriptors = true;
+  plain4.warp_specialize = plain_persistent.warp_specialize = false;
+  persistent.persistent = plain_persistent.persistent = true;
+  persistent.num_stages = plain_persistent.num_stages = 3;  // 4 leave no room for the epilogue's
+  std::string defaults = kernels::GemmConfig{}.str() + "," + plain4.str() + "," + desc4.str() + "," +
+                         plain_persistent.str() + "," + persistent.str();
   for (const auto& text : split(env && *env ? env : defaults, ','))
     list.push_back(kernels::parse_gemm_config(text));
   return list;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Markdown table of bench_gemm (tiledsl and cuBLAS from C++) and
 compare_gemm.py (torch.matmul and Triton) results from one run: TFLOP/s per
-shape and tiledsl's ratio to cuBLAS and to Triton. With several tiledsl
+shape and tiledsl's ratio to cuBLAS and to Triton (the best of its
+tutorial kernel and its TMA persistent kernel with and without warp
+specialization). With several tiledsl
 configurations (TILEDSL_GEMM_CONFIG) the best one per shape is shown, with
 its name. Benchmarks that were skipped are listed with their reason.
 
@@ -11,7 +13,7 @@ import json
 import re
 import sys
 
-NAME = re.compile(r"gemm_(tiledsl|cublas)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc)?(?::n?ws)?))?/")
+NAME = re.compile(r"gemm_(tiledsl|cublas)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc|:persistent)?(?::n?ws)?))?/")
 
 
 def load_ours(path):
@@ -73,7 +75,10 @@ def main(ours_path, theirs_path):
         tl_tflops, tl_config = o.get("tiledsl", (None, ""))
         cublas = o.get("cublas")
         torch_r = theirs.get((shape, "torch"), {})
-        triton_r = theirs.get((shape, "triton"), {})
+        # Triton's best: its tutorial kernel or its TMA persistent kernel
+        # (with or without warp specialization).
+        triton_r = max((theirs.get((shape, i), {}) for i in ("triton", "triton_tma", "triton_tma_ws")),
+                       key=lambda r: r.get("TFLOP/s", 0.0))
         torch_tflops = torch_r.get("TFLOP/s")
         triton_tflops = triton_r.get("TFLOP/s")
         print(f"| {shape} | {cell(tl_tflops)} | {cell(cublas)} | {cell(torch_tflops)} | {cell(triton_tflops)} "
