@@ -318,6 +318,30 @@ void Lowerer::check_within_ctas(const LinearLayout& from, const LinearLayout& to
 
 // A tile in layout `from` written row-major at the scratch base, each
 // element by one of the threads that hold it; and read back in layout `to`.
+// Registers of `l` running along the last (contiguous) dimension of a
+// row-major buffer from an aligned start: one vector access of up to 16
+// bytes each, not left to LLVM to combine (it could not prove the
+// alignment in the persistent gemm's epilogue: 16-bit stores, for which
+// ptxas serialized the wgmma, and 16-bit loads).
+int Lowerer::row_major_run(const LinearLayout& l, const std::vector<int64_t>& shape, llvm::Type* ty) {
+  const int last = int(shape.size()) - 1;
+  if (ty->isIntegerTy(1)) return 1;
+  int run = std::max(1, std::min<int>(l.contiguous_run(kReg, last), int(16 / alloc_size(ty))));
+  for (const auto& in : l.in_dims())
+    for (const auto& b : in.bases)
+      if (in.name != kReg && (b[size_t(last)] & (run - 1))) return 1;
+  return run;
+}
+
+// The address (in shared memory) of register `r` of `l` in a row-major
+// buffer of `shape`.
+llvm::Value* Lowerer::row_major_ptr(const std::vector<llvm::Value*>& hw, const LinearLayout& l, int r,
+                                    const std::vector<int64_t>& shape, llvm::Type* ty) {
+  llvm::Value* at = b_.CreateMul(b_.CreateZExt(flat_index(hw, reg_coords(l, r), shape), b_.getInt64Ty()),
+                                 b_.getInt64(alloc_size(ty)));
+  return smem_ptr(at);
+}
+
 void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape,
                               llvm::Type* ty) {
   int64_t numel = 1;
@@ -325,16 +349,7 @@ void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const 
   need_smem(numel * alloc_size(ty));
   auto dup = duplicate_regs(from);
   auto hw = hw_coords(from);
-  // Registers running along the last (contiguous) dimension from an
-  // aligned start go as one vector store of up to 16 bytes, not left to
-  // LLVM to combine (it could not prove the alignment in the persistent
-  // gemm's epilogue: 16-bit stores, and ptxas serialized the wgmma).
-  const int last = int(shape.size()) - 1;
-  const int64_t elem = alloc_size(ty);
-  int run = ty->isIntegerTy(1) ? 1 : std::max(1, std::min<int>(from.contiguous_run(kReg, last), int(16 / elem)));
-  for (const auto& in : from.in_dims())
-    for (const auto& b : in.bases)
-      if (in.name != kReg && (b[size_t(last)] & (run - 1))) run = 1;
+  const int run = row_major_run(from, shape, ty);
   for (int r = 0; r < num_regs(from); r += run) {
     bool whole = true;
     for (int k = 0; k < run; ++k) whole = whole && !dup[r + k];
@@ -345,16 +360,24 @@ void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const 
     }
     llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(run)));
     for (int k = 0; k < run; ++k) vec = b_.CreateInsertElement(vec, regs[r + k], uint64_t(k));
-    llvm::Value* at = b_.CreateMul(b_.CreateZExt(flat_index(hw, reg_coords(from, r), shape), b_.getInt64Ty()),
-                                   b_.getInt64(elem));
-    b_.CreateAlignedStore(vec, smem_ptr(at), llvm::Align(uint64_t(run * elem)));
+    b_.CreateAlignedStore(vec, row_major_ptr(hw, from, r, shape, ty), llvm::Align(uint64_t(run * alloc_size(ty))));
   }
 }
 
 Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty) {
   auto hw_to = hw_coords(to);
+  const int run = row_major_run(to, shape, ty);
   Regs out;
-  for (int r = 0; r < num_regs(to); ++r) out.push_back(smem_load(ty, flat_index(hw_to, reg_coords(to, r), shape)));
+  for (int r = 0; r < num_regs(to); r += run) {
+    if (run == 1) {
+      out.push_back(smem_load(ty, flat_index(hw_to, reg_coords(to, r), shape)));
+      continue;
+    }
+    llvm::Type* vt = llvm::FixedVectorType::get(ty, unsigned(run));
+    llvm::Value* vec = b_.CreateAlignedLoad(vt, row_major_ptr(hw_to, to, r, shape, ty),
+                                            llvm::Align(uint64_t(run * alloc_size(ty))));
+    for (int k = 0; k < run; ++k) out.push_back(b_.CreateExtractElement(vec, uint64_t(k)));
+  }
   return out;
 }
 

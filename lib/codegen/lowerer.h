@@ -112,6 +112,9 @@ class Lowerer {
   void check_within_ctas(const LinearLayout& from, const LinearLayout& to);
   void store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape, llvm::Type* ty);
   Regs load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty);
+  int row_major_run(const LinearLayout& l, const std::vector<int64_t>& shape, llvm::Type* ty);
+  llvm::Value* row_major_ptr(const std::vector<llvm::Value*>& hw, const LinearLayout& l, int r,
+                             const std::vector<int64_t>& shape, llvm::Type* ty);
   void lower_local_alloc(const Op& op);
   void lower_local_slot(const Op& op);
   void lower_local_load(const Op& op);
