@@ -38,12 +38,24 @@
 // issuing the copies could still be waiting on an mbarrier the consumers
 // have ended (and whose bytes the epilogue reuses).
 //
-// Which loops: the first loop of the function's top level that
-// expand-pipelines gave a ring of full mbarriers and async-dots an
-// asynchronous dot, with nothing else reading the ring's buffers and no
-// cp.async copies, whose refill depends only on the iteration and the slot,
-// in a function of whole warpgroups on one CTA whose code before the loop
-// has no effects other threads could see twice. The kernel option
+// A persistent program: where the loop is in the body of a top-level loop
+// (over tiles), that loop is specialized as a whole. The ring's buffers and
+// full mbarriers are made and initialized once before it (not a tile);
+// both partitions run it, the producer's copy computing only what its
+// copies read; the ring's slot and phase are carried from tile to tile, and
+// the consumers let a tile's last slot go after its `dot_wait {pending =
+// 0}`, so the producer fills the next tile's first slots during the
+// epilogue. The ring then lives through the whole loop (the epilogue has
+// bytes of its own).
+//
+// Which loops: the first loop of the function's top level, or directly in
+// the body of one, that expand-pipelines gave a ring of full mbarriers and
+// async-dots an asynchronous dot, with nothing else reading the ring's
+// buffers and no cp.async copies, whose refill depends only on the
+// iteration and the slot (and, around a persistent loop, on pure values of
+// the outer iteration), in a function of whole warpgroups on one CTA whose
+// code before the top-level loop has no effects other threads could see
+// twice. The kernel option
 // `warp_specialize` forbids it (0) or demands it (1: a kernel with no loop
 // that can be specialized is then an error naming why); by default (-1)
 // such a loop is specialized. A loop's own option (tl::range's, the
