@@ -46,6 +46,46 @@ void gemm_desc(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar
   dc.store({m0, n0}, acc);
 }
 
+// Kernels warp specialization must refuse: a store before the loop (the
+// producer's warps would run it too), B through pointer loads (cp.async
+// beside the tensor copies), and the loop two levels down.
+template <int BM, int BN, int BK>
+void gemm_store_first(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
+  auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto db = make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
+  store(c + program_id(0), 1.0f);  // a flag, before the loop
+  auto acc = zeros<float>({BM, BN});
+  for (auto k : range(0, K, BK)) acc = dot(da.load({m0, k}), db.load({k, n0}), acc);
+  auto m = m0 + arange(0, BM), n = n0 + arange(0, BN);
+  store(c + col(m) * N + row(n), acc, col(m < M) & row(n < N));
+}
+template <int BM, int BN, int BK>
+void gemm_mixed(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
+  auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
+  auto n = n0 + arange(0, BN), kk = arange(0, BK);
+  auto acc = zeros<float>({BM, BN});
+  for (auto k : range(0, K, BK)) {
+    auto bt = load(b + col(k + kk) * N + row(n), col(k + kk < K) & row(n < N), 0.0f);  // [BK, BN]
+    acc = dot(da.load({m0, k}), bt, acc);
+  }
+  auto m = m0 + arange(0, BM);
+  store(c + col(m) * N + row(n), acc, col(m < M) & row(n < N));
+}
+template <int BM, int BN, int BK>
+void gemm_deep(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
+  auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto db = make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  for (auto i : range(0, 1, 1))
+    for (auto t : range(program_id(0), cdiv(M, BM), num_programs(0))) {
+      auto m0 = t * BM;
+      auto acc = zeros<float>({BM, BN});
+      for (auto k : range(0, K, BK, {.warp_specialize = true})) acc = dot(da.load({m0, k}), db.load({k, 0}), acc);
+      store(c + col(m0 + arange(0, BM)) * N + row(arange(0, BN)) + i, acc);
+    }
+}
+
 // The idioms a user also writes: B stored N x K and transposed for the dot
 // (attention's K), f16 or f32 (tf32 dots) elements, and a block read once
 // before the loop (attention's Q) by every iteration's dot.
@@ -202,6 +242,20 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK_THROWS_WITH(codegen::compile(*on1.impl(), codegen_checks::aligned(on1), "sm_90a"),
                     Catch::Contains("this loop demands warp specialization") &&
                         Catch::Contains("test_gpu_descriptors.cpp"));
+  // Refused, each with its reason.
+  auto refusal = [](auto kernel) {
+    Kernel kr = compile(kernel, {.name = "refused", .num_warps = 4, .warp_specialize = true});
+    try {
+      codegen::compile(*kr.impl(), codegen_checks::aligned(kr), "sm_90a");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("compiled");
+  };
+  CHECK_THAT(refusal(gemm_store_first<128, 128, 64>), Catch::Contains("'store' at") && Catch::Contains("comes before it"));
+  CHECK_THAT(refusal(gemm_mixed<128, 128, 64>), Catch::Contains("it also copies with cp.async"));
+  CHECK_THAT(refusal(gemm_deep<128, 128, 64>),
+             Catch::Contains("this loop demands warp specialization") && Catch::Contains("neither at the kernel's top level"));
   // Demanded where there is nothing to specialize: an error saying why.
   Kernel forced = compile(gemm_desc<128, 128, 64, 3>, {.name = "gemm_desc", .num_warps = 4, .warp_specialize = true});
   CHECK_THROWS_WITH(codegen::compile(*forced.impl(), codegen_checks::aligned(forced), "sm_80"),
