@@ -238,7 +238,9 @@ class Specializer {
     for (const auto& o : fn_.body.ops) {
       if (o.get() == (outer ? outer : &loop)) break;
       if (!outer && std::find(p.prologue.begin(), p.prologue.end(), o.get()) != p.prologue.end()) continue;
-      bool quiet = o->regions.empty() && !o->has_attr("scratch") &&
+      // (Pure ops in registers only: a dot, or any op exchanging through
+      // shared memory, would have the producer's warps write it too.)
+      bool quiet = o->regions.empty() && o->kind != OpKind::Dot && scratch_bound(*o, plan_, {}) == 0 &&
                    (ir::op_is_pure(o->kind) || o->kind == OpKind::LocalSlot || o->kind == OpKind::TensorMap ||
                     o->kind == OpKind::Barrier || o->kind == OpKind::MbarrierInit ||
                     (o->kind == OpKind::LocalAlloc && o->operands.empty()));
