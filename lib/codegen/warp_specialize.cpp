@@ -18,7 +18,7 @@ using ir::Value;
 
 int consumer_registers(int consumer_warps, int block_registers) {
   int left = block_registers - kProducerRegisters * 4 * 32;
-  return std::min(240, left / (consumer_warps * 32) / 8 * 8);
+  return std::min(248, left / (consumer_warps * 32) / 8 * 8);
 }
 
 namespace {

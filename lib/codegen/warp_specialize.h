@@ -81,7 +81,8 @@ void warp_specialize(ir::Function& fn, const LayoutPlan& plan, const TargetInfo&
 
 // The registers a thread of `consumer_warps` warps may take beside a
 // producer warpgroup at kProducerRegisters, within a block's registers
-// (a multiple of 8, at most 240).
+// (a multiple of 8, at most 248: a thread has at most 255; with 4
+// consumer warps that is the entry cap, and they keep it).
 int consumer_registers(int consumer_warps, int block_registers);
 
 }  // namespace tl::codegen
