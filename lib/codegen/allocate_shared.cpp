@@ -75,31 +75,14 @@ class Allocator {
 
   // The op of `r` that `o` is, or is inside. The default partition of a
   // warp_specialize in `r` counts as ops of `r` (its ops run in program
-  // order after what precedes the warp_specialize); a use in another
-  // partition sets `side` to the warp_specialize and gives null: by
-  // warp_specialize.h's contract it comes before the default partition's
-  // last use of the same buffer.
-  static const Op* in_region(const Op* o, const ir::Region* r, const Op** side = nullptr) {
+  // order after what precedes the warp_specialize).
+  static const Op* in_region(const Op* o, const ir::Region* r) {
     while (o && o->parent != r) {
       const Op* up = o->parent ? o->parent->parent : nullptr;
-      if (up && up->kind == OpKind::WarpSpecialize) {
-        if (o->parent != up->regions[0].get()) {
-          if (side) *side = up;
-          return nullptr;
-        }
-        if (up->parent == r) return o;
-      }
+      if (up && up->kind == OpKind::WarpSpecialize && up->parent == r) return o;
       o = up;
     }
     return o;
-  }
-
-  // The warp_specialize whose partition other than the default one holds
-  // `o`, if any: its ops run beside all of the warp_specialize's.
-  static const Op* side_partition(const Op* o) {
-    for (const Op* up = o->parent ? o->parent->parent : nullptr; up; o = up, up = up->parent ? up->parent->parent : nullptr)
-      if (up->kind == OpKind::WarpSpecialize && o->parent != up->regions[0].get()) return up;
-    return nullptr;
   }
 
   // Each buffer's last use (its uses inside a loop: the loop's end), and
@@ -111,12 +94,15 @@ class Allocator {
         if (!v->type.is_shared()) continue;
         const Value* b = buffer_of(v);
         if (!b->def) continue;
-        const Op* side = nullptr;
-        const Op* at = in_region(o.get(), b->def->parent, &side);
-        if (side) {
-          const Op* ws = in_region(side, b->def->parent);
-          if (ws) side_use_[b] = std::max(side_use_[b], span_.at(ws).last);
+        // A use in a partition other than the default one comes before the
+        // default partition's last use of the buffer (warp_specialize.h's
+        // contract); a buffer only such partitions use lives through the
+        // warp_specialize.
+        if (const Op* side = ir::side_partition(o.get())) {
+          if (const Op* ws = in_region(side, b->def->parent)) side_use_[b] = std::max(side_use_[b], span_.at(ws).last);
+          continue;
         }
+        const Op* at = in_region(o.get(), b->def->parent);
         if (!at) continue;
         int& last = last_use_[b];
         last = std::max(last, span_.at(at).last);
@@ -142,7 +128,7 @@ class Allocator {
       Op& o = **it;
       for (auto& sub : o.regions) collect(*sub);
       Span s = span_.at(&o);
-      if (const Op* ws = side_partition(&o)) s = span_.at(ws);  // alive beside all of it
+      if (const Op* ws = ir::side_partition(&o)) s = span_.at(ws);  // alive beside all of it
       if (o.kind == OpKind::LocalAlloc) {
         const Value* b = o.result();
         Allocation a;

@@ -387,7 +387,7 @@ class Inserter {
     if (o.kind == OpKind::TmaLoad) {
       // A producer partition's copies land for the default partition,
       // which waits for them (warp_specialize.h).
-      if (!in_side_partition(&o)) s.tma.insert(acc.begin(), acc.end());
+      if (!ir::side_partition(&o)) s.tma.insert(acc.begin(), acc.end());
       return;
     }
     if (o.kind == OpKind::Dot && o.attr_int_or("async", 0)) {
@@ -448,29 +448,17 @@ class Inserter {
     for (const Op* up = enclosing(&o); up; up = enclosing(up)) {
       if (up->kind != OpKind::For && up->kind != OpKind::WarpSpecialize) continue;
       bool outside = true;
-      for (const Op* f : from) outside = outside && !within(f, up);
+      for (const Op* f : from) outside = outside && !ir::is_within(f, up);
       if (!outside) break;
       at = up;
     }
     if (before_.insert(at).second) changed_ = true;
     // What that barrier leaves outstanding: what the loops' iterations did.
-    for (auto it = s.done.begin(); it != s.done.end();) it = within(it->origin, at) ? std::next(it) : s.done.erase(it);
+    for (auto it = s.done.begin(); it != s.done.end();) it = ir::is_within(it->origin, at) ? std::next(it) : s.done.erase(it);
   }
 
   // The op whose region holds `o` (null at the function's top).
   static const Op* enclosing(const Op* o) { return o->parent ? o->parent->parent : nullptr; }
-  // Whether `o` is in a partition of a warp_specialize other than the
-  // default one.
-  static bool in_side_partition(const Op* o) {
-    for (const Op* up = enclosing(o); up; o = up, up = enclosing(up))
-      if (up->kind == OpKind::WarpSpecialize && o->parent != up->regions[0].get()) return true;
-    return false;
-  }
-  static bool within(const Op* o, const Op* loop) {
-    for (const Op* up = o; up; up = enclosing(up))
-      if (up == loop) return true;
-    return false;
-  }
 
   // A loop to its fixed point: what is outstanding at the top of its body
   // is what was before it or at the end of its body, the slots of its

@@ -39,19 +39,18 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   // which each partition then changes.
   int threads = plan_.num_warps * plan_.warp_size;
   const Op* ws = fn.body.ops.empty() ? nullptr : fn.body.ops.back().get();
-  if (ws && ws->kind == OpKind::WarpSpecialize) {
+  if (ws && ws->kind != OpKind::WarpSpecialize) ws = nullptr;
+  if (ws) {
     threads = 0;
     for (int64_t w : ws->attr_ints("warps")) threads += partition_warps(int(w)) * plan_.warp_size;
     if (!t_.has_warp_specialization)
       unsupported(*ws, "needs partitions of warps with registers of their own, which " + t_.name +
                            " does not have (sm_90a)");
     if (threads > 1024) unsupported(*ws, "of " + std::to_string(threads) + " threads (at most 1024)");
+    register_cap_ = std::min(t_.thread_registers, t_.block_registers / threads) / 8 * 8;
   }
   t_.init_kernel(*fn_, threads);
-  if (ws && ws->kind == OpKind::WarpSpecialize) {
-    register_cap_ = std::min(t_.thread_registers, t_.block_registers / threads) / 8 * 8;
-    t_.cap_registers(*fn_, register_cap_);
-  }
+  if (ws) t_.cap_registers(*fn_, register_cap_);
   if (plan_.num_ctas > 1) start_cluster(fn);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
   if (plan_.fp_fusion) {
@@ -316,13 +315,11 @@ void Lowerer::check_within_ctas(const LinearLayout& from, const LinearLayout& to
                 "conversion across CTAs), which is not supported yet; use num_ctas = 1");
 }
 
-// A tile in layout `from` written row-major at the scratch base, each
-// element by one of the threads that hold it; and read back in layout `to`.
 // Registers of `l` running along the last (contiguous) dimension of a
 // row-major buffer from an aligned start: one vector access of up to 16
 // bytes each, not left to LLVM to combine (it could not prove the
 // alignment in the persistent gemm's epilogue: 16-bit stores, for which
-// ptxas serialized the wgmma, and 16-bit loads).
+// the assembler serialized the warpgroup dots, and 16-bit loads).
 int Lowerer::row_major_run(const LinearLayout& l, const std::vector<int64_t>& shape, llvm::Type* ty) {
   const int last = int(shape.size()) - 1;
   if (ty->isIntegerTy(1)) return 1;
@@ -342,6 +339,8 @@ llvm::Value* Lowerer::row_major_ptr(const std::vector<llvm::Value*>& hw, const L
   return smem_ptr(at);
 }
 
+// A tile in layout `from` written row-major at the scratch base, each
+// element by one of the threads that hold it; and read back in layout `to`.
 void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape,
                               llvm::Type* ty) {
   int64_t numel = 1;

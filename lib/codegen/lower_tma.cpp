@@ -5,8 +5,9 @@
 // tma_load, tma_store) is one thread's, thread 0's (in a partition of a
 // warp_specialize, the partition's first thread's); mbarrier_arrive is
 // every thread's own arrival ({per_warp = 1}: each warp's first lane's);
-// mbarrier_wait and named_barrier are every thread's. insert-barriers (insert_barriers.cpp) puts the block barriers
-// between an mbarrier's initialization and its uses, and between a
+// mbarrier_wait and named_barrier are every thread's. insert-barriers
+// (insert_barriers.cpp) puts the block barriers between an mbarrier's
+// initialization and its uses, and between a
 // buffer's readers and the tensor copy that refills it; a tensor copy's
 // bytes are visible to the threads that waited on its mbarrier.
 #include "codegen/lowerer.h"

@@ -180,7 +180,7 @@ class Specializer {
     ir::walk(body, [&](Op* o) {
       if (o == dot || o->kind == OpKind::LocalSlot || o->kind == OpKind::Trans || !reader.empty()) return;
       for (const Value* v : o->operands)
-        if (v->type.is_shared() && ring.count(buffer_of(v)) && !within(o, p.refill))
+        if (v->type.is_shared() && ring.count(buffer_of(v)) && !ir::is_within(o, p.refill))
           reader = "'" + std::string(o->name()) + "' at " + o->loc.str() + " reads its ring besides the dot";
     });
     if (!reader.empty()) return reader;
@@ -271,12 +271,6 @@ class Specializer {
     for (const auto& o : r.ops)
       if (in.count(o.get())) out.push_back(o.get());
     return "";
-  }
-
-  static bool within(const Op* o, const Op* outer) {
-    for (; o; o = o->parent ? o->parent->parent : nullptr)
-      if (o == outer) return true;
-    return false;
   }
 
   // Slot `i` of `ring`: of the current iteration (stage 0), or the

@@ -227,6 +227,18 @@ struct Cloner {
 };
 }  // namespace
 
+bool is_within(const Op* op, const Op* outer) {
+  for (; op; op = op->parent ? op->parent->parent : nullptr)
+    if (op == outer) return true;
+  return false;
+}
+
+const Op* side_partition(const Op* op) {
+  for (const Op* up = op->parent ? op->parent->parent : nullptr; up; op = up, up = up->parent ? up->parent->parent : nullptr)
+    if (up->kind == OpKind::WarpSpecialize && op->parent != up->regions[0].get()) return up;
+  return nullptr;
+}
+
 std::unique_ptr<Function> clone(const Function& fn) {
   auto out = std::make_unique<Function>();
   out->name = fn.name;

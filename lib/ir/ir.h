@@ -188,6 +188,11 @@ class Replacements {
   std::unordered_map<const Value*, Value*> map_;
   std::vector<std::unique_ptr<Op>> removed_;
 };
+// Whether `op` is `outer` or nested in one of its regions.
+bool is_within(const Op* op, const Op* outer);
+// The warp_specialize one of whose partitions other than the first (the
+// default one) holds `op`, or null.
+const Op* side_partition(const Op* op);
 // Counts uses of `v` in ops nested in `r`.
 int count_uses(Region& r, Value* v);
 // True if `v` is defined inside `r` (as an op result or argument, at any depth).
