@@ -24,6 +24,24 @@ void Lowerer::lower_elementwise(const Op& op) {
       vals_[op.result()] = out;
       return;
     }
+  // f32 to bf16 or f16, two registers at a time: one packed conversion
+  // (cvt.rn.bf16x2.f32 on NVIDIA) instead of two, whose pair a 4-byte
+  // store takes as it is, wherever the store is (an accumulator's
+  // epilogue read as 16-bit values counts against asynchronous dots).
+  const DType from = op.operands.empty() ? DType::f32 : op.operands[0]->type.dtype;
+  if (op.kind == OpKind::Cast && from == DType::f32 && bit_width(op.result()->type.dtype) == 16 &&
+      is_float(op.result()->type.dtype) && n % 2 == 0 && int(ins[0].size()) == n) {
+    auto* pair = llvm::FixedVectorType::get(b_.getFloatTy(), 2);
+    auto* narrow = llvm::FixedVectorType::get(elem_type(op.result()->type.dtype), 2);
+    for (int r = 0; r < n; r += 2) {
+      llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(pair), ins[0][size_t(r)], uint64_t(0));
+      v = b_.CreateFPTrunc(b_.CreateInsertElement(v, ins[0][size_t(r + 1)], uint64_t(1)), narrow);
+      out.push_back(b_.CreateExtractElement(v, uint64_t(0)));
+      out.push_back(b_.CreateExtractElement(v, uint64_t(1)));
+    }
+    vals_[op.result()] = out;
+    return;
+  }
   // Registers axis analysis proves equal (a mask over whole vectors)
   // share their run's first: one compare a vector, not one an element.
   std::vector<int> lead = n > 1 ? run_leaders(op.result()) : std::vector<int>(n, 0);

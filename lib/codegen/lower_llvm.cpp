@@ -559,6 +559,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::LocalAlloc: return &Lowerer::lower_local_alloc;
     case OpKind::LocalSlot: return &Lowerer::lower_local_slot;
     case OpKind::LocalLoad: return &Lowerer::lower_local_load;
+    case OpKind::LocalStore: return &Lowerer::lower_local_store;
     case OpKind::AsyncCopy: return &Lowerer::lower_async_copy;
     case OpKind::AsyncCommit:
     case OpKind::AsyncWait:

@@ -354,6 +354,39 @@ void Lowerer::lower_local_load(const Op& op) {
   vals_[v] = load_row_major(l, v->type.shape, value_type(v->type));
 }
 
+// A tile written into a buffer (a tensor store's, tma_descriptors.h): each
+// thread its own elements, in vectors as long as its registers and the
+// buffer's offsets run along one dimension (16 bytes at most), as
+// local_load reads them; an element replicated over threads is written by
+// its owner only.
+void Lowerer::lower_local_store(const Op& op) {
+  auto it = smem_vals_.find(op.operands[0]);
+  if (it == smem_vals_.end()) unsupported(op, "into a buffer no local_alloc or local_slot made is not lowered yet");
+  const SmemTile& t = it->second;
+  const ir::Value* v = op.operands[1];
+  const LinearLayout& l = plan_.of(v);
+  DType d = v->type.dtype;
+  int dim = stored_contiguous_dim(l);
+  int vec = int(std::bit_floor(uint32_t(std::min<int64_t>({l.contiguous_run(kReg, dim),
+                                                           plan_.of(op.operands[0]).contiguous_run(kOffset, dim),
+                                                           16 / std::max(1, byte_size(d))}))));
+  const Regs& regs = get(v);
+  auto hw = hw_coords(l);
+  auto dup = duplicate_regs(l);
+  guarded(owner_predicate(l), [&]() -> llvm::Value* {
+    for (int r = 0; r < num_regs(l); r += vec) {
+      if (dup[r]) continue;
+      llvm::Value* x = to_memory(regs[r]);
+      if (vec > 1) {
+        x = llvm::PoisonValue::get(llvm::FixedVectorType::get(memory_type(d), vec));
+        for (int k = 0; k < vec; ++k) x = b_.CreateInsertElement(x, to_memory(regs[r + k]), uint64_t(k));
+      }
+      b_.CreateAlignedStore(x, buffer_ptr(t, l, hw, r), llvm::Align(vec * byte_size(d)));
+    }
+    return nullptr;
+  }, nullptr);
+}
+
 // An asynchronous copy into a buffer: each thread copies its elements
 // (masked-off ones are written with 0) in vectors of what axis analysis
 // proved contiguous; lanes and warps that replicate the tile leave their

@@ -118,6 +118,7 @@ class Lowerer {
   void lower_local_alloc(const Op& op);
   void lower_local_slot(const Op& op);
   void lower_local_load(const Op& op);
+  void lower_local_store(const Op& op);
   void lower_buffer_trans(const Op& op);
   void lower_async_copy(const Op& op);
   void lower_async_sync(const Op& op);

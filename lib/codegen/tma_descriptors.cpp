@@ -32,6 +32,11 @@ bool dot_operand(const Op* u, const Value* v) {
   return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v;
 }
 
+// The block a descriptor_load reads or a descriptor_store writes.
+const Type& block_type(const Op& op) {
+  return op.kind == OpKind::DescriptorStore ? op.operands.back()->type : op.result()->type;
+}
+
 // The stored tile of a block of `shape`, rows contiguous (the tensor's
 // last dimension is its contiguous one).
 SwizzledTile block_tile(const std::vector<int64_t>& shape, int elem_bytes) {
@@ -42,8 +47,10 @@ SwizzledTile block_tile(const std::vector<int64_t>& shape, int elem_bytes) {
 
 std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const transforms::AxisAnalysis& axis,
                                 int num_ctas) {
-  if (op.kind != OpKind::DescriptorLoad) return "not a descriptor_load";
-  const Type& t = op.result()->type;
+  if (op.kind != OpKind::DescriptorLoad && op.kind != OpKind::DescriptorStore)
+    return "not a descriptor_load or descriptor_store";
+  const bool store = op.kind == OpKind::DescriptorStore;
+  const Type& t = block_type(op);
   const size_t r = size_t(t.rank());
   const int eb = byte_size(t.dtype);
   if (r != 2) return "a block of rank " + std::to_string(r) + " (tensor copies of rank 2 only, so far)";
@@ -64,8 +71,13 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
       return "a stride of dimension " + std::to_string(d) + " not proven a multiple of 16 bytes";
   if (axis.get(op.operands[1 + 2 * r + (r - 1)]).divisibility[0] * eb % 16)
     return "an innermost coordinate not proven a multiple of 16 bytes";
+  // A store's copy writes whole 16-byte pieces of a row (measured: the
+  // elements past the innermost size up to the next 16 bytes too).
+  if (store && axis.get(op.operands[r]).divisibility[0] * eb % 16)
+    return "an innermost size not proven a multiple of 16 bytes";
   TensorBox box = tensor_box_of(block_tile(t.shape, eb));
   if (!box.why.empty()) return "a block stored as " + box.why;
+  if (store) return "";
   // Its readers last: this walks the function.
   auto users = users_of(fn);
   const auto& uses = users[op.result()];
@@ -82,21 +94,22 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
 }
 
 TensorBox descriptor_box(const Op& op, const ir::Function& fn, const Type& buffer) {
-  const Type& t = op.result()->type;
+  const Type& t = block_type(op);
   std::vector<int64_t> shape = t.shape;
   auto tile = swizzled_tile_of(fn.layout_of(buffer), shape, byte_size(t.dtype));
   SwizzledTile want = block_tile(shape, byte_size(t.dtype));
   if (!tile || tile->contiguous != 1 || tile->vec != want.vec || tile->per_phase != want.per_phase ||
       tile->max_phase != want.max_phase)
-    throw Error("internal: " + op.loc.str() + ": the buffer of 'descriptor_load' " + buffer.str() +
+    throw Error("internal: " + op.loc.str() + ": the buffer of '" + std::string(op.name()) + "' " + buffer.str() +
                 " is not the swizzled tile its block's tensor copy stores");
   TensorBox box = tensor_box_of(*tile);
-  if (!box.why.empty()) throw Error("internal: " + op.loc.str() + ": 'descriptor_load' kept for a tensor copy of " + box.why);
+  if (!box.why.empty())
+    throw Error("internal: " + op.loc.str() + ": '" + std::string(op.name()) + "' kept for a tensor copy of " + box.why);
   return box;
 }
 
 Value* entry_tensor_map(ir::Function& fn, const Op& op, const TensorBox& box) {
-  const size_t r = size_t(op.result()->type.rank());
+  const size_t r = size_t(block_type(op).rank());
   const std::vector<int64_t> dims = {box.rows, box.inner};
   auto same = [](const Value* a, const Value* b) {
     if (a == b) return true;
@@ -130,12 +143,44 @@ Type mbarrier_type(ir::Function& fn, int slots) {
   return t;
 }
 
+namespace {
+
+// A kept descriptor_store as one tensor copy out of a buffer its threads
+// write first (each fences its writes for the copy, which the asynchronous
+// proxy reads; insert-barriers puts the barrier between them).
+void tensor_store(ir::Function& fn, Op* op) {
+  Value* v = op->operands.back();
+  const size_t r = size_t(v->type.rank());
+  Type buf_type{v->type.dtype, false, v->type.shape};
+  buf_type.kind = ir::TypeKind::shared;
+  // Rows along the tensor's contiguous last dimension, whatever layout the
+  // value's registers are in (one CTA a program: tensor_copy_refusal).
+  buf_type.layout = fn.intern_layout(block_tile(v->type.shape, byte_size(v->type.dtype)).layout());
+  TensorBox box = descriptor_box(*op, fn, buf_type);
+  Value* map = entry_tensor_map(fn, *op, box);
+  ir::Builder b(op->parent, op->parent->find(op));
+  b.loc = op->loc;
+  Value* buf = b.create1(OpKind::LocalAlloc, {}, buf_type);
+  b.create(OpKind::LocalStore, {buf, v}, {});
+  b.create(OpKind::FenceAsyncShared, {}, {});
+  std::vector<Value*> copy{map, buf};
+  for (size_t d = 0; d < r; ++d) copy.push_back(op->operands[1 + 2 * r + d]);
+  b.create(OpKind::TmaStore, copy, {});
+  op->parent->erase(op);
+}
+
+}  // namespace
+
 void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
   std::vector<Op*> found;
   ir::walk(fn.body, [&](Op* o) {
-    if (o->kind == OpKind::DescriptorLoad) found.push_back(o);
+    if (o->kind == OpKind::DescriptorLoad || o->kind == OpKind::DescriptorStore) found.push_back(o);
   });
   for (Op* op : found) {
+    if (op->kind == OpKind::DescriptorStore) {
+      tensor_store(fn, op);
+      continue;
+    }
     Value* v = op->result();
     const size_t r = size_t(v->type.rank());
     const int eb = byte_size(v->type.dtype);

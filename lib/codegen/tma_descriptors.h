@@ -20,15 +20,26 @@
 //      mbarrier_inval %bar           its bytes are scratch again
 //
 // where %map is a tensor_map at the function's entry (one per tensor and
-// box). What a descriptor_load needs to become a copy, measured on the
+// box). A kept descriptor_store (lower-descriptors runs it only where its
+// coordinates are all non-negative, the masked store elsewhere) becomes
+//
+//      %buf = local_alloc : smem<BMxBNxbf16, #swizzled>
+//      local_store %buf, %value    each thread its registers
+//      fence_async_shared          the writes, for the copy to read
+//      tma_store %map, %buf, %c0, %c1
+//
+// (insert-barriers puts the barrier before the copy, and one before the
+// next writes into its bytes). What a descriptor_load needs to become a copy, measured on the
 // H200 (docs/hopper-plan.md): a rank-2 block of 2- or 4-byte elements read
 // by dots (directly or through a trans); its base a kernel argument
 // proven 16-byte aligned; sizes and strides kernel arguments or constants
 // (the launcher encodes the map from them), the last stride 1 and the
 // other proven a multiple of 16 bytes; the innermost coordinate proven a
 // multiple of 16 bytes (another traps); the block stored as a box a map
-// can describe (TensorBox); one CTA a program. Any other stays the masked
-// load it means.
+// can describe (TensorBox); one CTA a program. A store needs the same
+// and the tensor's innermost size proven a multiple of 16 bytes (a copy
+// writes whole 16-byte pieces of a row). Any other stays the masked load
+// or store it means.
 //
 // LLVM-free.
 #pragma once
@@ -42,12 +53,13 @@
 
 namespace tl::codegen {
 
-// Why the descriptor_load `op` (Tile IR) cannot be a tensor copy; empty
-// when it can (on a target with tensor copies).
+// Why the descriptor_load or descriptor_store `op` (Tile IR) cannot be a
+// tensor copy; empty when it can (on a target with tensor copies).
 std::string tensor_copy_refusal(const ir::Function& fn, const ir::Op& op, const transforms::AxisAnalysis& axis,
                                 int num_ctas);
 
-// The box that copies a kept descriptor_load into its buffer, whose layout
+// The box that copies a kept descriptor_load into its buffer (or a kept
+// store's buffer out), whose layout
 // `buffer` must be the swizzled tile the block's box stores (else an
 // internal error naming the op).
 TensorBox descriptor_box(const ir::Op& op, const ir::Function& fn, const ir::Type& buffer);

@@ -12,7 +12,13 @@
 // at a time (shape block[0..d] x 1...), so a thread computes each
 // dimension's part once, as the kernel author would write it; outside
 // elements load as 0 and are not stored.
+//
+// A store `keep` accepts (a tensor copy, on targets that have them) stays
+// where all its coordinates are non-negative, and is this masked store
+// elsewhere (guard_store).
 #include "transforms/passes.h"
+
+#include <unordered_map>
 
 namespace tl::transforms {
 
@@ -94,19 +100,59 @@ class Lowering {
 
 }  // namespace
 
+namespace {
+
+// A kept store as `if (every coordinate >= 0) { the store } else { the
+// masked store it means }`: a tensor copy out of shared memory traps on a
+// negative coordinate (ops.def's tma_store), where the block must be
+// clipped instead. Returns the copy of the store the `else` holds.
+ir::Op* guard_store(ir::Op& op) {
+  ir::Builder b(op.parent, op.parent->find(&op));
+  b.loc = op.loc;
+  const size_t r = op.attr_ints("block").size();
+  Value* zero = b.constant_int(ir::scalar_type(DType::i32), 0);
+  Value* all = nullptr;
+  for (size_t d = 0; d < r; ++d) {
+    Value* ok = b.create1(OpKind::Cmp, {op.operands[1 + 2 * r + d], zero}, ir::scalar_type(DType::i1),
+                          {{"pred", std::string("ge")}});
+    all = all ? b.create1(OpKind::And, {all, ok}, ir::scalar_type(DType::i1)) : ok;
+  }
+  ir::Op* branch = b.create(OpKind::If, {all}, {});
+  ir::Op* masked = nullptr;
+  for (int side = 0; side < 2; ++side) {
+    ir::Builder in(branch->add_region());
+    in.loc = op.loc;
+    std::unordered_map<const Value*, Value*> same;
+    ir::Op* copy = in.region()->append(ir::clone_op(op, same));
+    if (side == 1) masked = copy;
+    in.create(OpKind::Yield, {}, {});
+  }
+  op.parent->erase(&op);
+  return masked;
+}
+
+}  // namespace
+
 bool lower_descriptors(ir::Function& fn, const std::function<bool(const ir::Op&)>& keep) {
-  std::vector<ir::Op*> found;
+  std::vector<ir::Op*> found;  // to lower; kept stores are guarded first
+  std::vector<bool> guard;
   ir::walk(fn.body, [&](ir::Op* op) {
-    if ((op->kind == OpKind::DescriptorLoad || op->kind == OpKind::DescriptorStore) && !(keep && keep(*op)))
-      found.push_back(op);
+    if (op->kind != OpKind::DescriptorLoad && op->kind != OpKind::DescriptorStore) return;
+    bool kept = keep && keep(*op);
+    if (kept && op->kind == OpKind::DescriptorLoad) return;
+    found.push_back(op);
+    guard.push_back(kept);
   });
-  for (ir::Op* op : found) {
+  bool changed = false;
+  for (size_t i = 0; i < found.size(); ++i) {
+    ir::Op* op = guard[i] ? guard_store(*found[i]) : found[i];
     Lowering l(*op);
     l.run();
     if (l.replaced()) ir::replace_uses(fn.body, op->result(), l.replaced());
     op->parent->erase(op);
+    changed = true;
   }
-  return !found.empty();
+  return changed;
 }
 
 }  // namespace tl::transforms
