@@ -124,7 +124,7 @@ void Lowerer::lower_tma_copy(const Op& op) {
       if (load) t_.tma_load(b_, map, s, bar, at);
       else t_.tma_store(b_, map, s, at);
     }
-    if (!load) t_.tma_store_wait(b_);
+    if (!load) t_.tma_store_wait(b_, op.attr_str_or("wait", "") == "read");
     return nullptr;
   }, nullptr);
 }

@@ -204,8 +204,8 @@ class Target : public TargetInfo {
   // kernel-parameter memory; `coords` (i32) are the box's first element,
   // innermost dimension first; `smem` the shared address (i32) of the box
   // as the map's swizzle stores it. A load's bytes count against `bar`'s
-  // current phase; a store is done (its shared memory read and its global
-  // writes visible) when store_wait returns.
+  // current phase; a store is done when store_wait returns: its shared
+  // memory read, and (unless `read_only`) its global writes visible.
   virtual void tma_load(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem, llvm::Value* bar,
                         const std::vector<llvm::Value*>& coords) const {
     no_mbarriers();
@@ -214,7 +214,7 @@ class Target : public TargetInfo {
                          const std::vector<llvm::Value*>& coords) const {
     no_mbarriers();
   }
-  virtual void tma_store_wait(llvm::IRBuilder<>& b) const { no_mbarriers(); }
+  virtual void tma_store_wait(llvm::IRBuilder<>& b, bool read_only) const { no_mbarriers(); }
   // Makes parameter `i` of `fn` (a pointer) a tensor map passed by value:
   // 128 bytes, 64-byte aligned, which the kernel reads in place (its
   // address is what tma_load takes).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace tl::codegen {
 
@@ -145,6 +146,33 @@ Type mbarrier_type(ir::Function& fn, int slots) {
 
 namespace {
 
+// Whether an op of `fn` may read global memory through an address that
+// depends on `base` (its loads', copies' and atomics' addresses, traced
+// back through every operand).
+bool reads_through(const ir::Function& fn, const Value* base) {
+  std::vector<const Value*> work;
+  ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* o) {
+    switch (o->kind) {
+      case OpKind::Load:
+      case OpKind::DescriptorLoad:
+      case OpKind::TmaLoad:
+      case OpKind::AtomicRmw:
+      case OpKind::AtomicCas: work.push_back(o->operands[0]); break;
+      case OpKind::AsyncCopy: work.push_back(o->operands[1]); break;
+      default: break;
+    }
+  });
+  std::unordered_set<const Value*> seen;
+  while (!work.empty()) {
+    const Value* v = work.back();
+    work.pop_back();
+    if (v == base) return true;
+    if (!seen.insert(v).second || !v->def) continue;
+    for (const Value* x : v->def->operands) work.push_back(x);
+  }
+  return false;
+}
+
 // A kept descriptor_store as one tensor copy out of a buffer its threads
 // write first (each fences its writes for the copy, which the asynchronous
 // proxy reads; insert-barriers puts the barrier between them).
@@ -165,7 +193,11 @@ void tensor_store(ir::Function& fn, Op* op) {
   b.create(OpKind::FenceAsyncShared, {}, {});
   std::vector<Value*> copy{map, buf};
   for (size_t d = 0; d < r; ++d) copy.push_back(op->operands[1 + 2 * r + d]);
-  b.create(OpKind::TmaStore, copy, {});
+  // The issuing thread waits until the copy has read the buffer; for the
+  // global writes too only where the kernel might read them back.
+  ir::Attrs attrs;
+  if (!reads_through(fn, op->operands[0])) attrs["wait"] = std::string("read");
+  b.create(OpKind::TmaStore, copy, {}, attrs);
   op->parent->erase(op);
 }
 

@@ -285,6 +285,7 @@ void GpuRules::op(const Op& op) const {
       for (size_t i = first; i < op.operands.size(); ++i)
         require(opnd(op, int(i)) == scalar_type(DType::i32), op, "operand #" + std::to_string(i) + " to be an i32 coordinate",
                 opnd(op, int(i)).str());
+      if (!load) optional_str_in(op, "wait", {"read"});
       break;
     }
     case OpKind::WarpSpecialize: {
