@@ -125,6 +125,24 @@ void shifted_store(ptr<float> x, ptr<float> y, scalar<int32_t> M, scalar<int32_t
   dy.store({program_id(0) * BM + dm, program_id(1) * BN + dn}, v + 1.0f);
 }
 
+// Idioms a user also writes: two descriptor stores in one kernel (f16 and
+// f32, blocks of two shapes), one of them in an if_ (odd rows of
+// programs only), and a block stored back into the tensor it was loaded
+// from (the copy then also waits for its global writes).
+template <int BM, int BN>
+void two_stores(ptr<float> x, ptr<f16> y, ptr<float> z, scalar<int32_t> M, scalar<int32_t> N) {
+  auto dx = make_tensor_descriptor(x, {M, N}, {N, 1}, {BM, BN});
+  auto dy = make_tensor_descriptor(y, {M, N}, {N, 1}, {BM, BN});
+  auto dz = make_tensor_descriptor(z, {M, N}, {N, 1}, {BM / 2, BN});
+  auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
+  auto m = m0 + arange(0, BM / 2), n = n0 + arange(0, BN);
+  auto v = dx.load({m0, n0});                                          // [BM, BN] f32
+  dy.store({m0, n0}, cast<f16>(v * 2.0f));
+  auto top = load(x + col(m) * N + row(n), col(m < M) & row(n < N), 0.0f);  // [BM/2, BN] f32
+  if_(program_id(0) % 2 == 1, [&] { dz.store({m0, n0}, top - 1.0f); });
+  dx.store({m0, n0}, v + 3.0f);
+}
+
 template <class E>
 std::vector<E> small_ints_of(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -300,6 +318,17 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK(f32.tensor_maps.size() == 2);
   CHECK(codegen_checks::count(f32.assembly, R"(fence\.proxy\.async)") >= 1);
 
+  // Two stores (f16 and f32), one in an if_, and one back into the tensor
+  // a block was loaded from: that one's copy waits for its writes too.
+  Kernel k2 = compile(two_stores<64, 64>, {.name = "two_stores", .num_warps = 4});
+  auto stores = codegen::compile(*k2.impl(), codegen_checks::aligned(k2), "sm_90a");
+  // x's load feeds no dot: a masked load; the three stores are copies
+  // (boxes of 128-byte rows: 1 for y's f16 block, 2 each for the f32 ones).
+  CHECK(stores.tensor_maps.size() == 3);
+  CHECK(codegen_checks::count(stores.assembly, R"(cp\.async\.bulk\.tensor\.2d\.global\.shared::cta)") == 5);
+  CHECK(codegen_checks::count(stores.assembly, R"(cp\.async\.bulk\.wait_group 0)") == 1);
+  CHECK(codegen_checks::count(stores.assembly, R"(cp\.async\.bulk\.wait_group\.read 0)") == 2);
+
   // sm_80 has no tensor copies: the same kernel compiles to masked loads.
   auto ampere = codegen::compile(*k.impl(), codegen_checks::aligned(k), "sm_80");
   CHECK(ampere.tensor_maps.empty());
@@ -379,6 +408,25 @@ TEST_CASE("descriptor stores through tensor copies clip at the tensor's edges an
         return std::vector<std::vector<float>>{y.download<float>()};
       }, 0, 0);
     }
+  }
+}
+
+TEST_CASE("descriptor stores through tensor copies: two in a kernel, one in an if_, one in place", "[gpu][descriptor]") {
+  REQUIRE_GPU();
+  constexpr int BM = 64, BN = 64;
+  auto k = compile(two_stores<BM, BN>, {.name = "two_stores", .num_warps = 4});
+  for (auto [M, N] : {std::pair{200, 96}, {64, 64}, {130, 80}, {256, 112}}) {
+    INFO("two_stores M=" << M << " N=" << N);
+    same_on_both<float>([&](Device& d) {
+      auto x = d.upload(small_ints_of<float>(size_t(M) * N, 71));
+      auto y = d.upload(std::vector<f16>(size_t(M) * N, f16(-5.0f)));
+      auto z = d.upload(std::vector<float>(size_t(M) * N, -7.0f));
+      d(k, Grid{uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, x, y, z, M, N);
+      d.synchronize();
+      std::vector<float> yf;
+      for (f16 e : y.download<f16>()) yf.push_back(float(e));
+      return std::vector<std::vector<float>>{x.download<float>(), yf, z.download<float>()};
+    }, 0, 0);
   }
 }
 
