@@ -329,6 +329,12 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK(codegen_checks::count(stores.assembly, R"(cp\.async\.bulk\.wait_group 0)") == 1);
   CHECK(codegen_checks::count(stores.assembly, R"(cp\.async\.bulk\.wait_group\.read 0)") == 2);
 
+  // Stores of 64- and 16-byte rows are copies too (64B swizzle, none).
+  for (auto kernel : {shifted_store<64, 16>, shifted_store<32, 4>}) {
+    Kernel ks = compile(kernel, {.name = "shifted_store", .num_warps = 4});
+    CHECK(codegen::compile(*ks.impl(), codegen_checks::aligned(ks), "sm_90a").tensor_maps.size() == 1);
+  }
+
   // sm_80 has no tensor copies: the same kernel compiles to masked loads.
   auto ampere = codegen::compile(*k.impl(), codegen_checks::aligned(k), "sm_80");
   CHECK(ampere.tensor_maps.empty());
@@ -392,23 +398,28 @@ TEST_CASE("persistent warp-specialized gemms match the interpreter", "[gpu][desc
 TEST_CASE("descriptor stores through tensor copies clip at the tensor's edges and at negative coordinates",
           "[gpu][descriptor]") {
   REQUIRE_GPU();
-  constexpr int BM = 64, BN = 32;
-  auto k = compile(shifted_store<BM, BN>, {.name = "shifted_store", .num_warps = 4});
-  // (0, 0): every program a copy, the last ones past M and N; then shifts
-  // that make the first row or column of programs (or both) store through
-  // the masked form, and ones that only move the blocks.
-  for (auto [dm, dn] : {std::pair{0, 0}, {-8, 0}, {0, -16}, {-64, -32}, {5, 16}, {-3, 48}}) {
-    for (auto [M, N] : {std::pair{200, 96}, {64, 32}, {130, 72}}) {
-      INFO("shifted_store M=" << M << " N=" << N << " shift (" << dm << ", " << dn << ")");
-      same_on_both<float>([&](Device& d) {
-        auto x = d.upload(small_ints_of<float>(size_t(M) * N, 61));
-        auto y = d.upload(std::vector<float>(size_t(M) * N, -7.0f));
-        d(k, Grid{uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, x, y, M, N, dm, dn);
-        d.synchronize();
-        return std::vector<std::vector<float>>{y.download<float>()};
-      }, 0, 0);
+  // Rows of 128, 64 and 16 bytes: the 128B and 64B swizzles, and none.
+  auto check = [](auto kernel, int BM, int BN) {
+    auto k = compile(kernel, {.name = "shifted_store", .num_warps = 4});
+    // (0, 0): every program a copy, the last ones past M and N; then shifts
+    // that make the first row or column of programs (or both) store through
+    // the masked form, and ones that only move the blocks.
+    for (auto [dm, dn] : {std::pair{0, 0}, {-8, 0}, {0, -16}, {-64, -32}, {5, 16}, {-3, 48}}) {
+      for (auto [M, N] : {std::pair{200, 96}, {64, 32}, {130, 72}}) {
+        INFO("shifted_store " << BM << "x" << BN << " M=" << M << " N=" << N << " shift (" << dm << ", " << dn << ")");
+        same_on_both<float>([&](Device& d) {
+          auto x = d.upload(small_ints_of<float>(size_t(M) * N, 61));
+          auto y = d.upload(std::vector<float>(size_t(M) * N, -7.0f));
+          d(k, Grid{uint32_t(cdiv(M, BM)), uint32_t(cdiv(N, BN))}, x, y, M, N, dm, dn);
+          d.synchronize();
+          return std::vector<std::vector<float>>{y.download<float>()};
+        }, 0, 0);
+      }
     }
-  }
+  };
+  check(shifted_store<64, 32>, 64, 32);
+  check(shifted_store<64, 16>, 64, 16);
+  check(shifted_store<32, 4>, 32, 4);
 }
 
 TEST_CASE("descriptor stores through tensor copies: two in a kernel, one in an if_, one in place", "[gpu][descriptor]") {
