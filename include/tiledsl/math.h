@@ -23,6 +23,35 @@ tile<T> bitcast(const tile<E>& x, std::source_location w = std::source_location:
                                  detail::to_loc(w)));
 }
 
+// Promises about an integer or pointer tile's values that let the compiler
+// vectorize accesses (and use tensor copies) it cannot prove safe alone,
+// as Triton's tl.multiple_of / tl.max_contiguous. Along each dimension the
+// values come in runs (of the length max_contiguous gives, or that the
+// compiler finds, such as pid * BLOCK + arange(0, BLOCK)); multiple_of(x, n):
+// each run's first value is a multiple of n (for pointers: its address, in
+// bytes, of n); max_contiguous(x, c): runs of c values stepping by +1, each
+// starting at an index that is a multiple of c. One value for every
+// dimension, or a list with one per dimension; powers of two. The
+// interpreter checks the promise (a broken one is an error naming the
+// line); on a GPU a broken one is undefined. Triton's idiom for gathered
+// row offsets: max_contiguous(multiple_of(offs, BLOCK), BLOCK).
+template <class E>
+tile<E> multiple_of(const tile<E>& x, std::vector<int64_t> n, std::source_location w = std::source_location::current()) {
+  return tile<E>(detail::hint(x.value(), std::move(n), {}, detail::to_loc(w), "multiple_of"));
+}
+template <class E>
+tile<E> multiple_of(const tile<E>& x, int64_t n, std::source_location w = std::source_location::current()) {
+  return multiple_of(x, std::vector<int64_t>{n}, w);
+}
+template <class E>
+tile<E> max_contiguous(const tile<E>& x, std::vector<int64_t> c, std::source_location w = std::source_location::current()) {
+  return tile<E>(detail::hint(x.value(), {}, std::move(c), detail::to_loc(w), "max_contiguous"));
+}
+template <class E>
+tile<E> max_contiguous(const tile<E>& x, int64_t c, std::source_location w = std::source_location::current()) {
+  return max_contiguous(x, std::vector<int64_t>{c}, w);
+}
+
 // cond ? a : b elementwise; a and b are promoted together.
 template <class A, class B>
   requires detail::binary_ok<detail::BinCat::Arith, A, B>

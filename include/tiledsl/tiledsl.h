@@ -9,7 +9,8 @@
 //   operators  + - * / % & | ^ << >> unary - ~ !, comparisons -> tile<bool>,
 //              compound assignment; numpy broadcasting; C++ numbers weakly typed tile.h
 //   math       cast<T> bitcast<T> where minimum maximum clamp exp exp2 log log2
-//              sqrt rsqrt sin cos tanh erf abs floor ceil sigmoid fma          math.h
+//              sqrt rsqrt sin cos tanh erf abs floor ceil sigmoid fma
+//              multiple_of max_contiguous (hints)                              math.h
 //   reduce     sum max min argmax argmin reduce(x, axis, combine) cumsum cumprod
 //              dot(a, b[, acc][, {.input_precision}])                          reduction.h
 //   memory     load(p[, mask[, other]][, opts]) store(p, v[, mask][, opts])

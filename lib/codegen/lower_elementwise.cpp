@@ -99,6 +99,7 @@ llvm::Value* Lowerer::scalar_op(const Op& op, std::vector<llvm::Value*> a) {
   switch (op.kind) {
     case OpKind::Cast: return cast(a[0], op.operands[0]->type.dtype, rt.dtype, op);
     case OpKind::Bitcast: return b_.CreateBitCast(a[0], value_type(rt));
+    case OpKind::Hint: return a[0];  // facts for the analysis; the values as they are
     case OpKind::AddPtr: {
       DType off = op.operands[1]->type.dtype;
       llvm::Value* idx = is_unsigned(off) ? b_.CreateZExt(a[1], b_.getInt64Ty()) : b_.CreateSExt(a[1], b_.getInt64Ty());

@@ -158,6 +158,33 @@ Value* cast(Value* v, DType to, const ir::Loc& loc, std::string_view op) {
   return emit1(OpKind::Cast, {v}, t.with_dtype(to), {}, loc);
 }
 
+Value* hint(Value* v, std::vector<int64_t> div, std::vector<int64_t> cont, const ir::Loc& loc, std::string_view op) {
+  Type t = type_of(v);
+  if (!t.is_ptr && (is_float(t.dtype) || t.dtype == DType::i1))
+    fail(loc, op, "expected an integer or pointer tile or scalar, found " + t.str());
+  size_t n = size_t(std::max(1, t.rank()));
+  auto check = [&](std::vector<int64_t>& v, const char* what, bool dims) {
+    if (v.size() == 1 && n > 1) v.assign(n, v[0]);
+    if (!v.empty() && v.size() != n)
+      fail(loc, op, "expected " + std::to_string(n) + " " + what + " (one per dimension of " + t.str() + "), found " +
+                        std::to_string(v.size()));
+    for (size_t d = 0; d < v.size(); ++d) {
+      if (v[d] < 1 || (v[d] & (v[d] - 1)))
+        fail(loc, op, std::string("expected ") + what + " that are powers of two, found " + std::to_string(v[d]));
+      if (dims && v[d] > t.shape[d])
+        fail(loc, op, std::string("expected ") + what + " no longer than the dimension (" + std::to_string(t.shape[d]) +
+                          "), found " + std::to_string(v[d]));
+    }
+  };
+  if (!cont.empty() && t.is_scalar()) fail(loc, op, "expected a tile (a scalar has no runs), found " + t.str());
+  check(div, "divisors", false);
+  check(cont, "run lengths", true);
+  ir::Attrs attrs;
+  if (!div.empty()) attrs["divisibility"] = div;
+  if (!cont.empty()) attrs["contiguity"] = cont;
+  return emit1(OpKind::Hint, {v}, t, attrs, loc);
+}
+
 Value* bitcast(Value* v, DType to, bool to_ptr, const ir::Loc& loc) {
   Type t = type_of(v);
   Type out{to, to_ptr, t.shape};

@@ -3,11 +3,13 @@
 // and rejects op/dtype combinations the interpreter does not implement, so
 // the per-program loop does no lookups.
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "interp/element.h"
 
 #include "interp/program.h"
+#include "transforms/axis_analysis.h"
 #include "transforms/passes.h"
 
 namespace tl::interp {
@@ -132,6 +134,23 @@ class Compiler {
       case K::Cos: case K::Tanh: case K::Erf: case K::Floor: case K::Ceil: case K::Fma:
         if (!float_in) unsupported(op, "is a float op, found operands of " + op.operands[0]->type.str());
         break;
+      case K::Hint: {
+        // The promise as the compiler reads it (ops.def): runs as long as
+        // the axis analysis finds for the result, the promised divisor at
+        // each run's start; checked on every run of the op.
+        if (!axis_) axis_.emplace(*prog_.fn);
+        const ir::Type& t = op.results[0]->type;
+        size_t rank = size_t(std::max(1, t.rank()));
+        const auto& facts = axis_->get(op.results[0].get());
+        in.ints.assign(2 * rank, 1);
+        std::vector<int64_t> div = op.has_attr("divisibility") ? op.attr_ints("divisibility") : std::vector<int64_t>{};
+        for (size_t d = 0; d < rank; ++d) {
+          if (t.rank() > 0 && d < facts.contiguity.size()) in.ints[d] = facts.contiguity[d];
+          if (d < div.size()) in.ints[rank + d] = div[d];
+        }
+        in.int_attr = t.is_ptr ? byte_size(t.dtype) : 1;
+        break;
+      }
       case K::Bitcast:
         if (bit_width(in.dtype) != bit_width(in.out_dtype))
           unsupported(op, "needs equal bit widths, found " + op.operands[0]->type.str() + " to " +
@@ -203,6 +222,7 @@ class Compiler {
 
   Program& prog_;
   std::unordered_map<const ir::Value*, int> slot_of_;
+  std::optional<transforms::AxisAnalysis> axis_;  // made at the first hint
 };
 
 }  // namespace

@@ -205,12 +205,50 @@ void bitcast(const Slot& a, Slot& r) {
   });
 }
 
+// The promise of a hint (ops.def), as the compiler reads it: along each
+// dimension d, runs of ints[d] values (at multiples of ints[d]) stepping by
+// `int_attr` (1, or a pointer's element size), each starting at a multiple
+// of ints[rank + d]. A scalar: ints = {1, divisor}.
+void check_hint(const Exec& ex, const Instr& in, const Slot& a) {
+  const auto& shape = in.op->result()->type.shape;
+  size_t rank = std::max<size_t>(1, shape.size());
+  std::vector<int64_t> dims = shape.empty() ? std::vector<int64_t>{a.n} : shape;
+  if (shape.empty()) dims[0] = 1;  // every lane a scalar of its own
+  int64_t step = in.int_attr, total = 1;
+  for (int64_t d : shape) total *= d;
+  // A tile may be held as one element standing for all (a splat).
+  auto value = [&](int64_t k) { return a.n == 1 ? a.i[0] : a.i[size_t(k)]; };
+  int64_t count = shape.empty() ? a.n : total;
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t rest = shape.empty() ? 0 : k, stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t idx = dims[d] == 1 ? 0 : rest % dims[d];
+      rest /= std::max<int64_t>(1, dims[d]);
+      int64_t run = in.ints[d], div = in.ints[rank + d], x = value(k);
+      std::string at = "element " + std::to_string(k) + " (" + std::to_string(x) + ")";
+      if (idx % run == 0) {
+        if (x % div)
+          ex.fail(in, "a promise of tl::multiple_of does not hold: " + at + " starts a run along dimension " +
+                          std::to_string(d) + " and is not a multiple of " + std::to_string(div));
+      } else if (x != value(k - stride) + step) {
+        ex.fail(in, "a promise of tl::max_contiguous does not hold: " + at + " is not the one before it plus " +
+                        std::to_string(step) + " within a run of " + std::to_string(run) + " along dimension " +
+                        std::to_string(d));
+      }
+      stride *= dims[d];
+    }
+  }
+}
+
 }  // namespace
 
 void exec_elementwise(Exec& ex, const Instr& in) {
   Slot& r = ex.slots[size_t(in.out[0])];
   const Slot& a = ex.slots[size_t(in.in[0])];
   switch (in.kind) {
+    case K::Hint:
+      check_hint(ex, in, a);
+      return r.copy_from(a);
     case K::Add: case K::Sub: case K::Mul: case K::Div: case K::Rem: case K::And: case K::Or:
     case K::Xor: case K::Shl: case K::Shr: case K::Minimum: case K::Maximum: {
       const Slot& b = ex.slots[size_t(in.in[1])];

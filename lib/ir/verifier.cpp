@@ -297,6 +297,31 @@ class Verifier : public Rules {
         same_shapes(op);
         break;
       }
+      case OpKind::Hint: {
+        operands(op, 1, 1);
+        results(op, 1);
+        const Type& in = opnd(op, 0);
+        require(in.is_ptr || (!is_float(in.dtype) && in.dtype != DType::i1), op, "an integer or pointer operand",
+                in.str());
+        same_type(op, in, res(op), "a result");
+        require(op.has_attr("divisibility") || op.has_attr("contiguity"), op,
+                "attribute 'divisibility' or 'contiguity'", "neither");
+        size_t n = size_t(std::max(1, in.rank()));
+        for (const char* key : {"divisibility", "contiguity"}) {
+          if (!op.has_attr(key)) continue;
+          const auto& v = ints_attr(op, key);
+          require(v.size() == n, op, std::to_string(n) + " entries in '" + key + "' (one per dimension)",
+                  std::to_string(v.size()));
+          for (size_t d = 0; d < v.size(); ++d)
+            require(v[d] >= 1 && is_pow2(v[d]) && (std::string(key) != "contiguity" || in.rank() == 0 ||
+                                                   v[d] <= in.shape[d]),
+                    op, std::string("'") + key + "' entries that are powers of two" +
+                            (std::string(key) == "contiguity" ? " no larger than the dimension" : ""),
+                    std::to_string(v[d]));
+        }
+        require(!op.has_attr("contiguity") || in.rank() > 0, op, "'contiguity' only on a tile", in.str());
+        break;
+      }
       case OpKind::Bitcast: {
         operands(op, 1, 1);
         results(op, 1);

@@ -169,6 +169,16 @@ void AxisAnalysis::visit(const ir::Op& op) {
       case K::ConvertLayout:  // the same values, held elsewhere
         out = in(0);
         break;
+      case K::Hint: {  // the same values, with what their author promises (ops.def)
+        out = in(0);
+        for (const char* key : {"contiguity", "divisibility"}) {
+          if (!op.has_attr(key)) continue;
+          auto& facts = std::string(key) == "contiguity" ? out.contiguity : out.divisibility;
+          const auto& promised = op.attr_ints(key);
+          for (size_t d = 0; d < facts.size() && d < promised.size(); ++d) facts[d] = std::max(facts[d], promised[d]);
+        }
+        break;
+      }
       case K::LocalLoad: {  // what a local_alloc wrote, read back
         const ir::Op* alloc = op.operands[0]->def;
         if (alloc && alloc->kind == K::LocalAlloc && !alloc->operands.empty()) out = get(alloc->operands[0]);

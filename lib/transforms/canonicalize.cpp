@@ -531,6 +531,26 @@ bool remove_zero_trip_for(ir::Region::iterator it, ir::Replacements& repl) {
 // One sweep over `region` in program order. Replaced results go into `repl`,
 // which rewrites each later op's operands when the sweep reaches it (uses
 // follow their definition), so a sweep is linear in the number of ops.
+// hint(hint(x)) as one hint of x promising both (Triton's idiom
+// max_contiguous(multiple_of(offs, B), B) means runs of B whose first
+// values are multiples of B, not that every element is one); the inner
+// hint stays for its other readers, if any (dce removes it otherwise).
+bool merge_hints(Op& op) {
+  if (op.kind != OpKind::Hint || !op.operands[0]->def || op.operands[0]->def->kind != OpKind::Hint) return false;
+  const Op& inner = *op.operands[0]->def;
+  for (const char* key : {"divisibility", "contiguity"}) {
+    if (!inner.has_attr(key)) continue;
+    std::vector<int64_t> v = inner.attr_ints(key);
+    if (op.has_attr(key)) {
+      const auto& mine = op.attr_ints(key);
+      for (size_t d = 0; d < v.size() && d < mine.size(); ++d) v[d] = std::max(v[d], mine[d]);
+    }
+    op.attrs[key] = v;
+  }
+  op.operands[0] = inner.operands[0];
+  return true;
+}
+
 bool canonicalize_region(ir::Region& region, ir::Replacements& repl) {
   bool changed = false;
   for (auto it = region.ops.begin(); it != region.ops.end();) {
@@ -549,6 +569,7 @@ bool canonicalize_region(ir::Region& region, ir::Replacements& repl) {
       continue;
     }
     for (auto& sub : op->regions) changed |= canonicalize_region(*sub, repl);
+    changed |= merge_hints(*op);
     Value* replacement = Rewriter(region, it).run();
     if (!replacement) {
       ++it;

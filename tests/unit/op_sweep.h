@@ -30,7 +30,7 @@ using ir::OpKind;
   X(Fma, "fma")                                                                                              \
   X(Neg, "neg") X(BitNot, "~") X(LogicalNot, "!") X(Abs, "abs") X(Exp, "exp") X(Exp2, "exp2") X(Log, "log") \
   X(Log2, "log2") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt") X(Sin, "sin") X(Cos, "cos") X(Tanh, "tanh")            \
-  X(Erf, "erf") X(Floor, "floor") X(Ceil, "ceil")                                                            \
+  X(Erf, "erf") X(Floor, "floor") X(Ceil, "ceil") X(Hint, "max_contiguous(multiple_of(x, 1), 1)")           \
   X(Cast, "cast") X(Bitcast, "bitcast") X(PtrBitcast, "bitcast<ptr>") X(AddPtr, "ptr+")                      \
   X(Sum, "sum") X(Max, "max") X(Min, "min") X(Argmax, "argmax") X(Argmin, "argmin") X(Reduce, "reduce")     \
   X(Cumsum, "cumsum") X(Cumprod, "cumprod")                                                                  \

@@ -106,7 +106,8 @@ std::vector<Combo> combos_of(Family f, const std::string& target) {
             {Op::Exp, OpKind::Exp},   {Op::Exp2, OpKind::Exp2},  {Op::Log, OpKind::Log},
             {Op::Log2, OpKind::Log2}, {Op::Sqrt, OpKind::Sqrt},  {Op::Rsqrt, OpKind::Rsqrt},
             {Op::Sin, OpKind::Sin},   {Op::Cos, OpKind::Cos},    {Op::Tanh, OpKind::Tanh},
-            {Op::Erf, OpKind::Erf},   {Op::Floor, OpKind::Floor}, {Op::Ceil, OpKind::Ceil}};
+            {Op::Erf, OpKind::Erf},   {Op::Floor, OpKind::Floor}, {Op::Ceil, OpKind::Ceil},
+            {Op::Hint, OpKind::Hint}};
         for (auto [op, kind] : ops) add({.op = op, .in = d, .shape = tile_of(d, d), .result = d, .kind = kind});
         // !x: `not` on bools, x == 0 otherwise.
         add({.op = Op::LogicalNot, .in = d, .shape = tile_of(d, d), .result = DType::i1,
@@ -272,6 +273,8 @@ const std::vector<Expected> kExpected = {
      [](const Combo& c) { return c.op == Op::AddPtr && (is_float(c.to) || c.to == DType::i1); }},
 
     // ---- trace-time errors (tl::compile), on every target
+    {"hints take integer or pointer tiles", Family::Unary, Stage::Trace, "multiple_of: expected an integer or pointer",
+     [](const Combo& c) { return c.op == Op::Hint && (is_float(c.in) || c.in == DType::i1); }},
     {"fma takes float operands", Family::Binary, Stage::Trace, "fma: expected floating-point operands",
      [](const Combo& c) { return c.op == Op::Fma && !is_float(c.in); }},
     {"bitcast keeps the bit width", Family::Cast, Stage::Trace, "bitcast: expected a type of",

@@ -210,6 +210,7 @@ void trace_combo(const Combo& c, const Io& io) {
     SWEEP_UNARY(Erf, erf(a))
     SWEEP_UNARY(Floor, floor(a))
     SWEEP_UNARY(Ceil, ceil(a))
+    SWEEP_UNARY(Hint, max_contiguous(multiple_of(a, 1), 1))
     // ---- conversions and pointers
     case Op::Cast:
       with_dtype(c.to, [&]<class T>() { io.out(cast<T>(x(0))); });

@@ -154,6 +154,10 @@ int normalize_axis(int axis, int rank, const ir::Loc& loc, std::string_view op);
 Value* constant(const Operand& lit, DType dtype, const Shape& shape, const ir::Loc& loc, std::string_view op);
 Value* cast(Value* v, DType to, const ir::Loc& loc, std::string_view op = "cast");
 Value* bitcast(Value* v, DType to, bool to_ptr, const ir::Loc& loc);
+// `v` with facts its author promises (ops.def's hint): `div` and `cont`
+// give one entry per dimension (one for a scalar), or one for every
+// dimension; empty: none. `op` names the caller (multiple_of, ...).
+Value* hint(Value* v, std::vector<int64_t> div, std::vector<int64_t> cont, const ir::Loc& loc, std::string_view op);
 // Elementwise binary op with promotion and broadcasting. For BinCat::Compare
 // `pred` is the cmp predicate.
 Value* binary(BinCat cat, ir::OpKind kind, std::string_view op, const Operand& a, const Operand& b,
