@@ -199,8 +199,13 @@ std::shared_ptr<DeviceImpl> get_device(std::string_view name);
 // naming `where` (the launching line), the argument, the expected type and
 // what was found.
 std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args,
-                                         const ir::Loc& where);
+                                         const std::source_location& where);
 // Checks `grid` against Grid's limits (the same on every device).
-void check_grid(const KernelImpl& k, Grid grid, const ir::Loc& where);
+void check_grid(const KernelImpl& k, Grid grid, const std::source_location& where);
+// "file:line" of `where`, for messages. (Made only when there is an error:
+// a launch that passes its checks copies no file name.)
+inline std::string where_str(const std::source_location& where) {
+  return ir::Loc{where.file_name(), int(where.line())}.str();
+}
 
 }  // namespace tl::detail

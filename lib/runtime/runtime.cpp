@@ -128,8 +128,7 @@ namespace {
 // The launch of both Device::launch forms; `stream` null: the device's own.
 void launch_on(const std::shared_ptr<detail::DeviceImpl>& device, const Kernel& k, Grid grid,
                const std::vector<Arg>& args, const detail::StreamImpl* stream, std::source_location where) {
-  ir::Loc loc{where.file_name(), int(where.line())};
-  auto at = [&](const Error& e) { return Error(loc.str() + ": " + e.what()); };
+  auto at = [&](const Error& e) { return Error(detail::where_str(where) + ": " + e.what()); };
   detail::DeviceImpl* dev;
   const detail::KernelImpl* kernel;
   try {
@@ -139,10 +138,10 @@ void launch_on(const std::shared_ptr<detail::DeviceImpl>& device, const Kernel& 
     throw at(e);
   }
   if (stream && stream->device.get() != dev)
-    throw Error(loc.str() + ": launch of kernel '" + kernel->name + "' on device '" + dev->name() +
+    throw Error(detail::where_str(where) + ": launch of kernel '" + kernel->name + "' on device '" + dev->name() +
                 "': expected a stream of that device, found a stream of '" + stream->device->name() + "'");
-  auto checked = detail::check_launch_args(*kernel, *dev, args, loc);
-  detail::check_grid(*kernel, grid, loc);
+  auto checked = detail::check_launch_args(*kernel, *dev, args, where);
+  detail::check_grid(*kernel, grid, where);
   // Like Triton (and unlike the GPU drivers, which reject it), a grid with a zero
   // dimension is a valid launch of no programs.
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
@@ -158,8 +157,7 @@ void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, st
 void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, const Stream& stream,
                     std::source_location where) {
   if (!stream.impl())
-    throw Error(ir::Loc{where.file_name(), int(where.line())}.str() +
-                ": launch on an empty tl::Stream: make one with Device::create_stream or Stream::wrap");
+    throw Error(detail::where_str(where) + ": launch on an empty tl::Stream: make one with Device::create_stream or Stream::wrap");
   launch_on(impl_, k, grid, args, stream.impl().get(), where);
 }
 
@@ -206,12 +204,12 @@ bool fits(const Arg& a, DType t) {
 }  // namespace
 
 std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args,
-                                         const ir::Loc& where) {
+                                         const std::source_location& where) {
   const auto& params = k.params;
   if (args.size() != params.size()) {
     std::string sig;
     for (const auto& p : params) sig += (sig.empty() ? "" : ", ") + p.str();
-    throw Error(where.str() + ": kernel '" + k.name + "' expects " + std::to_string(params.size()) + " argument" +
+    throw Error(where_str(where) + ": kernel '" + k.name + "' expects " + std::to_string(params.size()) + " argument" +
                 (params.size() == 1 ? "" : "s") + " (" + sig + "), found " + std::to_string(args.size()));
   }
   std::vector<LaunchArg> out(args.size());
@@ -219,7 +217,7 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
     const ir::Type& p = params[j];
     const Arg& a = args[j];
     auto bad = [&](const std::string& why) {
-      throw Error(where.str() + ": argument " + std::to_string(j + 1) + " of '" + k.name + "': expected " + p.str() +
+      throw Error(where_str(where) + ": argument " + std::to_string(j + 1) + " of '" + k.name + "': expected " + p.str() +
                   ", found " + describe(a) + why);
     };
     out[j].type = p;
@@ -244,10 +242,10 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
   return out;
 }
 
-void check_grid(const KernelImpl& k, Grid grid, const ir::Loc& where) {
+void check_grid(const KernelImpl& k, Grid grid, const std::source_location& where) {
   auto check = [&](const char* dim, uint32_t n, uint32_t max) {
     if (n > max)
-      throw Error(where.str() + ": launch of kernel '" + k.name + "': grid." + dim + " must be at most " +
+      throw Error(where_str(where) + ": launch of kernel '" + k.name + "': grid." + dim + " must be at most " +
                   std::to_string(max) + " (CUDA's limit, which every device applies), found " + std::to_string(n));
   };
   check("x", grid.x, Grid::max_x);
