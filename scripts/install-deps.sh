@@ -8,6 +8,8 @@ pkgs=(
   catch2 libbenchmark-dev
   llvm-22-dev llvm-22 llvm-22-tools lld-22 liblld-22-dev
   zlib1g-dev libzstd-dev xz-utils
+  # DLPack's header (tl::from_dlpack, Buffer::to_dlpack)
+  libdlpack-dev
   # make fuzz: clang with libFuzzer and its sanitizer runtimes
   clang-22 libfuzzer-22-dev libclang-rt-22-dev
 )

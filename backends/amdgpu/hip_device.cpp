@@ -1,5 +1,6 @@
-// The "hip" device (see hip_device.h): the HIP runtime through dlopen, and
-// what the shared launch path (runtime/launcher.h) asks of it:
+// The "hip" devices (see hip_device.h; "hip:n" is GPU n): the HIP runtime
+// through dlopen, streams and events, and what the shared launch path
+// (runtime/launcher.h) asks of it:
 //
 //   code object --hipModuleLoadData--> hipModule_t --> hipFunction_t (load)
 //
@@ -92,8 +93,14 @@ class HipRuntime {
                                       unsigned bz, unsigned shared_bytes, hipStream_t, void** params,
                                       void** extra) = nullptr;
   hipError_t (*hipDeviceSynchronize)() = nullptr;
+  hipError_t (*hipMemcpyHtoDAsync)(hipDeviceptr_t dst, void* src, size_t bytes, hipStream_t) = nullptr;
+  hipError_t (*hipMemcpyDtoHAsync)(void* dst, hipDeviceptr_t src, size_t bytes, hipStream_t) = nullptr;
   hipError_t (*hipStreamCreate)(hipStream_t*) = nullptr;
+  hipError_t (*hipStreamDestroy)(hipStream_t) = nullptr;
+  hipError_t (*hipStreamSynchronize)(hipStream_t) = nullptr;
+  hipError_t (*hipStreamWaitEvent)(hipStream_t, hipEvent_t, unsigned flags) = nullptr;
   hipError_t (*hipEventCreate)(hipEvent_t*) = nullptr;
+  hipError_t (*hipEventDestroy)(hipEvent_t) = nullptr;
   hipError_t (*hipEventRecord)(hipEvent_t, hipStream_t) = nullptr;
   hipError_t (*hipEventSynchronize)(hipEvent_t) = nullptr;
   hipError_t (*hipEventElapsedTime)(float* ms, hipEvent_t start, hipEvent_t stop) = nullptr;
@@ -152,8 +159,14 @@ class HipRuntime {
     sym(r.hipModuleGetFunction, "hipModuleGetFunction");
     sym(r.hipModuleLaunchKernel, "hipModuleLaunchKernel");
     sym(r.hipDeviceSynchronize, "hipDeviceSynchronize");
+    sym(r.hipMemcpyHtoDAsync, "hipMemcpyHtoDAsync");
+    sym(r.hipMemcpyDtoHAsync, "hipMemcpyDtoHAsync");
     sym(r.hipStreamCreate, "hipStreamCreate");
+    sym(r.hipStreamDestroy, "hipStreamDestroy");
+    sym(r.hipStreamSynchronize, "hipStreamSynchronize");
+    sym(r.hipStreamWaitEvent, "hipStreamWaitEvent");
     sym(r.hipEventCreate, "hipEventCreate");
+    sym(r.hipEventDestroy, "hipEventDestroy");
     sym(r.hipEventRecord, "hipEventRecord");
     sym(r.hipEventSynchronize, "hipEventSynchronize");
     sym(r.hipEventElapsedTime, "hipEventElapsedTime");
@@ -193,14 +206,14 @@ constexpr int kMaxSharedBytes = 64 * 1024;
 
 class HipDevice final : public detail::DeviceImpl {
  public:
-  HipDevice() : hip_(HipRuntime::get()) {
-    hip_.check(hip_.hipSetDevice(0), "hipSetDevice");
+  explicit HipDevice(int index) : hip_(HipRuntime::get()), index_(index) {
+    make_current();
     char name[256] = {};
-    hip_.check(hip_.hipDeviceGetName(name, sizeof(name) - 1, 0), "hipDeviceGetName");
+    hip_.check(hip_.hipDeviceGetName(name, sizeof(name) - 1, index_), "hipDeviceGetName");
     gpu_name_ = name;
     // Generously larger than any hipDeviceProp_t (about 1.5 KB).
     std::vector<char> props(16 * 1024, '\0');
-    hip_.check(hip_.hipGetDeviceProperties(props.data(), 0), "hipGetDeviceProperties");
+    hip_.check(hip_.hipGetDeviceProperties(props.data(), index_), "hipGetDeviceProperties");
     arch_ = arch_name(props);
     if (arch_.empty()) throw Error("hip device: cannot find the architecture (gcnArchName) of " + gpu_name_);
     target_ = hip_target_for(arch_, [](const std::string& t) { return codegen::is_known_target(t); });
@@ -221,7 +234,8 @@ class HipDevice final : public detail::DeviceImpl {
   // Stream, events and modules live until process exit (a process-wide
   // singleton; static Buffers may outlive any earlier teardown).
 
-  std::string name() const override { return "hip"; }
+  std::string name() const override { return index_ == 0 ? "hip" : "hip:" + std::to_string(index_); }
+  int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   // hipDeviceGetAttribute's enumeration was renumbered between ROCm
   // releases and no AMD GPU is reachable to check which one a runtime
@@ -232,39 +246,109 @@ class HipDevice final : public detail::DeviceImpl {
 
   uint64_t alloc(size_t bytes) override {
     if (bytes == 0) return 0;
+    make_current();
     void* p = nullptr;
     hip_.check(hip_.hipMalloc(&p, bytes), "hipMalloc", std::to_string(bytes) + " bytes on " + gpu_name_);
     return reinterpret_cast<uint64_t>(p);
   }
   void free(uint64_t address) override {
-    if (address) hip_.check(hip_.hipFree(reinterpret_cast<void*>(address)), "hipFree");
+    if (!address) return;
+    make_current();
+    hip_.check(hip_.hipFree(reinterpret_cast<void*>(address)), "hipFree");
   }
   void copy_to_device(uint64_t dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
+    make_current();
     hip_.check(hip_.hipMemcpyHtoD(reinterpret_cast<void*>(dst), const_cast<void*>(src), bytes), "hipMemcpyHtoD");
   }
   void copy_to_host(void* dst, uint64_t src, size_t bytes) override {
     if (bytes == 0) return;
+    make_current();
     hip_.check(hip_.hipMemcpyDtoH(dst, reinterpret_cast<void*>(src), bytes), "hipMemcpyDtoH",
                "(an error here may come from a kernel launched earlier)");
   }
+  void copy_to_device_async(uint64_t dst, const void* src, size_t bytes, void* stream) override {
+    make_current();
+    hip_.check(hip_.hipMemcpyHtoDAsync(reinterpret_cast<void*>(dst), const_cast<void*>(src), bytes,
+                                       hipStream_t(stream)),
+               "hipMemcpyHtoDAsync");
+  }
+  void copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* stream) override {
+    make_current();
+    hip_.check(hip_.hipMemcpyDtoHAsync(dst, reinterpret_cast<void*>(src), bytes, hipStream_t(stream)),
+               "hipMemcpyDtoHAsync", "(an error here may come from a kernel launched earlier)");
+  }
+  // Not checked with hipPointerGetAttributes: its struct's layout changed
+  // between ROCm releases, and no AMD GPU is reachable to check which one a
+  // runtime speaks. A wrong pointer faults in the kernel instead.
+  uint64_t wrap(void* pointer, size_t bytes) override { return reinterpret_cast<uint64_t>(pointer); }
 
-  void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args) override {
+  void* default_stream() override { return stream_; }
+  void* create_stream() override {
+    make_current();
+    hipStream_t s = nullptr;
+    hip_.check(hip_.hipStreamCreate(&s), "hipStreamCreate");
+    return s;
+  }
+  void destroy_stream(void* stream) override {
+    make_current();
+    hip_.check(hip_.hipStreamDestroy(hipStream_t(stream)), "hipStreamDestroy");
+  }
+  void synchronize_stream(void* stream) override {
+    make_current();
+    hip_.check(hip_.hipStreamSynchronize(hipStream_t(stream)), "hipStreamSynchronize",
+               "(a kernel launched earlier on the stream failed, or the device faulted)");
+  }
+  void* create_event() override {
+    make_current();
+    hipEvent_t e = nullptr;
+    hip_.check(hip_.hipEventCreate(&e), "hipEventCreate");
+    return e;
+  }
+  void destroy_event(void* event) override {
+    make_current();
+    hip_.check(hip_.hipEventDestroy(hipEvent_t(event)), "hipEventDestroy");
+  }
+  void record_event(void* event, void* stream) override {
+    make_current();
+    hip_.check(hip_.hipEventRecord(hipEvent_t(event), hipStream_t(stream)), "hipEventRecord");
+  }
+  void wait_event(void* stream, void* event) override {
+    make_current();
+    hip_.check(hip_.hipStreamWaitEvent(hipStream_t(stream), hipEvent_t(event), 0), "hipStreamWaitEvent");
+  }
+  void synchronize_event(void* event) override {
+    make_current();
+    hip_.check(hip_.hipEventSynchronize(hipEvent_t(event)), "hipEventSynchronize",
+               "(a kernel launched before the event failed, or the device faulted)");
+  }
+  double elapsed_ms(void* start, void* end) override {
+    make_current();
+    float ms = 0;
+    hip_.check(hip_.hipEventElapsedTime(&ms, hipEvent_t(start), hipEvent_t(end)), "hipEventElapsedTime");
+    return double(ms);
+  }
+
+  void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args,
+              void* stream) override {
+    make_current();
     auto loaded = launcher_->load(k, args);
     runtime::KernelParams params(args, "hip");
     hip_.check(hip_.hipModuleLaunchKernel(static_cast<hipFunction_t>(loaded->function), grid.x, grid.y, grid.z,
-                                          unsigned(loaded->threads), 1, 1, unsigned(loaded->shared_bytes), stream_,
-                                          params.data(), nullptr),
+                                          unsigned(loaded->threads), 1, 1, unsigned(loaded->shared_bytes),
+                                          hipStream_t(stream), params.data(), nullptr),
                "hipModuleLaunchKernel", runtime::describe_launch(k, grid.x, grid.y, grid.z, *loaded, "LDS"));
   }
 
   void synchronize() override {
+    make_current();
     hip_.check(hip_.hipDeviceSynchronize(), "hipDeviceSynchronize",
                "(a kernel launched earlier failed, or the device faulted)");
   }
 
   double time_ms(const std::function<void()>& work, int reps) override {
     std::lock_guard lock(timing_mutex_);
+    make_current();
     hip_.check(hip_.hipEventRecord(timing_start_, stream_), "hipEventRecord");
     for (int i = 0; i < reps; ++i) work();
     hip_.check(hip_.hipEventRecord(timing_end_, stream_), "hipEventRecord");
@@ -292,7 +376,12 @@ class HipDevice final : public detail::DeviceImpl {
     return function;
   }
 
+  // HIP's current device is per thread, and user threads may call us: set
+  // it before every call that acts on a device.
+  void make_current() const { hip_.check(hip_.hipSetDevice(index_), "hipSetDevice", "device " + std::to_string(index_)); }
+
   const HipRuntime& hip_;
+  int index_ = 0;
   hipStream_t stream_ = nullptr;
   hipEvent_t timing_start_ = nullptr, timing_end_ = nullptr;
   std::string gpu_name_, arch_, target_;
@@ -312,7 +401,8 @@ std::string hip_target_for(const std::string& arch, const std::function<bool(con
 
 detail::DeviceEntry hip_device_entry() {
   return detail::driver_device_entry<HipDevice>(
-      "hip", [] { return HipRuntime::available(); }, [] { HipRuntime::get(); });
+      "hip", [] { return HipRuntime::available(); }, [] { HipRuntime::get(); },
+      [] { return HipRuntime::get().device_count; });
 }
 
 }  // namespace tl::amdgpu

@@ -1,4 +1,4 @@
-// The "hip" device: AMD GPU 0 through the HIP runtime, loaded at run time
+// The "hip" devices: AMD GPU n ("hip:n"; "hip" is GPU 0) through the HIP runtime, loaded at run time
 // with dlopen("libamdhip64.so") and our own declarations of the few entry
 // points we call (no HIP headers, no link against ROCm), so it builds and
 // reports itself unavailable anywhere without ROCm. Kernels are compiled by

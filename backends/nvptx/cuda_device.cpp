@@ -1,15 +1,24 @@
-// The "cuda" device (see cuda_device.h): memory, launches and event timing
-// on GPU 0, and what the shared launch path (runtime/launcher.h) asks of the
-// CUDA driver:
+// The "cuda" devices (see cuda_device.h): memory, wrapped device pointers,
+// streams, events, launches and event timing on GPU n ("cuda:n"), and what
+// the shared launch path (runtime/launcher.h) asks of the CUDA driver:
 //
 //   PTX --driver JIT linker--> cubin (link)
 //   cubin --cuModuleLoadDataEx--> CUmodule --> CUfunction (load)
 //
 // Specialization, cache keys, the kernel cache, the compile and its
 // statistics are the launcher's.
+//
+// A launch may be captured into a CUDA graph: once a kernel is loaded, the
+// launch path makes no synchronous driver call and allocates nothing on
+// the device (cuCtxSetCurrent, host-side tensor-map encoding and
+// cuLaunchKernel on the given stream). What would not be legal under
+// capture happens elsewhere: the zeros an empty tensor map points to are
+// allocated when the device is made, and a kernel's first launch (compile,
+// cuModuleLoadDataEx) should come before a capture, as with any JIT.
 #include "nvptx/cuda_device.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -57,9 +66,9 @@ namespace {
 
 class CudaDevice final : public detail::DeviceImpl {
  public:
-  CudaDevice() : driver_(CudaDriver::get()) {
+  explicit CudaDevice(int index) : driver_(CudaDriver::get()), index_(index) {
     const CudaDriver& d = driver_;
-    d.check(d.cuDeviceGet(&device_, 0), "cuDeviceGet");
+    d.check(d.cuDeviceGet(&device_, index), "cuDeviceGet", "device " + std::to_string(index));
     d.check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
     d.check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
     char name[256] = {};
@@ -90,12 +99,14 @@ class CudaDevice final : public detail::DeviceImpl {
         .load = [this](const detail::KernelImpl& k, const runtime::CachedBinary& e,
                        bool may_refuse) -> void* { return load(k, e, may_refuse); },
     });
+    zeros();  // now, not in a launch that a graph capture may be recording
   }
   // The primary context, stream, events and modules live until process exit:
   // the device is a process-wide singleton, and releasing the context while
   // static Buffers still point into it would crash at exit.
 
-  std::string name() const override { return "cuda"; }
+  std::string name() const override { return index_ == 0 ? "cuda" : "cuda:" + std::to_string(index_); }
+  int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   int processor_count() const override { return sm_count_; }
 
@@ -127,7 +138,41 @@ class CudaDevice final : public detail::DeviceImpl {
                   "(an error here may come from a kernel launched earlier)");
   }
 
-  void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args) override {
+  void copy_to_device_async(uint64_t dst, const void* src, size_t bytes, void* stream) override {
+    make_current();
+    driver_.check(driver_.cuMemcpyHtoDAsync(dst, src, bytes, CUstream(stream)), "cuMemcpyHtoDAsync_v2");
+  }
+
+  void copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* stream) override {
+    make_current();
+    driver_.check(driver_.cuMemcpyDtoHAsync(dst, src, bytes, CUstream(stream)), "cuMemcpyDtoHAsync_v2",
+                  "(an error here may come from a kernel launched earlier)");
+  }
+
+  // Another library's device pointer: the driver must know it as memory of
+  // this GPU (cuMemAlloc, cudaMalloc, a pool or VMM allocator, managed
+  // memory), so that host memory or a pointer of another GPU is an error
+  // here rather than a fault in a kernel.
+  uint64_t wrap(void* pointer, size_t bytes) override {
+    make_current();
+    CUdeviceptr p = CUdeviceptr(reinterpret_cast<uintptr_t>(pointer));
+    char at[32];
+    std::snprintf(at, sizeof at, "0x%llx", p);
+    int ordinal = -1;
+    CUresult r = driver_.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+    if (r != CUDA_SUCCESS)
+      throw Error("expected a device pointer of " + name() + " (" + gpu_name_ + "), found " + at +
+                  ", which the CUDA driver does not know as GPU memory (" + driver_.error_name(r) +
+                  "): host memory, or memory already freed");
+    if (ordinal != index_)
+      throw Error("expected a device pointer of " + name() + " (GPU " + std::to_string(index_) + "), found " + at +
+                  ", memory of GPU " + std::to_string(ordinal) + " (wrap it for Device::get(\"cuda:" +
+                  std::to_string(ordinal) + "\"))");
+    return p;
+  }
+
+  void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args,
+              void* stream) override {
     make_current();
     auto loaded = launcher_->load(k, args);
     runtime::KernelParams params(args, "cuda", loaded->tensor_maps, [this](const auto& m, const auto& values) {
@@ -143,8 +188,8 @@ class CudaDevice final : public detail::DeviceImpl {
     uint64_t ctas_x = uint64_t(grid.x) * uint64_t(std::max(1, k.options.num_ctas));
     if (ctas_x > 0x7fffffffu) throw Error("kernel '" + k.name + "': grid.x times num_ctas exceeds 2^31 - 1");
     CUresult r = driver_.cuLaunchKernel(static_cast<CUfunction>(loaded->function), unsigned(ctas_x), grid.y, grid.z,
-                                        unsigned(loaded->threads), 1, 1, unsigned(loaded->shared_bytes), stream_,
-                                        params.data(), nullptr);
+                                        unsigned(loaded->threads), 1, 1, unsigned(loaded->shared_bytes),
+                                        CUstream(stream), params.data(), nullptr);
     driver_.check(r, "cuLaunchKernel",
                   runtime::describe_launch(k, ctas_x, grid.y, grid.z, *loaded, "shared memory"));
   }
@@ -153,6 +198,66 @@ class CudaDevice final : public detail::DeviceImpl {
     make_current();
     driver_.check(driver_.cuCtxSynchronize(), "cuCtxSynchronize",
                   "(a kernel launched earlier failed, or the device faulted)");
+  }
+
+  void* default_stream() override { return stream_; }
+  // Blocking streams (like the device's own): they order with the
+  // synchronous copies, which run on the legacy default stream.
+  void* create_stream() override {
+    make_current();
+    CUstream s = nullptr;
+    driver_.check(driver_.cuStreamCreate(&s, CU_STREAM_DEFAULT), "cuStreamCreate");
+    return s;
+  }
+  void destroy_stream(void* stream) override {
+    make_current();
+    driver_.check(driver_.cuStreamDestroy(CUstream(stream)), "cuStreamDestroy_v2");
+  }
+  void check_foreign_stream(void* stream) override {
+    uintptr_t h = reinterpret_cast<uintptr_t>(stream);
+    // The default streams are those of whichever context is current: ours.
+    if (h == 0 || h == CU_STREAM_LEGACY_HANDLE || h == CU_STREAM_PER_THREAD_HANDLE) return;
+    make_current();
+    CUcontext context = nullptr;
+    driver_.check(driver_.cuStreamGetCtx(CUstream(stream), &context), "cuStreamGetCtx",
+                  "Stream::wrap: expected a CUstream, found a handle the driver does not know");
+    if (context != context_)
+      throw Error("Stream::wrap: expected a stream of " + name() + "'s primary context (the CUDA runtime's), " +
+                  "found a stream of another context (another GPU, or a context made by cuCtxCreate)");
+  }
+  void synchronize_stream(void* stream) override {
+    make_current();
+    driver_.check(driver_.cuStreamSynchronize(CUstream(stream)), "cuStreamSynchronize",
+                  "(a kernel launched earlier on the stream failed, or the device faulted)");
+  }
+  void* create_event() override {
+    make_current();
+    CUevent e = nullptr;
+    driver_.check(driver_.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+    return e;
+  }
+  void destroy_event(void* event) override {
+    make_current();
+    driver_.check(driver_.cuEventDestroy(CUevent(event)), "cuEventDestroy_v2");
+  }
+  void record_event(void* event, void* stream) override {
+    make_current();
+    driver_.check(driver_.cuEventRecord(CUevent(event), CUstream(stream)), "cuEventRecord");
+  }
+  void wait_event(void* stream, void* event) override {
+    make_current();
+    driver_.check(driver_.cuStreamWaitEvent(CUstream(stream), CUevent(event), 0), "cuStreamWaitEvent");
+  }
+  void synchronize_event(void* event) override {
+    make_current();
+    driver_.check(driver_.cuEventSynchronize(CUevent(event)), "cuEventSynchronize",
+                  "(a kernel launched before the event failed, or the device faulted)");
+  }
+  double elapsed_ms(void* start, void* end) override {
+    make_current();
+    float ms = 0;
+    driver_.check(driver_.cuEventElapsedTime(&ms, CUevent(start), CUevent(end)), "cuEventElapsedTime");
+    return double(ms);
   }
 
   double time_ms(const std::function<void()>& work, int reps) override {
@@ -218,6 +323,7 @@ class CudaDevice final : public detail::DeviceImpl {
   }
 
   const CudaDriver& driver_;
+  int index_ = 0;  // the driver's ordinal
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
@@ -235,7 +341,8 @@ class CudaDevice final : public detail::DeviceImpl {
 
 detail::DeviceEntry cuda_device_entry() {
   return detail::driver_device_entry<CudaDevice>(
-      "cuda", [] { return CudaDriver::available(); }, [] { CudaDriver::get(); });
+      "cuda", [] { return CudaDriver::available(); }, [] { CudaDriver::get(); },
+      [] { return CudaDriver::get().device_count(); });
 }
 
 }  // namespace tl::nvptx

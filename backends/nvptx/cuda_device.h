@@ -1,5 +1,7 @@
-// The "cuda" device: NVIDIA GPU 0 through the CUDA driver (dlopen, see
-// cuda_driver.h) and its primary context. Kernels are compiled by
+// The "cuda" devices: NVIDIA GPU n ("cuda:n"; "cuda" is GPU 0) through the
+// CUDA driver (dlopen, see cuda_driver.h) and the GPU's primary context, the
+// one the CUDA runtime uses, so that memory and streams of libraries built
+// on the runtime are valid here. Kernels are compiled by
 // codegen::compile to PTX, linked to a cubin by the driver's JIT linker,
 // kept in the kernel cache (memory + disk), all through the launch path of
 // runtime/launcher.h, and launched with cuLaunchKernel.
@@ -13,7 +15,7 @@
 namespace tl::nvptx {
 
 // The registry entry: available() when a driver loads and finds a GPU;
-// create() opens device 0.
+// create(n) opens GPU n of the driver's count.
 detail::DeviceEntry cuda_device_entry();
 
 // The compile target for a GPU of compute capability major.minor:

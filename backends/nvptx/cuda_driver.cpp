@@ -111,8 +111,16 @@ void CudaDriver::open(const std::string& library) {
   resolve(h, lib, d->cuModuleGetFunction, "cuModuleGetFunction");
   resolve(h, lib, d->cuFuncSetAttribute, "cuFuncSetAttribute");
   resolve(h, lib, d->cuLaunchKernel, "cuLaunchKernel");
+  resolve(h, lib, d->cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  resolve(h, lib, d->cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  resolve(h, lib, d->cuPointerGetAttribute, "cuPointerGetAttribute");
   resolve(h, lib, d->cuStreamCreate, "cuStreamCreate");
+  resolve(h, lib, d->cuStreamDestroy, "cuStreamDestroy_v2");
+  resolve(h, lib, d->cuStreamSynchronize, "cuStreamSynchronize");
+  resolve(h, lib, d->cuStreamWaitEvent, "cuStreamWaitEvent");
+  resolve(h, lib, d->cuStreamGetCtx, "cuStreamGetCtx");
   resolve(h, lib, d->cuEventCreate, "cuEventCreate");
+  resolve(h, lib, d->cuEventDestroy, "cuEventDestroy_v2");
   resolve(h, lib, d->cuEventRecord, "cuEventRecord");
   resolve(h, lib, d->cuEventSynchronize, "cuEventSynchronize");
   // CUDA 13 headers map cuEventElapsedTime to _v2 (same signature); drivers
@@ -122,6 +130,13 @@ void CudaDriver::open(const std::string& library) {
   resolve(h, lib, d->cuLinkAddData, "cuLinkAddData_v2");
   resolve(h, lib, d->cuLinkComplete, "cuLinkComplete");
   resolve(h, lib, d->cuLinkDestroy, "cuLinkDestroy");
+  // Graphs: CUDA 10 and later (instantiation with flags: 11.4).
+  resolve(h, lib, d->cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+  resolve(h, lib, d->cuStreamEndCapture, "cuStreamEndCapture");
+  resolve(h, lib, d->cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  resolve(h, lib, d->cuGraphLaunch, "cuGraphLaunch");
+  resolve(h, lib, d->cuGraphExecDestroy, "cuGraphExecDestroy");
+  resolve(h, lib, d->cuGraphDestroy, "cuGraphDestroy");
   // CUDA 12 and later: tensor maps (null on older drivers; cuda_tensor_map.h says so).
   d->cuTensorMapEncodeTiled = reinterpret_cast<decltype(d->cuTensorMapEncodeTiled)>(dlsym(h, "cuTensorMapEncodeTiled"));
 

@@ -33,6 +33,10 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUlinkState = struct CUlinkState_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUpointer_attribute = int;
+using CUstreamCaptureMode = int;
 using CUjit_option = int;
 using CUjitInputType = int;
 using CUdevice_attribute = int;
@@ -67,7 +71,23 @@ inline constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_
 
 // Stream and event creation flags.
 inline constexpr unsigned CU_STREAM_DEFAULT = 0;
+inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+
+// The legacy and per-thread default streams' handles (cuda.h's
+// CU_STREAM_LEGACY, CU_STREAM_PER_THREAD; null is the legacy one too).
+inline constexpr uintptr_t CU_STREAM_LEGACY_HANDLE = 0x1;
+inline constexpr uintptr_t CU_STREAM_PER_THREAD_HANDLE = 0x2;
+
+// CUpointer_attribute
+inline constexpr CUpointer_attribute CU_POINTER_ATTRIBUTE_CONTEXT = 1;
+inline constexpr CUpointer_attribute CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+inline constexpr CUpointer_attribute CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+
+// CUstreamCaptureMode
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 
 // The symbolic name of a driver error code, from our own table (used when the
 // driver cannot be asked, e.g. the stub library): "CUDA_ERROR_INVALID_PTX".
@@ -121,8 +141,16 @@ class CudaDriver {
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int value) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream, void** params, void** extra) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;  // _v2
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;        // _v2
+  CUresult (*cuPointerGetAttribute)(void* data, CUpointer_attribute, CUdeviceptr) = nullptr;
   CUresult (*cuStreamCreate)(CUstream*, unsigned flags) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;  // _v2
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned flags) = nullptr;
+  CUresult (*cuStreamGetCtx)(CUstream, CUcontext*) = nullptr;
   CUresult (*cuEventCreate)(CUevent*, unsigned flags) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;  // _v2
   CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
   CUresult (*cuEventSynchronize)(CUevent) = nullptr;
   CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent end) = nullptr;  // _v2 when present
@@ -133,6 +161,15 @@ class CudaDriver {
   CUresult (*cuLinkDestroy)(CUlinkState) = nullptr;
   // Null where the driver predates tensor maps (CUDA 12). The enums are
   // int-sized; the map is 128 bytes, 64-byte aligned.
+  // Stream capture into CUDA graphs. The runtime itself does not capture
+  // (the application does, around tiledsl's launches); the tests use these
+  // to check that launches may be captured.
+  CUresult (*cuStreamBeginCapture)(CUstream, CUstreamCaptureMode) = nullptr;  // _v2
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long flags) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
   CUresult (*cuTensorMapEncodeTiled)(void* map, int dtype, uint32_t rank, void* address, const uint64_t* dims,
                                      const uint64_t* strides, const uint32_t* box, const uint32_t* element_strides,
                                      int interleave, int swizzle, int l2_promotion, int oob_fill) = nullptr;

@@ -1,6 +1,10 @@
-// The public runtime API: devices, buffers, compiled kernels and launches.
-// Devices sit behind one interface ("interp" always; GPU back ends later);
-// every error is a tl::Error that says what was expected and what was found.
+// The public runtime API: devices, buffers, compiled kernels, launches, and
+// what an application that owns its GPU memory and streams needs to hand
+// them to tiledsl: wrapped pointers, DLPack tensors, streams and events.
+// Devices sit behind one interface ("interp" always; "cuda", "hip" where a
+// driver is present); every error is a tl::Error that says what was
+// expected and what was found. No vendor header is included: streams and
+// device pointers cross this API as void*.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,11 @@
 #include <vector>
 
 #include "tiledsl/detail/ir_types.h"
+
+// DLPack's tensor (<dlpack/dlpack.h>, which a caller of tl::from_dlpack or
+// Buffer::to_dlpack includes itself): declared, not defined, here so that
+// this header does not need DLPack.
+struct DLManagedTensor;
 
 namespace tl {
 
@@ -70,9 +79,12 @@ namespace detail {
 struct KernelImpl;
 struct DeviceImpl;
 struct BufferImpl;
+struct StreamImpl;
+struct EventImpl;
 }  // namespace detail
 
 class Device;
+class Stream;
 
 // A traced and compiled kernel. Cheap to copy (shared).
 class Kernel {
@@ -91,21 +103,57 @@ class Kernel {
   std::shared_ptr<detail::KernelImpl> impl_;
 };
 
-// Device memory holding `size()` elements of `dtype()`.
+// Device memory holding `size()` elements of `dtype()`: allocated by
+// Device::alloc (and freed with the last Buffer referring to it), or memory
+// another library owns (Buffer::wrap, tl::from_dlpack), which tiledsl never
+// frees.
 class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(std::shared_ptr<detail::BufferImpl> impl) : impl_(std::move(impl)) {}
+
+  // `count` elements of `dtype` at `pointer`, memory tiledsl does not own and
+  // never frees (the caller keeps it alive while the buffer is used): a
+  // device pointer of `device` on a GPU device (a CUdeviceptr or HIP device
+  // pointer, cast to void*), host memory on the interpreter. A null pointer,
+  // a count of 0, a device that cannot wrap memory, or (CUDA) a pointer the
+  // driver does not know as memory of `device` is a tl::Error naming `where`.
+  static Buffer wrap(const Device& device, DType dtype, void* pointer, size_t count,
+                     std::source_location where = std::source_location::current());
+  template <class T>
+  static Buffer wrap(const Device& device, void* pointer, size_t count,
+                     std::source_location where = std::source_location::current()) {
+    return wrap(device, dtype_v<T>, pointer, count, where);
+  }
+
   DType dtype() const;
   size_t size() const;   // elements
   size_t bytes() const;
+  // Whether the memory belongs to another library (wrap, from_dlpack).
+  bool is_wrapped() const;
+  Device device() const;
   void copy_from_host(const void* src, size_t bytes);
   void copy_to_host(void* dst, size_t bytes) const;
+  // The same copies, ordered on `stream` (which must be of this buffer's
+  // device) and returning before they are done: `src` must stay unchanged,
+  // and `dst` unread, until the stream gets there (Stream::synchronize, or
+  // an Event). Page-locked host memory makes a GPU copy truly
+  // asynchronous; with pageable memory the driver may copy before
+  // returning. On the interpreter they are done when they return.
+  void copy_from_host_async(const void* src, size_t bytes, const Stream& stream);
+  void copy_to_host_async(void* dst, size_t bytes, const Stream& stream) const;
   // The allocation's address on the GPU (a CUdeviceptr or HIP device
   // pointer), for handing the buffer to a vendor library such as cuBLAS;
   // 0 on devices whose buffers are not GPU memory (the interpreter, the
   // inspector).
   uint64_t device_address() const;
+
+  // A DLPack tensor viewing this buffer without a copy: 1-D, of size()
+  // elements, on its device (kDLCUDA, kDLROCM; kDLCPU on the interpreter,
+  // whose data pointer is the host memory behind the buffer). The tensor
+  // keeps the buffer alive until its consumer calls its deleter. Element
+  // types DLPack 0.6 cannot express (i1, f8e4m3, f8e5m2) are a tl::Error.
+  DLManagedTensor* to_dlpack() const;
 
   template <class T>
   void upload(const std::vector<T>& host) {
@@ -144,11 +192,26 @@ struct Arg {
   Arg(T v) : kind(Kind::Float), dtype(dtype_v<T>), f(double(v)) {}
 };
 
+// A tensor of another library (PyTorch, CuPy, JAX, ...) as a Buffer,
+// without a copy: the buffer views the tensor's memory on the device DLPack
+// names (kDLCUDA device n: "cuda:n"; kDLROCM: "hip:n"; kDLCPU: "interp"),
+// and calls the tensor's deleter when the last Buffer referring to it goes
+// away. The tensor must be contiguous (row-major; strides of size-1
+// dimensions are not looked at), of one lane, of a type tiledsl has. On a
+// tl::Error (naming `where` and what was expected and found) the tensor is
+// not taken: its deleter is not called and the caller still owns it.
+Buffer from_dlpack(DLManagedTensor* tensor, std::source_location where = std::source_location::current());
+
+class Event;
+
 class Device {
  public:
   Device() = default;
   explicit Device(std::shared_ptr<detail::DeviceImpl> impl) : impl_(std::move(impl)) {}
-  // "interp", or "" for the best available (TILEDSL_DEVICE overrides).
+  // "interp", "cuda" or "hip" (device 0 of that kind), "cuda:1" (by index),
+  // or "" for the best available (TILEDSL_DEVICE overrides). "cuda" and
+  // "cuda:0" are the same device. An index past the last device of its kind
+  // is a tl::Error saying how many there are.
   static Device get(std::string_view name = "");
   static std::vector<std::string> available();
   // A device that runs nothing: each launch prints `stage` ("tile", "gpu",
@@ -157,7 +220,8 @@ class Device {
   // arguments. Needs no GPU; buffers are host memory.
   static Device inspector(const std::string& target, const std::string& stage);
 
-  std::string name() const;
+  std::string name() const;  // "cuda" for device 0, "cuda:1" for the next one
+  int index() const;         // among the devices of its kind (0 on the interpreter)
   // Multiprocessors (SMs, compute units) running programs side by side:
   // what a persistent kernel's grid is sized by. 1 on the interpreter.
   int processor_count() const;
@@ -177,6 +241,10 @@ class Device {
   // parameter or dimension, like trace-time errors.
   void launch(const Kernel& k, Grid grid, const std::vector<Arg>& args,
               std::source_location where = std::source_location::current());
+  // The same launch, ordered on `stream` (of this device) instead of the
+  // device's own stream; `stream(k, grid, args...)` says it shorter.
+  void launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, const Stream& stream,
+              std::source_location where = std::source_location::current());
   // dev(k, grid, args...): `k` converts to a Site, whose default argument
   // records the caller's line (a parameter pack leaves no room for one).
   struct Site {
@@ -188,7 +256,17 @@ class Device {
   void operator()(Site k, Grid grid, A&&... args) {
     launch(k.kernel, grid, std::vector<Arg>{Arg(std::forward<A>(args))...}, k.where);
   }
+  // Waits for all work of this device, on every stream.
   void synchronize();
+
+  // The stream that launch and dev(...) use when given none.
+  Stream stream() const;
+  // A new stream of this device, destroyed with the last Stream referring
+  // to it. Work on it is ordered after nothing but earlier work on it
+  // (order it against other streams with events).
+  Stream create_stream();
+  // A new event of this device (Event says what it is for).
+  Event create_event();
 
   // Mean time of one `work()` in milliseconds, measured on the device: runs
   // `work` once untimed (it compiles and warms caches) and synchronizes,
@@ -203,6 +281,71 @@ class Device {
 
  private:
   std::shared_ptr<detail::DeviceImpl> impl_;
+};
+
+// An in-order queue of work on one device: launches, asynchronous copies,
+// event records and waits run in the order they were enqueued. Either made
+// by Device::create_stream, or another library's stream (a CUstream or
+// hipStream_t) taken by Stream::wrap, which tiledsl never destroys. Cheap
+// to copy (shared). A launch on a stream makes no synchronous driver call
+// and allocates no device memory, so it may be captured into a CUDA graph
+// (cuStreamBeginCapture) once the kernel has been launched before (its
+// first launch compiles and loads it). On the interpreter, where every
+// launch and copy is done when it returns, a stream is trivially in order
+// and its waits have nothing to wait for.
+class Stream {
+ public:
+  Stream() = default;
+  explicit Stream(std::shared_ptr<detail::StreamImpl> impl) : impl_(std::move(impl)) {}
+  // `native` (a CUstream on "cuda", a hipStream_t on "hip"; a null pointer
+  // is that API's default stream) as a stream of `device`. The stream must
+  // outlive the Stream objects wrapping it. CUDA checks that it belongs to
+  // the device's context.
+  static Stream wrap(const Device& device, void* native);
+
+  Device device() const;
+  // The driver's handle (CUstream, hipStream_t); null on the interpreter.
+  void* native() const;
+  // Waits until all work enqueued on the stream is done.
+  void synchronize() const;
+  // Work enqueued on this stream from now on waits until `event` (recorded
+  // on any stream of the same device) has happened.
+  void wait(const Event& event) const;
+
+  // stream(k, grid, args...): the launch of Device::operator() on this
+  // stream.
+  template <class... A>
+  void operator()(Device::Site k, Grid grid, A&&... args) const {
+    device().launch(k.kernel, grid, std::vector<Arg>{Arg(std::forward<A>(args))...}, *this, k.where);
+  }
+
+  const std::shared_ptr<detail::StreamImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::StreamImpl> impl_;
+};
+
+// A point in a stream's work: recorded on a stream, it happens when the
+// work enqueued there before it is done. Other streams wait for it
+// (Stream::wait), the host waits for it (synchronize), and two of them
+// time the work between them (elapsed_ms). Made by Device::create_event;
+// cheap to copy (shared).
+class Event {
+ public:
+  Event() = default;
+  explicit Event(std::shared_ptr<detail::EventImpl> impl) : impl_(std::move(impl)) {}
+  // Records the event at the end of the work enqueued on `stream` so far
+  // (again: the latest record counts).
+  void record(const Stream& stream);
+  // Waits until the event has happened; it must have been recorded.
+  void synchronize() const;
+  // Milliseconds between `start` and `end`, both recorded and happened.
+  static double elapsed_ms(const Event& start, const Event& end);
+
+  const std::shared_ptr<detail::EventImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::EventImpl> impl_;
 };
 
 }  // namespace tl

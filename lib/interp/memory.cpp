@@ -28,7 +28,7 @@ std::string hex_address(uint64_t addr) {
 
 Memory::~Memory() {
   for (auto& a : allocs_)
-    if (a.host) ::operator delete(a.host, std::align_val_t(kAlignment));
+    if (a.host && a.owned) ::operator delete(a.host, std::align_val_t(kAlignment));
 }
 
 uint64_t Memory::allocate(size_t bytes) {
@@ -38,6 +38,22 @@ uint64_t Memory::allocate(size_t bytes) {
   // but their recorded size is 0, so every access to them is out of bounds.
   void* p = ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t(kAlignment), std::nothrow);
   if (!p) throw Error("interp: out of host memory allocating a buffer of " + bytes_str(bytes));
+  try {
+    return add(static_cast<unsigned char*>(p), bytes, true);
+  } catch (...) {
+    ::operator delete(p, std::align_val_t(kAlignment));
+    throw;
+  }
+}
+
+uint64_t Memory::adopt(void* host, size_t bytes) {
+  if (!host) throw Error("interp: cannot wrap a null pointer");
+  if (bytes > kMaxBytes)
+    throw Error("interp: cannot wrap " + bytes_str(bytes) + ": a buffer holds at most " + bytes_str(kMaxBytes));
+  return add(static_cast<unsigned char*>(host), bytes, false);
+}
+
+uint64_t Memory::add(unsigned char* host, size_t bytes, bool owned) {
   std::lock_guard lock(mutex_);
   uint64_t w;
   if (allocs_.size() < kWindows) {
@@ -47,10 +63,9 @@ uint64_t Memory::allocate(size_t bytes) {
     w = free_windows_.front();
     free_windows_.pop_front();
   } else {
-    ::operator delete(p, std::align_val_t(kAlignment));
     throw Error("interp: cannot allocate another buffer: " + std::to_string(kWindows - 1) + " are live");
   }
-  allocs_[w] = {static_cast<unsigned char*>(p), bytes};
+  allocs_[w] = {host, bytes, owned};
   ++live_;
   return address_of(w, 0);
 }
@@ -60,7 +75,7 @@ void Memory::release(uint64_t addr) {
   uint64_t w = window(addr);
   if (w == 0 || w >= allocs_.size() || !allocs_[w].host || addr != address_of(w, 0))
     throw Error("interp: free of " + hex_address(addr) + ", which is not a live allocation");
-  ::operator delete(allocs_[w].host, std::align_val_t(kAlignment));
+  if (allocs_[w].owned) ::operator delete(allocs_[w].host, std::align_val_t(kAlignment));
   allocs_[w].host = nullptr;
   --live_;
   if (allocs_.size() == kWindows) free_windows_.push_back(w);

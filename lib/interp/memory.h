@@ -47,7 +47,12 @@ class Memory {
   // address in a window of its own. Throws tl::Error when the host has no
   // memory for it or it exceeds kMaxBytes.
   uint64_t allocate(size_t bytes);
-  // Frees an allocation made by allocate(); other addresses are an error.
+  // `bytes` of host memory at `host` that the caller owns (Buffer::wrap), in
+  // a window of its own like an allocation, never freed here. Throws
+  // tl::Error for a null pointer or more than kMaxBytes.
+  uint64_t adopt(void* host, size_t bytes);
+  // Forgets an allocation made by allocate() (freeing it) or adopt();
+  // other addresses are an error.
   void release(uint64_t addr);
   size_t live_allocations() const { return live_; }
   // The host memory of [addr, addr + bytes), which must lie inside one live
@@ -86,7 +91,9 @@ class Memory {
   struct Alloc {
     unsigned char* host = nullptr;  // null once freed
     size_t bytes = 0;
+    bool owned = true;  // false: adopted, never freed here
   };
+  uint64_t add(unsigned char* host, size_t bytes, bool owned);
   // The allocation of [addr, addr + bytes) or null (call with mutex_ held).
   const Alloc* find(uint64_t addr, uint64_t bytes) const;
 

@@ -1,9 +1,11 @@
-// The device registry and buffer records. The interpreter is registered
+// The device registry (kinds of devices, each with its devices by index)
+// and the buffer, stream and event records. The interpreter is registered
 // here explicitly (not by a static initializer in its own file, which a
-// static library would drop at link time); GPU back ends will add their
-// entries ahead of it.
+// static library would drop at link time); GPU back ends add their entries
+// ahead of it.
 #include "runtime/device.h"
 
+#include <charconv>
 #include <map>
 #include <mutex>
 
@@ -19,7 +21,7 @@ struct Registry {
   std::map<std::string, std::shared_ptr<DeviceImpl>, std::less<>> created;
   Registry() {
     entries = builtin_gpu_devices();
-    entries.push_back({"interp", [] { return true; }, [] { return interp::make_interp_device(); }, {}});
+    entries.push_back({"interp", [] { return true; }, [](int) { return interp::make_interp_device(); }, {}, {}});
   }
 };
 
@@ -34,18 +36,57 @@ std::string join(const std::vector<std::string>& names) {
   return s.empty() ? "none" : s;
 }
 
+// "cuda:2" -> ("cuda", 2); "cuda" -> ("cuda", 0). False when what follows
+// the colon is not a decimal index.
+bool split_name(std::string_view name, std::string_view& kind, int& index) {
+  size_t colon = name.find(':');
+  kind = name.substr(0, colon);
+  index = 0;
+  if (colon == std::string_view::npos) return true;
+  std::string_view digits = name.substr(colon + 1);
+  if (digits.empty() || digits.size() > 6) return false;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  return ec == std::errc() && end == digits.data() + digits.size() && index >= 0;
+}
+
 }  // namespace
+
+uint64_t DeviceImpl::wrap(void* pointer, size_t bytes) {
+  throw Error("device '" + name() + "' cannot wrap memory it did not allocate (the interpreter and GPU devices can)");
+}
 
 BufferImpl::BufferImpl(std::shared_ptr<DeviceImpl> d, DType t, size_t n)
     : device(std::move(d)), dtype(t), size(n) {
   address = device->alloc(bytes());
 }
 
+BufferImpl::BufferImpl(std::shared_ptr<DeviceImpl> d, DType t, size_t n, void* pointer)
+    : device(std::move(d)), dtype(t), size(n), wrapped(true) {
+  address = device->wrap(pointer, bytes());
+}
+
 BufferImpl::~BufferImpl() {
+  // A destructor must not throw; a failed free only leaks.
   try {
-    device->free(address);
+    if (wrapped) device->unwrap(address);
+    else device->free(address);
   } catch (...) {
-    // A destructor must not throw; a failed free only leaks.
+  }
+  if (on_release) on_release();
+}
+
+StreamImpl::~StreamImpl() {
+  if (!owned) return;
+  try {
+    device->destroy_stream(native);
+  } catch (...) {
+  }
+}
+
+EventImpl::~EventImpl() {
+  try {
+    device->destroy_event(native);
+  } catch (...) {
   }
 }
 
@@ -70,25 +111,40 @@ std::shared_ptr<DeviceImpl> get_device(std::string_view name) {
   std::lock_guard lock(r.mutex);
   auto it = r.created.find(name);
   if (it != r.created.end()) return it->second;
+  std::string_view kind;
+  int index = 0;
+  bool parsed = split_name(name, kind, index);
   std::vector<std::string> available;
   const DeviceEntry* found = nullptr;
   bool found_available = false;
   for (const auto& e : r.entries) {
     bool ok = e.available();
     if (ok) available.push_back(e.name);
-    if (e.name == name) {
+    if (e.name == kind) {
       found = &e;
       found_available = ok;
     }
   }
   if (!found)
     throw Error("unknown device '" + std::string(name) + "' (available: " + join(available) + ")");
+  if (!parsed)
+    throw Error("device '" + std::string(name) + "': expected '" + std::string(kind) + "' or '" + std::string(kind) +
+                ":N' with N a device index (0, 1, ...), found '" + std::string(name.substr(kind.size())) +
+                "' after the name");
   if (!found_available) {
     std::string why = found->why_unavailable ? found->why_unavailable() : "";
     throw Error("device '" + std::string(name) + "' is not available on this machine" +
                 (why.empty() ? "" : ": " + why) + " (available: " + join(available) + ")");
   }
-  auto dev = found->create();
+  int count = found->count ? found->count() : 1;
+  if (index >= count)
+    throw Error("device '" + std::string(name) + "' does not exist: this machine has " + std::to_string(count) +
+                " " + std::string(kind) + " device" + (count == 1 ? "" : "s") + " (" + std::string(kind) + ":0" +
+                (count > 1 ? " to " + std::string(kind) + ":" + std::to_string(count - 1) : std::string()) + ")");
+  // One device per kind and index: "cuda" and "cuda:0" are the same.
+  std::string canonical = index == 0 ? std::string(kind) : std::string(kind) + ":" + std::to_string(index);
+  auto& dev = r.created[canonical];
+  if (!dev) dev = found->create(index);
   r.created.emplace(std::string(name), dev);
   return dev;
 }

@@ -1,10 +1,13 @@
-// What sits behind tl::Device and tl::Buffer: the abstract device every
-// back end implements (the interpreter here; the GPU devices of backends/,
-// loaded through dlopen), the buffer record, and the registry that maps device names to
-// implementations. Devices are process-wide singletons, so two
-// Device::get("interp") calls share memory and buffers.
+// What sits behind tl::Device, tl::Buffer, tl::Stream and tl::Event: the
+// abstract device every back end implements (the interpreter here; the GPU
+// devices of backends/, loaded through dlopen), the buffer, stream and
+// event records, and the registry that maps device names ("cuda",
+// "cuda:1") to implementations. Devices are process-wide singletons, one
+// per kind and index, so two Device::get("interp") calls share memory and
+// buffers.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -28,18 +31,65 @@ struct LaunchArg {
   double f = 0;          // float parameters
 };
 
+// Streams and events cross this interface as the driver's handles (a
+// CUstream, a hipStream_t, ...), as void*. The defaults below are those of
+// a device whose launches and copies are done when they return (the
+// interpreter, the inspector): its streams are tokens with nothing to
+// order, and its events record the host clock.
 struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual ~DeviceImpl() = default;
   virtual std::string name() const = 0;
+  // Device::index: among the devices of its kind.
+  virtual int index() const { return 0; }
   // Device memory; addresses are opaque 64-bit numbers to the host.
   virtual uint64_t alloc(size_t bytes) = 0;
   virtual void free(uint64_t address) = 0;
   virtual void copy_to_device(uint64_t dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, uint64_t src, size_t bytes) = 0;
-  // Runs (or enqueues) `k` over `grid`; args are already checked. A grid
-  // with a zero dimension never reaches here.
-  virtual void launch(const KernelImpl& k, Grid grid, const std::vector<LaunchArg>& args) = 0;
+  // The same, ordered on `stream`; by default done before they return.
+  virtual void copy_to_device_async(uint64_t dst, const void* src, size_t bytes, void* stream) {
+    copy_to_device(dst, src, bytes);
+  }
+  virtual void copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* stream) {
+    copy_to_host(dst, src, bytes);
+  }
+  // Memory another library owns as an address of this device (Buffer::wrap):
+  // a device pointer on GPU devices, host memory on the interpreter; throws
+  // tl::Error when this device cannot take it. unwrap forgets it; neither
+  // frees anything.
+  virtual uint64_t wrap(void* pointer, size_t bytes);
+  virtual void unwrap(uint64_t address) {}
+  // What other libraries call the memory at `address` (DLPack's data
+  // pointer): the address itself on GPU devices, the host memory behind it
+  // on the interpreter.
+  virtual void* data_pointer(uint64_t address, size_t bytes) { return reinterpret_cast<void*>(uintptr_t(address)); }
+  // Runs (or enqueues on `stream`, a handle of this device) `k` over
+  // `grid`; args are already checked. A grid with a zero dimension never
+  // reaches here. Must not synchronize or allocate device memory: a GPU
+  // stream may be capturing a graph.
+  virtual void launch(const KernelImpl& k, Grid grid, const std::vector<LaunchArg>& args, void* stream) = 0;
   virtual void synchronize() = 0;
+
+  // The stream Device::launch uses when given none.
+  virtual void* default_stream() { return &own_stream_; }
+  virtual void* create_stream() { return new char; }
+  virtual void destroy_stream(void* stream) {
+    if (stream != &own_stream_) delete static_cast<char*>(stream);
+  }
+  // Checks that `stream`, made by another library, belongs to this device
+  // (where the driver can tell); throws tl::Error otherwise.
+  virtual void check_foreign_stream(void* stream) {}
+  virtual void synchronize_stream(void* stream) {}
+  virtual void* create_event() { return new Clock::time_point(); }
+  virtual void destroy_event(void* event) { delete static_cast<Clock::time_point*>(event); }
+  virtual void record_event(void* event, void* stream) { *static_cast<Clock::time_point*>(event) = Clock::now(); }
+  virtual void wait_event(void* stream, void* event) {}
+  virtual void synchronize_event(void* event) {}
+  virtual double elapsed_ms(void* start, void* end) {
+    return std::chrono::duration<double, std::milli>(*static_cast<Clock::time_point*>(end) -
+                                                     *static_cast<Clock::time_point*>(start))
+        .count();
+  }
   // Total milliseconds of `reps` calls of `work` (Device::time_ms does the
   // warm-up and the division). GPU devices time with events on their
   // stream; this default, used by the interpreter, with a host clock.
@@ -55,6 +105,12 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   // Whether alloc's addresses are GPU pointers other libraries of the same
   // driver accept (Buffer::device_address); the interpreter's are not.
   virtual bool addresses_are_device_pointers() const { return false; }
+
+ protected:
+  using Clock = std::chrono::steady_clock;
+
+ private:
+  char own_stream_ = 0;  // the default stream's token
 };
 
 struct BufferImpl {
@@ -62,31 +118,62 @@ struct BufferImpl {
   uint64_t address = 0;
   DType dtype = DType::f32;
   size_t size = 0;  // elements
+  // Memory another library owns (Buffer::wrap, from_dlpack): never freed.
+  bool wrapped = false;
+  // Runs when the buffer goes away (a DLPack tensor's deleter).
+  std::function<void()> on_release;
+  // Allocates n elements on `d`.
   BufferImpl(std::shared_ptr<DeviceImpl> d, DType t, size_t n);
+  // Wraps `bytes` at `pointer` (DeviceImpl::wrap).
+  BufferImpl(std::shared_ptr<DeviceImpl> d, DType t, size_t n, void* pointer);
   BufferImpl(const BufferImpl&) = delete;
   ~BufferImpl();
   size_t bytes() const { return size * size_t(byte_size(dtype)); }
 };
 
+struct StreamImpl {
+  std::shared_ptr<DeviceImpl> device;
+  void* native = nullptr;
+  bool owned = false;  // made by Device::create_stream: destroyed here
+  StreamImpl(std::shared_ptr<DeviceImpl> d, void* n, bool o) : device(std::move(d)), native(n), owned(o) {}
+  StreamImpl(const StreamImpl&) = delete;
+  ~StreamImpl();
+};
+
+struct EventImpl {
+  std::shared_ptr<DeviceImpl> device;
+  void* native = nullptr;
+  std::atomic<bool> recorded{false};
+  explicit EventImpl(std::shared_ptr<DeviceImpl> d) : device(std::move(d)), native(device->create_event()) {}
+  EventImpl(const EventImpl&) = delete;
+  ~EventImpl();
+};
+
 // The registry. Entries are tried in registration order for Device::get("");
 // the first available one wins (GPU back ends register before the
 // interpreter, which is always available).
+// An entry is a kind of device ("cuda"); its devices are "cuda" (index 0)
+// and "cuda:N".
 struct DeviceEntry {
   std::string name;
-  std::function<bool()> available;                      // e.g. a driver loads and finds a GPU
-  std::function<std::shared_ptr<DeviceImpl>()> create;  // called once, on first use
-  std::function<std::string()> why_unavailable;         // optional: the reason, for the error message
+  std::function<bool()> available;                         // e.g. a driver loads and finds a GPU
+  std::function<std::shared_ptr<DeviceImpl>(int)> create;  // called once per index, on first use
+  std::function<std::string()> why_unavailable;            // optional: the reason, for the error message
+  std::function<int()> count;                              // devices of this kind when available (default 1)
 };
 
 // The entry of a GPU device whose driver loads through `load` (which throws
 // tl::Error saying why it cannot): available when `available` says so, the
-// reason being the message `load` throws.
+// reason being the message `load` throws; `count` devices, made by
+// Device(index).
 template <class Device>
-DeviceEntry driver_device_entry(std::string name, std::function<bool()> available, std::function<void()> load) {
+DeviceEntry driver_device_entry(std::string name, std::function<bool()> available, std::function<void()> load,
+                                std::function<int()> count) {
   DeviceEntry e;
   e.name = std::move(name);
   e.available = std::move(available);
-  e.create = []() -> std::shared_ptr<DeviceImpl> { return std::make_shared<Device>(); };
+  e.count = std::move(count);
+  e.create = [](int index) -> std::shared_ptr<DeviceImpl> { return std::make_shared<Device>(index); };
   e.why_unavailable = [load = std::move(load)]() -> std::string {
     try {
       load();
@@ -103,16 +190,22 @@ DeviceEntry driver_device_entry(std::string name, std::function<bool()> availabl
 std::vector<DeviceEntry> builtin_gpu_devices();
 void register_device(DeviceEntry entry);
 std::vector<std::string> available_devices();
-// The device named `name`, created on first use; throws tl::Error naming the
-// available devices when it is unknown or unavailable.
+// The device named `name` ("cuda", "cuda:1"), created on first use; throws
+// tl::Error naming the available devices when it is unknown or unavailable,
+// and how many there are when the index is past the last.
 std::shared_ptr<DeviceImpl> get_device(std::string_view name);
 
 // Checks `args` against `k.params` and converts them; throws tl::Error
 // naming `where` (the launching line), the argument, the expected type and
 // what was found.
 std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args,
-                                         const ir::Loc& where);
+                                         const std::source_location& where);
 // Checks `grid` against Grid's limits (the same on every device).
-void check_grid(const KernelImpl& k, Grid grid, const ir::Loc& where);
+void check_grid(const KernelImpl& k, Grid grid, const std::source_location& where);
+// "file:line" of `where`, for messages. (Made only when there is an error:
+// a launch that passes its checks copies no file name.)
+inline std::string where_str(const std::source_location& where) {
+  return ir::Loc{where.file_name(), int(where.line())}.str();
+}
 
 }  // namespace tl::detail

@@ -40,7 +40,7 @@ class InspectDevice final : public detail::DeviceImpl {
   }
   void synchronize() override {}
 
-  void launch(const detail::KernelImpl& k, Grid, const std::vector<detail::LaunchArg>& args) override {
+  void launch(const detail::KernelImpl& k, Grid, const std::vector<detail::LaunchArg>& args, void*) override {
     codegen::Specialization spec = runtime::specialize(args);
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -2,6 +2,8 @@
 // The tracer (lib/frontend) fills it; devices (interp, later GPUs) read it.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,7 +13,16 @@
 
 namespace tl::detail {
 
+// A number no other kernel of the process has (a kernel's address may be
+// reused once it is freed).
+inline uint64_t next_kernel_id() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 struct KernelImpl {
+  // What launchers remember the kernels they loaded by (runtime/launcher.h).
+  uint64_t id = next_kernel_id();
   std::string name;
   CompileOptions options;
   std::unique_ptr<ir::Module> module;  // holds exactly one function: the kernel

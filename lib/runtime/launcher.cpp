@@ -63,8 +63,17 @@ Launcher::Launcher(GpuDriver driver, KernelCache& cache) : driver_(std::move(dri
 std::shared_ptr<const LoadedKernel> Launcher::load(const detail::KernelImpl& k,
                                                    const std::vector<detail::LaunchArg>& args) {
   codegen::Specialization spec = specialize(args);
-  CacheKey key = kernel_cache_key(k, spec.key(), driver_.target);
-  return loaded_.get_or_create(key, [&] { return load_binary(k, spec, key); });
+  std::pair<uint64_t, std::string> by_kernel{k.id, spec.key()};
+  {
+    std::lock_guard lock(by_kernel_mutex_);
+    auto it = by_kernel_.find(by_kernel);
+    if (it != by_kernel_.end()) return it->second;
+  }
+  CacheKey key = kernel_cache_key(k, by_kernel.second, driver_.target);
+  auto loaded = loaded_.get_or_create(key, [&] { return load_binary(k, spec, key); });
+  std::lock_guard lock(by_kernel_mutex_);
+  by_kernel_.emplace(std::move(by_kernel), loaded);
+  return loaded;
 }
 
 CompileStats Launcher::stats() const {

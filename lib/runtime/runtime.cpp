@@ -62,6 +62,28 @@ void Buffer::copy_to_host(void* dst, size_t bytes) const {
   b.device->copy_to_host(dst, b.address, bytes);
 }
 
+Buffer Buffer::wrap(const Device& device, DType dtype, void* pointer, size_t count, std::source_location where) {
+  ir::Loc loc{where.file_name(), int(where.line())};
+  auto fail = [&](const std::string& what) {
+    throw Error(loc.str() + ": Buffer::wrap of " + std::to_string(count) + " x " + std::string(dtype_name(dtype)) +
+                ": " + what);
+  };
+  if (!device.impl()) fail("expected a device, found an empty tl::Device (get one with tl::Device::get())");
+  if (!pointer) fail("expected a pointer to the memory, found a null pointer");
+  if (count == 0) fail("expected a count of at least 1 element, found 0");
+  if (count > SIZE_MAX / size_t(byte_size(dtype)))
+    fail("the count times " + std::to_string(byte_size(dtype)) + " bytes does not fit in size_t");
+  try {
+    return Buffer(std::make_shared<detail::BufferImpl>(device.impl(), dtype, count, pointer));
+  } catch (const Error& e) {
+    fail(e.what());
+  }
+  return {};  // unreachable: fail throws
+}
+
+bool Buffer::is_wrapped() const { return buffer_impl(impl_).wrapped; }
+Device Buffer::device() const { return Device(buffer_impl(impl_).device); }
+
 uint64_t Buffer::device_address() const {
   const auto& b = buffer_impl(impl_);
   return b.device->addresses_are_device_pointers() ? b.address : 0;
@@ -93,6 +115,7 @@ Device Device::get(std::string_view name) {
 std::vector<std::string> Device::available() { return detail::available_devices(); }
 
 std::string Device::name() const { return device_impl(impl_).name(); }
+int Device::index() const { return device_impl(impl_).index(); }
 int Device::processor_count() const { return device_impl(impl_).processor_count(); }
 
 Buffer Device::alloc(DType dtype, size_t n) {
@@ -100,23 +123,42 @@ Buffer Device::alloc(DType dtype, size_t n) {
   return Buffer(std::make_shared<detail::BufferImpl>(impl_, dtype, n));
 }
 
-void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, std::source_location where) {
-  ir::Loc loc{where.file_name(), int(where.line())};
-  auto at = [&](const Error& e) { return Error(loc.str() + ": " + e.what()); };
+namespace {
+
+// The launch of both Device::launch forms; `stream` null: the device's own.
+void launch_on(const std::shared_ptr<detail::DeviceImpl>& device, const Kernel& k, Grid grid,
+               const std::vector<Arg>& args, const detail::StreamImpl* stream, std::source_location where) {
+  auto at = [&](const Error& e) { return Error(detail::where_str(where) + ": " + e.what()); };
   detail::DeviceImpl* dev;
   const detail::KernelImpl* kernel;
   try {
-    dev = &device_impl(impl_);
+    dev = &device_impl(device);
     kernel = &kernel_impl(k.impl());
   } catch (const Error& e) {
     throw at(e);
   }
-  auto checked = detail::check_launch_args(*kernel, *dev, args, loc);
-  detail::check_grid(*kernel, grid, loc);
+  if (stream && stream->device.get() != dev)
+    throw Error(detail::where_str(where) + ": launch of kernel '" + kernel->name + "' on device '" + dev->name() +
+                "': expected a stream of that device, found a stream of '" + stream->device->name() + "'");
+  auto checked = detail::check_launch_args(*kernel, *dev, args, where);
+  detail::check_grid(*kernel, grid, where);
   // Like Triton (and unlike the GPU drivers, which reject it), a grid with a zero
   // dimension is a valid launch of no programs.
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
-  dev->launch(*kernel, grid, checked);
+  dev->launch(*kernel, grid, checked, stream ? stream->native : dev->default_stream());
+}
+
+}  // namespace
+
+void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, std::source_location where) {
+  launch_on(impl_, k, grid, args, nullptr, where);
+}
+
+void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, const Stream& stream,
+                    std::source_location where) {
+  if (!stream.impl())
+    throw Error(detail::where_str(where) + ": launch on an empty tl::Stream: make one with Device::create_stream or Stream::wrap");
+  launch_on(impl_, k, grid, args, stream.impl().get(), where);
 }
 
 void Device::synchronize() { device_impl(impl_).synchronize(); }
@@ -162,12 +204,12 @@ bool fits(const Arg& a, DType t) {
 }  // namespace
 
 std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& dev, const std::vector<Arg>& args,
-                                         const ir::Loc& where) {
+                                         const std::source_location& where) {
   const auto& params = k.params;
   if (args.size() != params.size()) {
     std::string sig;
     for (const auto& p : params) sig += (sig.empty() ? "" : ", ") + p.str();
-    throw Error(where.str() + ": kernel '" + k.name + "' expects " + std::to_string(params.size()) + " argument" +
+    throw Error(where_str(where) + ": kernel '" + k.name + "' expects " + std::to_string(params.size()) + " argument" +
                 (params.size() == 1 ? "" : "s") + " (" + sig + "), found " + std::to_string(args.size()));
   }
   std::vector<LaunchArg> out(args.size());
@@ -175,7 +217,7 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
     const ir::Type& p = params[j];
     const Arg& a = args[j];
     auto bad = [&](const std::string& why) {
-      throw Error(where.str() + ": argument " + std::to_string(j + 1) + " of '" + k.name + "': expected " + p.str() +
+      throw Error(where_str(where) + ": argument " + std::to_string(j + 1) + " of '" + k.name + "': expected " + p.str() +
                   ", found " + describe(a) + why);
     };
     out[j].type = p;
@@ -200,10 +242,10 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
   return out;
 }
 
-void check_grid(const KernelImpl& k, Grid grid, const ir::Loc& where) {
+void check_grid(const KernelImpl& k, Grid grid, const std::source_location& where) {
   auto check = [&](const char* dim, uint32_t n, uint32_t max) {
     if (n > max)
-      throw Error(where.str() + ": launch of kernel '" + k.name + "': grid." + dim + " must be at most " +
+      throw Error(where_str(where) + ": launch of kernel '" + k.name + "': grid." + dim + " must be at most " +
                   std::to_string(max) + " (CUDA's limit, which every device applies), found " + std::to_string(n));
   };
   check("x", grid.x, Grid::max_x);

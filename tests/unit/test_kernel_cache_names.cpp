@@ -165,7 +165,7 @@ TEST_CASE("cuda: a cached entry the device cannot use is recompiled", "[gpu][bad
   // A device of its own each time, so that its loaded-module map is empty.
   auto fresh_device = [] {
     for (const auto& e : tl::detail::builtin_gpu_devices())
-      if (e.name == "cuda") return tl::Device(e.create());
+      if (e.name == "cuda") return tl::Device(e.create(0));
     FAIL("no cuda device entry");
     return tl::Device();
   };

@@ -117,6 +117,41 @@ TEST_CASE("launcher: a key is compiled and loaded once, then served from memory"
   CHECK(same(launcher.stats(), 2, 0, 2));
 }
 
+TEST_CASE("launcher: launches after the first find their kernel by its id and specialization", "[launcher][cache]") {
+  Setup s;
+  FakeDriver fake;
+  Launcher launcher(fake.driver(), s.cache);
+  // Traced from one line, so that the IR (with its locations) is the same.
+  auto trace = [] { return tl::compile(launcher_scale<256>, {.name = "launcher_scale"}); };
+  s.k = trace();
+  auto a = launcher.load(*s.k.impl(), s.args);
+  CHECK(launcher.load(*s.k.impl(), s.args) == a);
+  // The same IR traced again is another kernel (another id) with the same
+  // cache key: the launcher's map serves it, nothing is compiled or loaded.
+  tl::Kernel same_ir = trace();
+  CHECK(same_ir.ir() == s.k.ir());
+  CHECK(same_ir.impl()->id != s.k.impl()->id);
+  CHECK(launcher.load(*same_ir.impl(), scale_args(same_ir, 0x10000, 4096)) == a);
+  CHECK(same(launcher.stats(), 1, 0, 1));
+  // Other IR, or another specialization of the same kernel, is not served
+  // the first kernel's code.
+  tl::Kernel other = tl::compile(launcher_scale<128>, {.name = "launcher_scale"});
+  auto b = launcher.load(*other.impl(), scale_args(other, 0x10000, 4096));
+  CHECK(b != a);
+  auto c = launcher.load(*s.k.impl(), scale_args(s.k, 0x10000, 1));
+  CHECK(c != a);
+  CHECK(launcher.load(*s.k.impl(), scale_args(s.k, 0x10000, 1)) == c);
+  CHECK(same(launcher.stats(), 3, 0, 3));
+  // A kernel freed and another made (perhaps at its address) gets its own
+  // code, not the freed kernel's.
+  uint64_t freed_id = other.impl()->id;
+  other = tl::Kernel();
+  tl::Kernel again = tl::compile(launcher_scale<64>, {.name = "launcher_scale"});
+  CHECK(again.impl()->id != freed_id);
+  CHECK(launcher.load(*again.impl(), scale_args(again, 0x10000, 4096)) != b);
+  CHECK(same(launcher.stats(), 4, 0, 4));
+}
+
 TEST_CASE("launcher: a second launcher loads the cached binary, from memory or disk", "[launcher][cache]") {
   Setup s;
   FakeDriver writer;
