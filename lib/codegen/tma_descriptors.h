@@ -26,10 +26,14 @@
 //      %buf = local_alloc : smem<BMxBNxbf16, #swizzled>
 //      local_store %buf, %value    each thread its registers
 //      fence_async_shared          the writes, for the copy to read
-//      tma_store %map, %buf, %c0, %c1
+//      tma_store %map, %buf, %c0, %c1 {wait = "read"}
 //
 // (insert-barriers puts the barrier before the copy, and one before the
-// next writes into its bytes). What a descriptor_load needs to become a copy, measured on the
+// next writes into its bytes; `wait = "read"`: the issuing thread waits
+// only for the buffer to be read, where nothing in the kernel reads the
+// tensor back through its base).
+//
+// What a descriptor_load needs to become a copy, measured on the
 // H200 (docs/hopper-plan.md): a rank-2 block of 2- or 4-byte elements read
 // by dots (directly or through a trans); its base a kernel argument
 // proven 16-byte aligned; sizes and strides kernel arguments or constants
