@@ -19,6 +19,7 @@
 #include "amdgpu/hip_device.h"
 
 #include <dlfcn.h>
+#include <dlpack/dlpack.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -400,9 +401,11 @@ std::string hip_target_for(const std::string& arch, const std::function<bool(con
 }
 
 detail::DeviceEntry hip_device_entry() {
-  return detail::driver_device_entry<HipDevice>(
+  auto e = detail::driver_device_entry<HipDevice>(
       "hip", [] { return HipRuntime::available(); }, [] { HipRuntime::get(); },
       [] { return HipRuntime::get().device_count; });
+  e.dlpack_device_type = kDLROCM;
+  return e;
 }
 
 }  // namespace tl::amdgpu

@@ -17,6 +17,8 @@
 // cuModuleLoadDataEx) should come before a capture, as with any JIT.
 #include "nvptx/cuda_device.h"
 
+#include <dlpack/dlpack.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -340,9 +342,11 @@ class CudaDevice final : public detail::DeviceImpl {
 }  // namespace
 
 detail::DeviceEntry cuda_device_entry() {
-  return detail::driver_device_entry<CudaDevice>(
+  auto e = detail::driver_device_entry<CudaDevice>(
       "cuda", [] { return CudaDriver::available(); }, [] { CudaDriver::get(); },
       [] { return CudaDriver::get().device_count(); });
+  e.dlpack_device_type = kDLCUDA;
+  return e;
 }
 
 }  // namespace tl::nvptx

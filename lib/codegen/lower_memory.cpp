@@ -322,6 +322,15 @@ llvm::Value* Lowerer::buffer_ptr(const SmemTile& t, const LinearLayout& l, const
   return tile_ptr(t, at(0), at(1));
 }
 
+// Elements of a tile in layout `l` one access moves between registers and
+// a swizzled buffer in layout `buffer`: as many as both run along the
+// dimension the registers are stored along, 16 bytes at most.
+int Lowerer::buffer_vector(const LinearLayout& l, const LinearLayout& buffer, DType d) {
+  int dim = stored_contiguous_dim(l);
+  return int(std::bit_floor(uint32_t(std::min<int64_t>(
+      {l.contiguous_run(kReg, dim), buffer.contiguous_run(kOffset, dim), 16 / std::max(1, byte_size(d))}))));
+}
+
 // A buffer read back as a tile: a row-major one (local_alloc with an
 // initial value) within the CTA that wrote it; a swizzled one (a
 // pipeline's) by each thread's own elements, in vectors as long as its
@@ -334,10 +343,7 @@ void Lowerer::lower_local_load(const Op& op) {
     const SmemTile& t = it->second;
     DType d = v->type.dtype;
     llvm::Type* mt = memory_type(d);
-    int dim = stored_contiguous_dim(l);
-    int vec = int(std::bit_floor(uint32_t(std::min<int64_t>({l.contiguous_run(kReg, dim),
-                                                             plan_.of(op.operands[0]).contiguous_run(kOffset, dim),
-                                                             16 / std::max(1, byte_size(d))}))));
+    int vec = buffer_vector(l, plan_.of(op.operands[0]), d);
     llvm::Type* ty = vec == 1 ? mt : llvm::FixedVectorType::get(mt, vec);
     auto hw = hw_coords(l);
     Regs chunks;
@@ -366,10 +372,7 @@ void Lowerer::lower_local_store(const Op& op) {
   const ir::Value* v = op.operands[1];
   const LinearLayout& l = plan_.of(v);
   DType d = v->type.dtype;
-  int dim = stored_contiguous_dim(l);
-  int vec = int(std::bit_floor(uint32_t(std::min<int64_t>({l.contiguous_run(kReg, dim),
-                                                           plan_.of(op.operands[0]).contiguous_run(kOffset, dim),
-                                                           16 / std::max(1, byte_size(d))}))));
+  int vec = buffer_vector(l, plan_.of(op.operands[0]), d);
   const Regs& regs = get(v);
   auto hw = hw_coords(l);
   auto dup = duplicate_regs(l);

@@ -119,6 +119,7 @@ class Lowerer {
   void lower_local_slot(const Op& op);
   void lower_local_load(const Op& op);
   void lower_local_store(const Op& op);
+  int buffer_vector(const LinearLayout& l, const LinearLayout& buffer, DType d);
   void lower_buffer_trans(const Op& op);
   void lower_async_copy(const Op& op);
   void lower_async_sync(const Op& op);

@@ -5,6 +5,8 @@
 // ahead of it.
 #include "runtime/device.h"
 
+#include <dlpack/dlpack.h>
+
 #include <charconv>
 #include <map>
 #include <mutex>
@@ -21,7 +23,8 @@ struct Registry {
   std::map<std::string, std::shared_ptr<DeviceImpl>, std::less<>> created;
   Registry() {
     entries = builtin_gpu_devices();
-    entries.push_back({"interp", [] { return true; }, [](int) { return interp::make_interp_device(); }, {}, {}});
+    entries.push_back({"interp", [] { return true; }, [](int) { return interp::make_interp_device(); }, {}, {},
+                       kDLCPU});
   }
 };
 
@@ -147,6 +150,22 @@ std::shared_ptr<DeviceImpl> get_device(std::string_view name) {
   if (!dev) dev = found->create(index);
   r.created.emplace(std::string(name), dev);
   return dev;
+}
+
+std::string device_kind_of_dlpack(int type) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (const auto& e : r.entries)
+    if (type != 0 && e.dlpack_device_type == type) return e.name;
+  return "";
+}
+
+int dlpack_device_type_of(std::string_view kind) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (const auto& e : r.entries)
+    if (e.name == kind) return e.dlpack_device_type;
+  return 0;
 }
 
 }  // namespace tl::detail

@@ -31,8 +31,8 @@ struct LaunchArg {
   double f = 0;          // float parameters
 };
 
-// Streams and events cross this interface as the driver's handles (a
-// CUstream, a hipStream_t, ...), as void*. The defaults below are those of
+// Streams and events cross this interface as the back end's own handles,
+// as void*. The defaults below are those of
 // a device whose launches and copies are done when they return (the
 // interpreter, the inspector): its streams are tokens with nothing to
 // order, and its events record the host clock.
@@ -160,6 +160,7 @@ struct DeviceEntry {
   std::function<std::shared_ptr<DeviceImpl>(int)> create;  // called once per index, on first use
   std::function<std::string()> why_unavailable;            // optional: the reason, for the error message
   std::function<int()> count;                              // devices of this kind when available (default 1)
+  int dlpack_device_type = 0;  // DLPack's DLDeviceType of tensors on these devices (0: none)
 };
 
 // The entry of a GPU device whose driver loads through `load` (which throws
@@ -194,6 +195,11 @@ std::vector<std::string> available_devices();
 // tl::Error naming the available devices when it is unknown or unavailable,
 // and how many there are when the index is past the last.
 std::shared_ptr<DeviceImpl> get_device(std::string_view name);
+// The kind of device ("interp", or a back end's) whose entry gives DLPack
+// device type `type`, or "" when none; the type an entry of `kind` gives
+// (0 when none).
+std::string device_kind_of_dlpack(int type);
+int dlpack_device_type_of(std::string_view kind);
 
 // Checks `args` against `k.params` and converts them; throws tl::Error
 // naming `where` (the launching line), the argument, the expected type and

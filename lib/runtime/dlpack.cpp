@@ -2,7 +2,8 @@
 // another library (PyTorch, CuPy, JAX, ...) viewed as a tl::Buffer without
 // a copy, and a tl::Buffer handed out as a DLManagedTensor. DLPack's header
 // is Debian's libdlpack-dev (version 0.6: DLManagedTensor, no versioned
-// tensor, no bool or float8 type codes), included here only, so that the
+// tensor, no bool or float8 type codes), included here and by the device
+// registry's entries (each names its DLPack device type), so that the
 // public header needs no DLPack.
 //
 // Ownership follows DLPack: from_dlpack takes the tensor when it succeeds
@@ -94,14 +95,13 @@ Buffer from_dlpack(DLManagedTensor* managed, std::source_location where) {
   if (!managed) throw Error(at + "expected a DLManagedTensor, found a null pointer");
   const DLTensor& t = managed->dl_tensor;
 
-  // The device the tensor lives on.
-  std::string name;
-  if (t.device.device_type == kDLCPU) name = "interp";
-  else if (t.device.device_type == kDLCUDA) name = "cuda:" + std::to_string(t.device.device_id);
-  else if (t.device.device_type == kDLROCM) name = "hip:" + std::to_string(t.device.device_id);
-  else
+  // The device the tensor lives on: the kind whose registry entry takes
+  // its DLPack device type (runtime/device.h), and its index.
+  std::string kind = detail::device_kind_of_dlpack(int(t.device.device_type));
+  if (kind.empty())
     throw Error(at + "expected a tensor on kDLCPU (the interpreter), kDLCUDA or kDLROCM, found one on " +
                 describe_dl_device(t.device));
+  std::string name = t.device.device_type == kDLCPU ? kind : kind + ":" + std::to_string(t.device.device_id);
   if (t.device.device_type == kDLCPU && t.device.device_id != 0)
     throw Error(at + "expected a kDLCPU tensor of device 0, found " + describe_dl_device(t.device));
   Device device;
@@ -168,11 +168,9 @@ DLManagedTensor* Buffer::to_dlpack() const {
     throw Error("Buffer::to_dlpack: expected a buffer of a type DLPack 0.6 has (integers, f16, bf16, f32, f64), "
                 "found " + std::string(dtype_name(b.dtype)));
   DLDevice device{};
-  std::string kind = b.device->name().substr(0, b.device->name().find(':'));
-  if (kind == "interp") device.device_type = kDLCPU;
-  else if (kind == "cuda") device.device_type = kDLCUDA;
-  else if (kind == "hip") device.device_type = kDLROCM;
-  else
+  int device_type = detail::dlpack_device_type_of(b.device->name().substr(0, b.device->name().find(':')));
+  device.device_type = DLDeviceType(device_type);
+  if (device_type == 0)
     throw Error("Buffer::to_dlpack: expected a buffer of the interpreter or a GPU, found one of device '" +
                 b.device->name() + "'");
   device.device_id = b.device->index();

@@ -89,7 +89,8 @@ void Stream::wait(const Event& event) const {
   const auto& s = stream_of(impl_, "Stream::wait");
   auto& e = event_of(event.impl(), "Stream::wait");
   check_same_device(*s.device, *e.device, "Stream::wait", "an event");
-  // Like CUDA, waiting for an event never recorded waits for nothing.
+  // As with the GPU drivers' events, waiting for one never recorded waits
+  // for nothing.
   if (e.recorded) s.device->wait_event(s.native, e.native);
 }
 
