@@ -27,6 +27,8 @@ L frag(std::vector<L::Coords> reg, std::vector<L::Coords> lane, int rows, int co
 
 // g = lane bits 2..4 walk rows; t = lane bits 0..1 walk columns in steps of `t_step`.
 L c_frag() { return frag({{0, 1}, {8, 0}}, {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}, 16, 8); }
+// A of m16n8k16 (bf16, f16).
+L a_frag_16bit() { return frag({{0, 1}, {8, 0}, {0, 8}}, {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}, 16, 16); }
 
 std::string ptx_type(DType d) {
   switch (d) {
@@ -53,7 +55,7 @@ std::optional<MatrixInstr> mma_instr(DType in, bool allow_tf32, int sm) {
     case DType::bf16:
     case DType::f16:
       mi.k = 16;
-      mi.a = frag({{0, 1}, {8, 0}, {0, 8}}, {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}, 16, 16);
+      mi.a = a_frag_16bit();
       mi.b = frag({{1, 0}, {8, 0}}, {{2, 0}, {4, 0}, {0, 1}, {0, 2}, {0, 4}}, 16, 8);
       break;
     case DType::f32:
@@ -170,27 +172,49 @@ std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K
   mi.operands_in_smem = true;
   mi.operand_align = 1024;  // descriptors address whole 8-row swizzle patterns of 128-byte rows
   mi.c = c_frag() * L::identity(kReg, n / 8, dim_name(1)) * L::identity(kWarp, 4, dim_name(0));
+  // A in registers: warp w of the group holds rows 16w .. 16w + 15 of the
+  // 64 x 16 tile, each warp as mma.sync's m16n8k16 A fragment; that is C's
+  // layout, two 8-column fragments a K step, so a product's accumulators
+  // (rounded to 16 bits) are the next product's A as they are.
+  mi.a = a_frag_16bit() * L::identity(kWarp, 4, dim_name(0));
   mi.name = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + ptx_type(in) + "." + ptx_type(in);
   return mi;
 }
 
-std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, llvm::Value* a_desc,
-                                         llvm::Value* b_desc, bool trans_a, bool trans_b,
-                                         const std::vector<llvm::Value*>& c) {
+std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, const WarpgroupA& a,
+                                         llvm::Value* b_desc, bool trans_b, const std::vector<llvm::Value*>& c) {
   // Operands: $0 .. $(n-1) the accumulators (results, tied to the inputs
-  // after the descriptors and scale-d, which is 1: D = A x B + D).
+  // after A, B's descriptor and scale-d, which is 1: D = A x B + D). A is
+  // a descriptor, or its fragment packed into 32-bit words; an A in
+  // registers is K-major by definition (no trans-a immediate).
   size_t n = c.size();
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 2) + ", 0;\n" + instr.name + " {";
+  std::vector<llvm::Value*> args = a.desc ? std::vector<llvm::Value*>{a.desc} : pack(b, instr.in, a.elems);
+  size_t na = args.size();
+  auto arg = [](size_t i) { return "$" + std::to_string(i); };
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + arg(n + na + 1) + ", 0;\n" + instr.name + " {";
   std::string cons;
   for (size_t i = 0; i < n; ++i) {
-    text += (i ? ", $" : "$") + std::to_string(i);
+    text += (i ? ", " : "") + arg(i);
     cons += i ? ",=f" : "=f";
   }
-  text += "}, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", p, 1, 1, " + (trans_a ? "1" : "0") + ", " +
+  text += "}, ";
+  if (a.desc) {
+    text += arg(n);
+    cons += ",l";
+  } else {
+    text += "{";
+    for (size_t i = 0; i < na; ++i) {
+      text += (i ? ", " : "") + arg(n + i);
+      cons += ",r";
+    }
+    text += "}";
+  }
+  text += ", " + arg(n + na) + ", p, 1, 1, " + (a.desc ? std::string(a.trans ? "1, " : "0, ") : std::string()) +
           (trans_b ? "1" : "0") + ";\n}";
-  cons += ",l,l,r";
+  cons += ",l,r";
   for (size_t i = 0; i < n; ++i) cons += "," + std::to_string(i);
-  std::vector<llvm::Value*> args = {a_desc, b_desc, b.getInt32(1)};
+  args.push_back(b_desc);
+  args.push_back(b.getInt32(1));
   args.insert(args.end(), c.begin(), c.end());
   std::vector<llvm::Type*> arg_types;
   for (auto* v : args) arg_types.push_back(v->getType());

@@ -10,6 +10,7 @@
 #include <llvm/IR/IRBuilder.h>
 
 #include "codegen/dot_layout.h"
+#include "codegen/target.h"
 
 namespace tl::codegen::nvptx {
 
@@ -25,10 +26,10 @@ std::vector<llvm::Value*> mma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& 
 // M x N x K dot on `num_warps` warps on `arch` (sm_90a only), or nullopt.
 std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K, int num_warps,
                                        const std::string& arch);
-// wgmma.mma_async with both operands in shared memory (target.h).
-std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, llvm::Value* a_desc,
-                                         llvm::Value* b_desc, bool trans_a, bool trans_b,
-                                         const std::vector<llvm::Value*>& c);
+// wgmma.mma_async with B in shared memory and A there or in registers
+// (target.h).
+std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, const WarpgroupA& a,
+                                         llvm::Value* b_desc, bool trans_b, const std::vector<llvm::Value*>& c);
 // wgmma.fence, commit_group, and wait_group with the accumulators passed
 // through; fence.proxy.async for shared memory.
 void wgmma_fence(llvm::IRBuilder<>& b);

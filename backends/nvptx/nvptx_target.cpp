@@ -451,10 +451,10 @@ class NvptxTarget final : public Target {
                                  bool k_major) const override {
     return nvptx::wgmma_descriptor(b, addr, row_bytes, panel_bytes, k_major);
   }
-  std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, llvm::Value* a_desc,
-                                               llvm::Value* b_desc, bool trans_a, bool trans_b,
+  std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, const WarpgroupA& a,
+                                               llvm::Value* b_desc, bool trans_b,
                                                const std::vector<llvm::Value*>& c) const override {
-    return nvptx::wgmma_multiply(b, instr, a_desc, b_desc, trans_a, trans_b, c);
+    return nvptx::wgmma_multiply(b, instr, a, b_desc, trans_b, c);
   }
   void warpgroup_fence(llvm::IRBuilder<>& b) const override { nvptx::wgmma_fence(b); }
   void warpgroup_commit(llvm::IRBuilder<>& b) const override { nvptx::wgmma_commit(b); }

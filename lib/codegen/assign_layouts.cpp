@@ -2,6 +2,7 @@
 // backward walk that pushes each op's operand requirements to values not
 // yet placed, then a forward walk that places the rest from their operands.
 #include "codegen/assign_layouts.h"
+#include "codegen/select_dot_instructions.h"
 
 #include <algorithm>
 #include <bit>
@@ -334,7 +335,7 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
       return i == 0 ? std::nullopt : std::optional(plan.of(op.operands[0]));
     case OpKind::Dot: {
       const DotLayouts& d = plan.dots.at(&op);
-      if (i < 2 && d.on_warpgroups()) return std::nullopt;
+      if (i < 2 && d.operand_in_smem(i)) return std::nullopt;
       return i == 0 ? d.a : i == 1 ? d.b : d.c;
     }
     case OpKind::Load:
@@ -604,7 +605,7 @@ class Assigner {
     if (pick_)
       if (auto instr = pick_(dot); instr && fits(*instr, M, N, K))
         return matrix_dot_layouts(*instr, M, N, K, plan_.num_warps,
-                                  feeds_dot_a(dot.result()) || from_dot(dot.operands[0]));
+                                  feeds_dot_a(dot.result()) || from_dot(dot.operands[0]), a_in_registers(dot));
     return fma_dot_layouts(M, N, K, plan_.num_warps, plan_.warp_size);
   }
 

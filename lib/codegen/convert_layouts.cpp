@@ -184,17 +184,18 @@ class Converter {
 
   // A dot's A or B defined before its loop reaches the dot's fragment
   // layout once, right before the loop, not in every iteration (warpgroup
-  // dots read both from shared memory instead). Where the target has 8x8
-  // matrix loads and the dot can use them, the move is "matrix_loads": the
-  // tile is written to swizzled shared memory and read back with them.
+  // dots read theirs from shared memory instead, but for an A in
+  // registers). Where the target has 8x8 matrix loads and the dot can use
+  // them, the move is "matrix_loads": the tile is written to swizzled
+  // shared memory and read back with them.
   void hoist_dot_operands(ir::Region& r, ir::Region::iterator it) {
     ir::Region& body = *(*it)->regions[0];
     for (auto& o : body.ops) {
-      if (o->kind != OpKind::Dot || plan_.dots.at(o.get()).on_warpgroups()) continue;
+      if (o->kind != OpKind::Dot) continue;
       for (int i = 0; i < 2; ++i) {
         Value* v = o->operands[i];
-        if (ir::defined_in(v, body) || !v->type.is_tile()) continue;
         const DotLayouts& d = plan_.dots.at(o.get());
+        if (d.operand_in_smem(i) || ir::defined_in(v, body) || !v->type.is_tile()) continue;
         LinearLayout need = i == 0 ? d.a : d.b;
         if (matrix_loads_ && staged_for_matrix_loads(*o, i, v, plan_)) {
           ir::Builder b(&r, it);

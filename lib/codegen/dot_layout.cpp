@@ -45,9 +45,10 @@ bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K) {
 }
 
 namespace {
-// A warpgroup instruction: instr.c already covers its warps; the groups go
-// along M, above the instruction's repeats.
-DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps) {
+// A warpgroup instruction: instr.c (and instr.a) already cover its warps;
+// the groups go along M, above the instruction's repeats.
+DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
+                                 bool a_in_registers) {
   using L = LinearLayout;
   DotLayouts d;
   d.instr = instr;
@@ -60,13 +61,20 @@ DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N,
   d.c = instr.c * L::identity(kReg, d.reps_n, d1) * L::identity(kReg, d.reps_m, d0) * L::identity(kWarp, groups, d0);
   d.a = default_layout({M, K}, 8, num_warps, 32);
   d.b = default_layout({K, N}, 8, num_warps, 32);
+  if (a_in_registers) {
+    if (instr.a.in_dims().empty())
+      throw Error("internal: " + instr.name + " takes no A operand from registers");
+    d.a_in_registers = true;
+    d.a = instr.a * L::identity(kReg, d.reps_k, d1) * L::identity(kReg, d.reps_m, d0) *
+          L::identity(kWarp, groups, d0);
+  }
   return d;
 }
 }  // namespace
 
 DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
-                              bool warps_along_m) {
-  if (instr.warps > 1) return warpgroup_dot_layouts(instr, M, N, K, num_warps);
+                              bool warps_along_m, bool a_in_registers) {
+  if (instr.warps > 1) return warpgroup_dot_layouts(instr, M, N, K, num_warps, a_in_registers);
   // Warps go where a warp's share is larger (square warp tiles reuse each
   // fragment of A and B most), never below one instruction per warp.
   int wm = 1, wn = 1;

@@ -45,9 +45,11 @@ struct MatrixInstr {
   DType acc = DType::f32;   // accumulator element type
   LinearLayout a, b, c;     // (register, lane) -> [m, k], [k, n], [m, n]
   // A warpgroup instruction: `warps` warps run it together, c maps
-  // (register, lane, warp) -> [m, n], and A and B are read from shared
-  // memory through descriptors (a and b are unused: any operand layout
-  // will do, it is stored to shared memory as it is).
+  // (register, lane, warp) -> [m, n], and B is read from shared memory
+  // through a descriptor (b is unused: any operand layout will do, it is
+  // stored to shared memory as it is). So is A, unless it comes from
+  // registers (DotLayouts::a_in_registers): then a maps (register, lane,
+  // warp) -> [m, k] like c (empty: the instruction cannot).
   int warps = 1;
   bool operands_in_smem = false;
   // Where such an instruction's operands start in shared memory: a
@@ -61,10 +63,16 @@ struct DotLayouts {
   std::optional<MatrixInstr> instr;  // absent: the FMA form
   int warps_m = 1, warps_n = 1;      // warps along M and N (the rest replicate)
   int reps_m = 1, reps_n = 1, reps_k = 1;  // instructions per warp along M, N, K
+  // A warpgroup instruction's A taken from registers (in layout a, the
+  // instruction's fragments) rather than shared memory.
+  bool a_in_registers = false;
 
-  // Whether the dot runs on a warpgroup instruction (operands in shared
-  // memory).
+  // Whether the dot runs on a warpgroup instruction (B, and A unless
+  // a_in_registers, in shared memory).
   bool on_warpgroups() const { return instr && instr->operands_in_smem; }
+  // Whether operand `i` (0: A, 1: B) is read from shared memory by the
+  // instruction itself.
+  bool operand_in_smem(int i) const { return on_warpgroups() && !(i == 0 && a_in_registers); }
 
   // Register index, in C's tile layout, of register `r` of the fragment of
   // instruction (i, j) (A's and B's: OperandFragments::reg).
@@ -103,9 +111,11 @@ bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K);
 // groups of `instr.warps` warps all go along M (the target's picker checked
 // that M splits evenly). `warps_along_m` puts every warp on M
 // (each warp owns whole rows of C), so that C converts to the A operand of
-// a following dot without moving data between threads.
+// a following dot without moving data between threads. `a_in_registers`
+// (warpgroup instructions whose `a` is not empty): A in the instruction's
+// register fragments.
 DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
-                              bool warps_along_m);
+                              bool warps_along_m, bool a_in_registers = false);
 
 // The FMA form: C in the default blocked layout; A and B hold, per thread,
 // the full K extent of the rows and columns of its C elements.

@@ -63,8 +63,10 @@ void Lowerer::lower_dot(const Op& op) {
   vals_[op.result()] = c;
 }
 
-// A x B + C on warpgroup instructions: both operands in shared memory (a
-// pipeline's buffers, else stored now), read through descriptors. Each
+// A x B + C on warpgroup instructions: B in shared memory (a pipeline's
+// buffer, else stored now) read through descriptors, and A too unless it
+// comes from registers (DotLayouts::a_in_registers), each instruction
+// taking its fragment's registers. Each
 // warpgroup issues the instructions of its rows and commits them as a
 // group. A synchronous dot then waits for them: the result, and the
 // buffers, are free once the dot is done; an asynchronous one ({async = 1},
@@ -79,7 +81,7 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
                         std::string(dtype_name(mi.acc)) + ", found " + std::string(dtype_name(acc)));
   SmemTile tile[2];
   int64_t staged = 0;  // bytes past scratch_base_
-  for (int i = 0; i < 2; ++i) {
+  for (int i = d.a_in_registers ? 1 : 0; i < 2; ++i) {
     const ir::Value* v = op.operands[i];
     if (auto it = smem_vals_.find(v); it != smem_vals_.end()) {
       tile[i] = it->second;
@@ -108,16 +110,24 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
       }
   t_.warpgroup_fence(b_);
   int nc = mi.c.in_size(kReg);
+  const Regs* a_regs = d.a_in_registers ? &get(op.operands[0]) : nullptr;
+  const OperandFragments a_frags = operand_fragments(d, 0);
   for (int s = 0; s < d.reps_k; ++s)
     for (int i = 0; i < d.reps_m; ++i) {
-      int32_t m = reg_coords(cl, d.c_reg(i, 0, 0))[0];  // the instructions' first row in the group
-      llvm::Value* a_desc = operand_descriptor(tile[0], 0, b_.CreateAdd(group_m, b_.getInt32(m)), s * mi.k);
+      WarpgroupA a;
+      if (a_regs) {
+        for (int r = 0; r < a_frags.regs; ++r) a.elems.push_back((*a_regs)[a_frags.reg(i, s, r)]);
+      } else {
+        int32_t m = reg_coords(cl, d.c_reg(i, 0, 0))[0];  // the instructions' first row in the group
+        a.desc = operand_descriptor(tile[0], 0, b_.CreateAdd(group_m, b_.getInt32(m)), s * mi.k);
+        a.trans = !k_major(tile[0], 0);
+      }
       for (int j = 0; j < d.reps_n; ++j) {
         int32_t n = reg_coords(cl, d.c_reg(i, j, 0))[1];  // and first column
         llvm::Value* b_desc = operand_descriptor(tile[1], 1, b_.getInt32(n), s * mi.k);
         Regs cf(nc);
         for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
-        cf = t_.warpgroup_multiply(b_, mi, a_desc, b_desc, !k_major(tile[0], 0), !k_major(tile[1], 1), cf);
+        cf = t_.warpgroup_multiply(b_, mi, a, b_desc, !k_major(tile[1], 1), cf);
         for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
       }
     }

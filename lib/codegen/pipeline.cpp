@@ -137,7 +137,8 @@ DotLayouts dot_layouts_of(const ir::Op& dot, const TargetInfo& t, const LayoutPl
   int64_t M = as[0], K = as[1], N = bs[1];
   std::vector<DotLayouts> options;
   if (auto mi = chosen_instr(dot, t, p.num_warps)) {
-    for (bool along_m : {false, true}) options.push_back(matrix_dot_layouts(*mi, M, N, K, p.num_warps, along_m));
+    for (bool along_m : {false, true})
+      options.push_back(matrix_dot_layouts(*mi, M, N, K, p.num_warps, along_m, a_in_registers(dot)));
   } else {
     options.push_back(fma_dot_layouts(M, N, K, p.num_warps, p.warp_size));
   }

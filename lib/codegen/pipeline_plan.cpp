@@ -32,6 +32,7 @@ bool matrix_loadable_dot(const Op& dot, const LayoutPlan& plan) {
 bool staged_for_matrix_loads(const Op& dot, int i, const ir::Value* v, const LayoutPlan& plan) {
   if (!matrix_loadable_dot(dot, plan) || is_uniform(v)) return false;
   const DotLayouts& d = plan.dots.at(&dot);
+  if (d.on_warpgroups()) return false;  // read by the instruction, or an A in registers converted as any tile
   const LinearLayout &from = plan.of(v), &need = i == 0 ? d.a : d.b;
   return !(from == need) && !same_threads(from, need);
 }

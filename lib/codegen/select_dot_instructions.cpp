@@ -7,19 +7,16 @@ namespace tl::codegen {
 
 namespace {
 
-// Whether a dot's operands are tiles (possibly transposed) loaded next to
-// it, in its own region: those a warpgroup instruction reads from shared
-// memory as they land. Others keep the register-operand instruction: a
-// dot's result feeding the next, or an operand loaded before the dot's
-// loop (attention's Q), which would be stored again every iteration.
-bool operands_loaded(const ir::Op& dot) {
-  for (int i = 0; i < 2; ++i) {
-    const ir::Op* def = dot.operands[i]->def;
-    if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
-    bool load = def && (def->kind == ir::OpKind::Load || def->kind == ir::OpKind::DescriptorLoad);
-    if (!load || def->parent != dot.parent) return false;
-  }
-  return true;
+// Whether operand `i` of a dot is a tile (possibly transposed) loaded
+// next to it, in its own region: one a warpgroup instruction reads from
+// shared memory as it lands. Others are read from registers: a dot's
+// result feeding the next, or an operand loaded before the dot's loop
+// (attention's Q), which would be stored again every iteration.
+bool loaded_here(const ir::Op& dot, int i) {
+  const ir::Op* def = dot.operands[i]->def;
+  if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
+  bool load = def && (def->kind == ir::OpKind::Load || def->kind == ir::OpKind::DescriptorLoad);
+  return load && def->parent == dot.parent;
 }
 
 struct Shape {
@@ -31,14 +28,23 @@ Shape shape_of(const ir::Op& dot) {
 }
 bool allows_tf32(const ir::Op& dot) { return dot.attr_str_or("input_precision", "tf32") == "tf32"; }
 
-// The instruction for a dot: a warpgroup one where it fits, else the
-// target's register-operand one, if it tiles the dot.
-std::optional<MatrixInstr> pick(const ir::Op& dot, const TargetInfo& t, int num_warps) {
+// The instruction for a dot: a warpgroup one where it fits (`a_regs`: with
+// A from registers), else the target's register-operand one, if it tiles
+// the dot.
+std::optional<MatrixInstr> pick(const ir::Op& dot, const TargetInfo& t, int num_warps, bool& a_regs) {
   DType in = dot.operands[0]->type.dtype;
   Shape s = shape_of(dot);
   std::optional<MatrixInstr> mi;
-  if (operands_loaded(dot)) mi = t.warpgroup_instr(in, s.m, s.n, s.k, num_warps);
-  if (!mi) mi = t.matrix_instr(in, allows_tf32(dot));
+  a_regs = false;
+  if (loaded_here(dot, 1)) {
+    mi = t.warpgroup_instr(in, s.m, s.n, s.k, num_warps);
+    a_regs = mi && !loaded_here(dot, 0);
+    if (a_regs && mi->a.in_dims().empty()) mi.reset();
+  }
+  if (!mi) {
+    a_regs = false;
+    mi = t.matrix_instr(in, allows_tf32(dot));
+  }
   if (mi && !fits(*mi, s.m, s.n, s.k)) mi.reset();
   return mi;
 }
@@ -47,8 +53,11 @@ void select(ir::Region& r, const TargetInfo& t, int num_warps) {
   for (auto& op : r.ops) {
     for (auto& sub : op->regions) select(*sub, t, num_warps);
     if (op->kind != ir::OpKind::Dot) continue;
-    auto mi = pick(*op, t, num_warps);
+    bool a_regs = false;
+    auto mi = pick(*op, t, num_warps, a_regs);
     op->attrs["instr"] = mi ? mi->name : std::string("fma");
+    if (mi && a_regs) op->attrs["a_in"] = std::string("registers");
+    else op->attrs.erase("a_in");
   }
 }
 
@@ -67,6 +76,8 @@ std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const TargetInfo& t, 
     if (mi && mi->name == name && fits(*mi, s.m, s.n, s.k)) return mi;
   throw Error(dot.loc.str() + ": 'dot' expects an instruction " + t.name + " has for this dot, found '" + name + "'");
 }
+
+bool a_in_registers(const ir::Op& dot) { return dot.attr_str_or("a_in", "") == "registers"; }
 
 std::optional<MatrixInstr> matrix_instr_named(const TargetInfo& t, DType in, const std::string& name) {
   for (bool tf32 : {false, true})

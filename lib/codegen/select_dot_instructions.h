@@ -5,11 +5,16 @@
 //
 //   %c = dot %a, %b, %acc {instr = "<the instruction's name, as its back end gives it>"}
 //
-// A warpgroup instruction where the target has one for the dot and its
-// operands are loaded beside it (a warpgroup instruction reads them from
-// shared memory as they land); else the target's register-operand
-// instruction; "fma" (multiply-adds on the cores) where none tiles the dot
-// with the kernel's warps.
+// A warpgroup instruction where the target has one for the dot and its B
+// is loaded beside it (a warpgroup instruction reads it from shared memory
+// as it lands). A loaded beside it too is read the same way; any other A
+// (a product's probabilities, a tile loaded before the loop) is read from
+// registers where the instruction can, which the dot then says:
+//
+//   %o = dot %p, %v, %acc {a_in = "registers", instr = "wgmma..."}
+//
+// Else the target's register-operand instruction; "fma" (multiply-adds on
+// the cores) where none tiles the dot with the kernel's warps.
 #pragma once
 
 #include <optional>
@@ -26,6 +31,10 @@ void select_dot_instructions(ir::Function& fn, const TargetInfo& t, int num_warp
 // The instruction a dot's `instr` names (nullopt for "fma"); throws
 // tl::Error naming the dot when it has none, or one `t` does not have.
 std::optional<MatrixInstr> chosen_instr(const ir::Op& dot, const TargetInfo& t, int num_warps);
+
+// Whether a dot on a warpgroup instruction takes A from registers (its
+// `a_in` attribute).
+bool a_in_registers(const ir::Op& dot);
 
 // The register-operand instruction of `t` for `in` called `name`, if there
 // is one (an `instr` attribute outside a dot's: a conversion to its

@@ -41,6 +41,16 @@ inline llvm::AtomicOrdering llvm_ordering(MemOrder o) {
   return llvm::AtomicOrdering::AcquireRelease;
 }
 
+// Operand A of a warpgroup instruction: in shared memory (`desc`, from
+// warpgroup_operand; `trans`: stored M-major instead of K-major), or, when
+// `desc` is null, in registers: this thread's elements of instr.a's
+// fragment, in its register order.
+struct WarpgroupA {
+  llvm::Value* desc = nullptr;
+  bool trans = false;
+  std::vector<llvm::Value*> elems;
+};
+
 class Target : public TargetInfo {
  public:
   virtual ~Target() = default;
@@ -118,13 +128,14 @@ class Target : public TargetInfo {
                                          int64_t panel_bytes, bool k_major) const {
     throw Error("internal: target " + name + " has no warpgroup instructions");
   }
-  // Issues a warpgroup instruction: c + A x B with A and B described by shared-memory
-  // descriptors (warpgroup_operand); `trans_a` / `trans_b`: the
-  // operand is stored M- / N-major instead of K-major. The result is only
-  // valid after warpgroup_wait, which takes and returns the accumulators.
+  // Issues a warpgroup instruction: c + A x B with B described by a
+  // shared-memory descriptor (warpgroup_operand) and A by one too or by
+  // this thread's registers (WarpgroupA); `trans_b`: B is stored N-major
+  // instead of K-major. The result is only valid after warpgroup_wait,
+  // which takes and returns the accumulators.
   virtual std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
-                                                       llvm::Value* a_desc, llvm::Value* b_desc, bool trans_a,
-                                                       bool trans_b, const std::vector<llvm::Value*>& c) const {
+                                                       const WarpgroupA& a, llvm::Value* b_desc, bool trans_b,
+                                                       const std::vector<llvm::Value*>& c) const {
     throw Error("internal: target " + name + " has no warpgroup instructions");
   }
   // Before the first warpgroup instruction that reads registers written

@@ -568,6 +568,8 @@ class Verifier : public Rules {
     if (op.has_attr("input_precision")) str_in(op, "input_precision", {"ieee", "tf32"});
     optional_str(op, "instr");  // GPU IR: the matrix instruction chosen
     optional_int(op, "async");  // GPU IR: issued without waiting (dot_wait waits)
+    optional_str_in(op, "a_in", {"registers"});  // GPU IR: a warpgroup instruction's A from registers
+    if (op.has_attr("a_in")) require(!a.is_shared(), op, "A in registers with a_in = \"registers\"", a.str());
   }
 
   void for_op(const Op& op) const {

@@ -163,9 +163,9 @@ TEST_CASE("a dot's result feeds another dot; trans operands", "[gpu]") {
 }
 
 // Without a GPU: the same kernels compile for sm_80 and sm_90a, use the
-// matrix instructions (on sm_90a, wgmma for 16-bit tiles loaded from
-// memory whose M splits into 64 rows a warpgroup), and assemble with ptxas
-// without spills.
+// matrix instructions (on sm_90a, wgmma for 16-bit tiles whose B is loaded
+// from memory and whose M splits into 64 rows a warpgroup), and assemble
+// with ptxas without spills.
 TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   using namespace codegen_checks;
   auto check = [](const Kernel& k, const std::string& instr, std::string sm90a_instr = "") {
@@ -204,7 +204,11 @@ TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   CHECK(count(ptx, R"(ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16)") > 0);
   CHECK(count(ptx, R"(st\.shared\.b8)") == 0);
   check_assembles(ptx, "sm_80");
-  check(compile(chained<64, 64, 32>, {.name = "chained"}), R"(mma\.sync)");
+  // The second product's A is the first one's accumulators: on sm_90a a
+  // wgmma taking A from registers (four 32-bit words, then B's descriptor;
+  // V is stored N-major, so trans-b is 1).
+  check(compile(chained<64, 64, 32>, {.name = "chained"}), R"(mma\.sync)",
+        R"(wgmma\.mma_async\.sync\.aligned\.m64n32k16[^;]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;)");
   // f8 needs sm_89: on sm_80 the FMA form stands in.
   Kernel f8 = compile(dot_tile<f8e4m3, 64, 64, 64, false>, {.name = "dot_f8"});
   CHECK(count(codegen::emit_stage(*f8.impl(), aligned(f8), "sm_90a", codegen::Stage::Asm), R"(m16n8k32\.row\.col\.f32\.e4m3)") > 0);
