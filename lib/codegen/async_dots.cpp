@@ -1,6 +1,8 @@
 // Asynchronous warpgroup dots (see async_dots.h).
 #include "codegen/async_dots.h"
 
+#include <algorithm>
+
 namespace tl::codegen {
 
 using ir::Op;
@@ -49,11 +51,46 @@ class AsyncDots {
     return k;
   }
 
+  // A loop of several warpgroup dots (async_dots.h): those reading B from
+  // a buffer whose results only the yield reads are issued without
+  // waiting, all retired by one dot_wait {pending = 0} before the yield.
+  // (Left in flight around the loop, waited for at their first read in the
+  // next iteration with the later dots still in flight, they made ptxas
+  // serialize every wgmma of the kernel, C7514: it does not follow wait
+  // groups around a loop's back edge.)
+  void carried_products(Op& loop) {
+    ir::Region& body = *loop.regions[0];
+    Op& yield = *body.ops.back();
+    if (yield.kind != OpKind::Yield) return;
+    std::vector<Value*> results;
+    std::vector<ir::Type> types;
+    for (auto& o : body.ops) {
+      Op& dot = *o;
+      if (dot.kind != OpKind::Dot || !plan_.dots.at(&dot).on_warpgroups() || dot.attr_int_or("async", 0)) continue;
+      const DotLayouts& d = plan_.dots.at(&dot);
+      if (!dot.operands[1]->type.is_shared() || (!d.a_in_registers && !dot.operands[0]->type.is_shared())) continue;
+      if (dot.result()->type.dtype != d.instr->acc || ir::count_uses(body, dot.result()) != 1) continue;
+      if (std::find(yield.operands.begin(), yield.operands.end(), dot.result()) == yield.operands.end()) continue;
+      dot.attrs["async"] = int64_t(1);
+      results.push_back(dot.result());
+      types.push_back(dot.result()->type);
+    }
+    if (results.empty()) return;
+    ir::Builder w(&body, std::prev(body.ops.end()));
+    w.loc = loop.loc;
+    Op* wait = w.create(OpKind::DotWait, results, types, {{"pending", int64_t(0)}});
+    for (size_t i = 0; i < results.size(); ++i)
+      std::replace(yield.operands.begin(), yield.operands.end(), results[i], wait->result(int(i)));
+  }
+
   void loop(ir::Region& r, ir::Region::iterator it) {
     Op& loop = **it;
     Op* dot = nullptr;
     int k = candidate(loop, dot);
-    if (k < 0) return;
+    if (k < 0) {
+      carried_products(loop);
+      return;
+    }
     ir::Region& body = *loop.regions[0];
     dot->attrs["async"] = int64_t(1);
     ir::Builder in(&body, std::next(body.find(dot)));

@@ -19,11 +19,25 @@
 // until a wait retires it in every warpgroup: insert-barriers puts the
 // barrier between that wait and the refill (insert_barriers.h).
 //
+// In a loop of several warpgroup dots, those reading B from a buffer whose
+// results only the yield reads (the next iteration's product that
+// overlap-dots carries, overlap_dots.h, and an accumulator nothing reads
+// after its dot) are issued without waiting; one dot_wait {pending = 0}
+// right before the yield retires them all:
+//
+//   %sn = dot %q, %k_slot, %zero {a_in = "registers", async = 1, ...}
+//   ...the softmax of %s...
+//   %o = dot %p, %v_slot, %acc_scaled {a_in = "registers", async = 1, ...}
+//   ...the refill...
+//   %snw, %ow = dot_wait %sn, %o {pending = 0}
+//   yield %ow, ..., %snw
+//
 // Left synchronous: dots whose operands come in registers (staged through
 // the dot's scratch, which the next op may reuse), whose accumulator or
 // result anything else reads in the loop (it would read registers still
 // being written), whose accumulator is converted to the instruction's type
-// and back, loops of more than one warpgroup dot, and dots outside loops.
+// and back, accumulating loops of more than one warpgroup dot, and dots
+// outside loops.
 //
 // LLVM-free.
 #pragma once

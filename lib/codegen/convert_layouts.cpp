@@ -84,20 +84,32 @@ void note_users(const ir::Region& r, Users& users) {
 
 // A trans whose result only a dot's A or B reads (or their conversion to
 // its fragments through matrix loads): the dot's lowering stages the pair,
-// through shared memory or the pipeline's buffers.
-bool staged_with_dot(const Op& op, const Users& users) {
+// through shared memory or the pipeline's buffers (not an A a warpgroup
+// instruction takes from registers).
+bool staged_with_dot(const Op& op, const Users& users, const LayoutPlan& plan) {
   if (op.kind != OpKind::Trans) return false;
   auto it = users.find(op.result());
   return it != users.end() && !it->second.empty() && std::all_of(it->second.begin(), it->second.end(), [&](const Op* u) {
-           return (u->kind == OpKind::Dot && u->operands[2] != op.result()) ||
+           bool a_in_registers = u->kind == OpKind::Dot && u->operands[0] == op.result() && plan.dots.at(u).a_in_registers;
+           return (u->kind == OpKind::Dot && u->operands[2] != op.result() && !a_in_registers) ||
                   (u->kind == OpKind::ConvertLayout && u->attr_str_or("move", "") == "matrix_loads");
          });
 }
 
+// Whether operand `i` of a dot directly in a loop's body comes from before
+// the loop: hoist_dot_operands converts it, once.
+bool hoisted_dot_operand(const Op& dot, int i) {
+  const ir::Region* body = dot.parent;
+  return body && body->parent && body->parent->kind == OpKind::For && !ir::defined_in(dot.operands[i], *body);
+}
+
 // The layout operand `i` of `op` must come in, where this pass provides it
-// (a dot's A and B are staged by its lowering).
+// (a dot's A and B are staged by its lowering, but for a warpgroup
+// instruction's A in registers, which it takes as it is).
 std::optional<LinearLayout> needed_layout(const Op& op, int i, const LayoutPlan& plan) {
-  if (op.kind == OpKind::Dot && i < 2) return std::nullopt;
+  if (op.kind == OpKind::Dot && i < 2 &&
+      !(i == 0 && plan.dots.at(&op).a_in_registers && !hoisted_dot_operand(op, i)))
+    return std::nullopt;
   return required_operand_layout(op, i, plan);
 }
 
@@ -116,7 +128,7 @@ class Converter {
     for (auto it = r.ops.begin(); it != r.ops.end(); ++it) {
       Op& op = **it;
       for (auto& sub : op.regions) region(*sub);
-      if (staged_with_dot(op, users_)) continue;
+      if (staged_with_dot(op, users_, plan_)) continue;
       switch (op.kind) {
         case OpKind::For: loop(r, it); break;
         case OpKind::Yield: yield(r, it); break;
@@ -295,7 +307,7 @@ void check_layouts(const ir::Function& fn, const LayoutPlan& plan) {
   std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
     for (const auto& o : r.ops) {
       const Op& op = *o;
-      for (size_t i = 0; i < op.operands.size() && !staged_with_dot(op, users); ++i) {
+      for (size_t i = 0; i < op.operands.size() && !staged_with_dot(op, users, plan); ++i) {
         const Value* v = op.operands[i];
         if (!v->type.is_tile()) continue;
         if (auto want = needed_layout(op, int(i), plan); want && !(*want == plan.of(v)))

@@ -111,6 +111,9 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   t_.warpgroup_fence(b_);
   int nc = mi.c.in_size(kReg);
   const Regs* a_regs = d.a_in_registers ? &get(op.operands[0]) : nullptr;
+  if (a_regs && !(plan_.of(op.operands[0]) == d.a))
+    throw Error("internal: " + op.loc.str() + ": 'dot' with a_in = \"registers\" expects A in its fragment layout, found " +
+                op.operands[0]->type.str());
   const OperandFragments a_frags = operand_fragments(d, 0);
   for (int s = 0; s < d.reps_k; ++s)
     for (int i = 0; i < d.reps_m; ++i) {

@@ -8,6 +8,7 @@
 #include "codegen/expand_conversions.h"
 #include "codegen/expand_pipelines.h"
 #include "codegen/insert_barriers.h"
+#include "codegen/overlap_dots.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -43,6 +44,12 @@ void lower_descriptors_pass(GpuContext& c) {
 void select_dot_instructions_pass(GpuContext& c) {
   expect_tile_ir(c, "select-dot-instructions");
   select_dot_instructions(c.fn, c.target, c.num_warps);
+}
+
+// A loop's first product of a chain issued an iteration early.
+void overlap_dots_pass(GpuContext& c) {
+  expect_tile_ir(c, "overlap-dots");
+  if (overlap_dots(c.fn, c.target, c.num_warps)) transforms::dce(c.fn);
 }
 
 // Tile IR to GPU IR, valid after it as after every pass: the layouts, and
@@ -154,6 +161,7 @@ const std::vector<GpuPass>& gpu_passes() {
   static const std::vector<GpuPass> passes = {
       {"lower-descriptors", &lower_descriptors_pass},
       {"select-dot-instructions", &select_dot_instructions_pass},
+      {"overlap-dots", &overlap_dots_pass},
       {"assign-layouts", &assign_layouts_pass},
       {"schedule-loops", &schedule_loops_pass},
       {"expand-conversions", &expand_conversions_pass},

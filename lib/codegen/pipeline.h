@@ -7,6 +7,9 @@
 //                    lower_descriptors.cpp, tma_descriptors.h)
 //   select-dot-instructions  Tile IR: each dot's matrix instruction as its
 //                    `instr` (select_dot_instructions.cpp)
+//   overlap-dots     Tile IR: a loop's first warpgroup product of a chain
+//                    (attention's Q K^T) issued one iteration early, its
+//                    result carried (overlap_dots.cpp)
 //   assign-layouts   Tile IR -> GPU IR: a layout on every tile type (a
 //                    dot's from its instruction), the launch attributes and
 //                    the options the lowering reads (num_stages, fp_fusion)
@@ -25,7 +28,9 @@
 //                    copy where it stands (tma_descriptors.cpp)
 //   async-dots       a loop's warpgroup dot issued without waiting for
 //                    itself, its dot_wait {pending = 1} after it and
-//                    {pending = 0} after the loop (async_dots.cpp)
+//                    {pending = 0} after the loop; a carried next-iteration
+//                    product waited for after the body's last product
+//                    (async_dots.cpp)
 //   warp-specialize  a loop of tensor copies feeding an asynchronous dot
 //                    split into a producer warpgroup and the consumers,
 //                    joined by rings of full and empty mbarriers

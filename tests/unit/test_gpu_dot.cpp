@@ -112,6 +112,26 @@ void chained(ptr<bf16> a, ptr<bf16> bt, ptr<bf16> v, ptr<float> out) {
   store(out + col(m) * D + row(d), dot(p, vv));          // [BM, D]
 }
 
+// Attention's loop without the softmax: S = Q K_j^T, P = S / 8 (exact in
+// bf16 for small integers), O += P V_j over key blocks j < n. On sm_90a
+// overlap-dots issues iteration j + 1's S in iteration j (its loads masked
+// off past n), and async-dots waits for both products at the end.
+template <int BM, int BN, int D>
+void chained_loop(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float> out, scalar<int32_t> n) {
+  auto m = arange(0, BM), d = arange(0, D);
+  auto q = load(q_ptr + col(m) * D + row(d));            // [BM, D]
+  auto acc = zeros<float>({BM, D});                      // [BM, D]
+  for (auto j : range(0, n, BN)) {
+    auto keys = j + arange(0, BN);                       // [BN]
+    auto ok = col(keys < n);                             // [BN, 1]
+    auto k = load(k_ptr + col(keys) * D + row(d), ok);   // [BN, D]
+    auto v = load(v_ptr + col(keys) * D + row(d), ok);   // [BN, D]
+    auto p = cast<bf16>(dot(q, trans(k)) * 0.125f);      // [BM, BN]
+    acc = dot(p, v, acc);                                // [BM, D]
+  }
+  store(out + col(m) * D + row(d), acc);
+}
+
 }  // namespace
 
 TEST_CASE("dot on bf16 and f16 tiles matches the interpreter", "[gpu]") {
@@ -162,6 +182,25 @@ TEST_CASE("a dot's result feeds another dot; trans operands", "[gpu]") {
   }
 }
 
+TEST_CASE("a loop's chain of products overlapped across iterations: trip counts 0, 1, 2, 3 and many", "[gpu]") {
+  REQUIRE_GPU();
+  for (int warps : {4, 8}) {
+    auto k = compile(chained_loop<128, 64, 64>, {.name = "chained_loop", .num_warps = warps});
+    for (int n : {0, 1, 64, 100, 128, 187, 576}) {
+      INFO(warps << " warps, " << n << " keys");
+      same_on_both<float>([&](Device& d) {
+        auto q = d.upload(small_ints<bf16>(128 * 64, 41, 1));
+        auto kk = d.upload(small_ints<bf16>(size_t(n) * 64 + 1, 42, 1));
+        auto v = d.upload(small_ints<bf16>(size_t(n) * 64 + 1, 43, 1));
+        auto out = d.alloc<float>(128 * 64);
+        d(k, Grid{1}, q, kk, v, out, n);
+        d.synchronize();
+        return std::vector<std::vector<float>>{out.download<float>()};
+      }, 0, 0);
+    }
+  }
+}
+
 // Without a GPU: the same kernels compile for sm_80 and sm_90a, use the
 // matrix instructions (on sm_90a, wgmma for 16-bit tiles whose B is loaded
 // from memory and whose M splits into 64 rows a warpgroup), and assemble
@@ -209,6 +248,19 @@ TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   // V is stored N-major, so trans-b is 1).
   check(compile(chained<64, 64, 32>, {.name = "chained"}), R"(mma\.sync)",
         R"(wgmma\.mma_async\.sync\.aligned\.m64n32k16[^;]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;)");
+  // The loop of a chain on sm_90a (overlap_dots.h, async_dots.h): each
+  // warpgroup (64 rows) issues the first product once before the loop (4
+  // instructions, K = 64), then in the body the next iteration's (4) and
+  // this one's second (4), both asynchronous and retired by one
+  // wait_group 0; ptxas keeps them asynchronous (no C7514) and does not
+  // spill.
+  Kernel chain = compile(chained_loop<128, 64, 64>, {.name = "chained_loop", .num_warps = 8});
+  std::string cptx = codegen::emit_stage(*chain.impl(), aligned(chain), "sm_90a", codegen::Stage::Asm);
+  CHECK(count(cptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16)") == 12);  // 4 before, 4 + 4 in the body
+  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 2);          // the first product's, the body's
+  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned [1-9])") == 0);
+  check_assembles(cptx, "sm_90a");
+  if (auto log = ptxas(cptx, "sm_90a")) CHECK(count(*log, "C7514") == 0);
   // f8 needs sm_89: on sm_80 the FMA form stands in.
   Kernel f8 = compile(dot_tile<f8e4m3, 64, 64, 64, false>, {.name = "dot_f8"});
   CHECK(count(codegen::emit_stage(*f8.impl(), aligned(f8), "sm_90a", codegen::Stage::Asm), R"(m16n8k32\.row\.col\.f32\.e4m3)") > 0);
