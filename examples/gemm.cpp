@@ -231,11 +231,15 @@ int main(int argc, char** argv) {
     bool sweep = examples::take_option(argc, argv, "--sweep") == "1";
     auto s = examples::parse_args(argc, argv, "matrix multiply, bf16 or f16 with f32 accumulation");
 
-    // The GPU configuration is 128x128x64 tiles, 8 warps, 3 stages; the
-    // interpreter (and --small, which CI runs on it) uses 64x64x32 tiles
-    // and 4 warps, so that small problems still span several tiles.
+    // On a GPU the configuration is the target's default
+    // (kernels::default_gemm_config: 128x256x64 tiles, 8 warps; on sm_90a
+    // the persistent kernel on tensor copies); the interpreter (and
+    // --small, which CI runs on it) uses 64x64x32 tiles and 4 warps, so
+    // that small problems still span several tiles.
     kernels::GemmConfig small_tiles{.bm = 64, .bn = 64, .bk = 32, .num_warps = 4, .num_stages = 3};
-    kernels::GemmConfig cfg = config ? *config : (s.small || s.on_interp) ? small_tiles : kernels::GemmConfig{};
+    kernels::GemmConfig cfg = config                       ? *config
+                              : (s.small || s.on_interp) ? small_tiles
+                                                         : kernels::default_gemm_config(s.dev.target());
     if (sweep && !examples::inspecting) return run_sweep(s, cfg);
     // --small: N and K are not multiples of the 64x64x32 tiles (ragged
     // edges). Without a GPU: a size the interpreter finishes in about ten

@@ -236,6 +236,7 @@ class HipDevice final : public detail::DeviceImpl {
   // singleton; static Buffers may outlive any earlier teardown).
 
   std::string name() const override { return index_ == 0 ? "hip" : "hip:" + std::to_string(index_); }
+  std::string target() const override { return target_; }
   int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   // hipDeviceGetAttribute's enumeration was renumbered between ROCm

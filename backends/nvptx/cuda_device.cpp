@@ -108,6 +108,7 @@ class CudaDevice final : public detail::DeviceImpl {
   // static Buffers still point into it would crash at exit.
 
   std::string name() const override { return index_ == 0 ? "cuda" : "cuda:" + std::to_string(index_); }
+  std::string target() const override { return target_; }
   int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   int processor_count() const override { return sm_count_; }

@@ -150,6 +150,20 @@ struct GemmConfig {
   }
 };
 
+// The default configuration for `target` (tl::Device::target): on sm_90a
+// the persistent kernel on tensor copies, warp-specialized by the
+// compiler, three stages (the fastest form on the H200 at 4096^3, 8192^3,
+// 8192 x 8192 x 1024 and 4000^3 but for one, docs/perf.md run 56); on
+// other targets GemmConfig{} (the same tiles on cp.async, four stages).
+inline GemmConfig default_gemm_config(const std::string& target) {
+  GemmConfig c;
+  if (target == "sm_90a") {
+    c.num_stages = 3;
+    c.persistent = c.descriptors = true;
+  }
+  return c;
+}
+
 // GROUP_M of every configuration: 8 tile rows share their columns of B.
 inline constexpr int kGemmGroupM = 8;
 

@@ -41,6 +41,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual std::string name() const = 0;
   // Device::index: among the devices of its kind.
   virtual int index() const { return 0; }
+  // Device::target: what its kernels are compiled for.
+  virtual std::string target() const { return "interp"; }
   // Device memory; addresses are opaque 64-bit numbers to the host.
   virtual uint64_t alloc(size_t bytes) = 0;
   virtual void free(uint64_t address) = 0;

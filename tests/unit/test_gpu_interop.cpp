@@ -110,6 +110,7 @@ TEST_CASE("gpu interop: a buffer wrapped around memory the driver allocated", "[
 TEST_CASE("gpu interop: wrapping host memory or a missing GPU is an error naming both", "[gpu][interop]") {
   REQUIRE_GPU();
   auto dev = tl::Device::get("cuda");
+  CHECK(dev.target().rfind("sm_", 0) == 0);  // the target its kernels are compiled for
   std::vector<float> host(16);
   REQUIRE_THROWS_WITH(tl::Buffer::wrap<float>(dev, host.data(), 16),
                       Contains("Buffer::wrap of 16 x f32: expected a device pointer of cuda (") &&

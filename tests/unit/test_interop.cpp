@@ -75,6 +75,8 @@ TEST_CASE("interop: devices by index, with the count when out of range", "[runti
   CHECK(tl::Device::get("interp:0").impl() == interp.impl());  // "x" and "x:0" are one device
   CHECK(interp.index() == 0);
   CHECK(interp.name() == "interp");
+  CHECK(interp.target() == "interp");
+  CHECK(tl::Device::inspector("sm_90a", "asm").target() == "sm_90a");
   REQUIRE_THROWS_WITH(tl::Device::get("interp:1"),
                       "device 'interp:1' does not exist: this machine has 1 interp device (interp:0)");
   REQUIRE_THROWS_WITH(tl::Device::get("interp:x"),
