@@ -24,6 +24,7 @@
 // Every trace-time error is a tl::Error "file:line: <op>: expected ..., found ...".
 #pragma once
 
+#include "tiledsl/autotune.h"
 #include "tiledsl/compile.h"
 #include "tiledsl/control.h"
 #include "tiledsl/creation.h"

@@ -1,0 +1,252 @@
+// Autotuning (see tiledsl/autotune.h).
+#include "tiledsl/autotune.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "runtime/device.h"
+#include "runtime/kernel.h"
+#include "runtime/kernel_cache.h"
+
+namespace tl {
+
+namespace detail {
+
+namespace {
+
+bool print_autotuning() {
+  const char* env = std::getenv("TILEDSL_PRINT_AUTOTUNING");
+  return env && *env && std::string(env) != "0";
+}
+
+// The parameters of `k` its stores and atomics may write through: every
+// argument their address is computed from.
+std::vector<bool> written_params(const KernelImpl& k) {
+  std::vector<bool> written(k.fn->body.args.size(), false);
+  std::vector<const ir::Value*> work;
+  ir::walk(k.fn->body, [&](ir::Op* o) {
+    switch (o->kind) {
+      case ir::OpKind::Store:
+      case ir::OpKind::AtomicRmw:
+      case ir::OpKind::AtomicCas:
+      case ir::OpKind::DescriptorStore: work.push_back(o->operands[0]); break;
+      default: break;
+    }
+  });
+  std::unordered_set<const ir::Value*> seen;
+  while (!work.empty()) {
+    const ir::Value* v = work.back();
+    work.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (v->is_arg()) {
+      if (v->owner == &k.fn->body) written[size_t(v->index)] = true;
+      continue;
+    }
+    for (const ir::Value* x : v->def->operands) work.push_back(x);
+  }
+  return written;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+struct AutotunerImpl {
+  std::string name;
+  std::vector<TuneConfig> configs;
+  AutotuneOptions options;
+  std::mutex mutex;
+  std::vector<Kernel> kernels;                // compiled on first use
+  std::vector<std::string> compile_errors;    // why a configuration could not compile
+  std::map<std::string, size_t> winners;      // key -> configuration index
+  bool disk_read = false;
+  int64_t measured = 0;
+
+  std::filesystem::path results_path() const {
+    auto dir = runtime::KernelCache::default_dir();
+    return dir.empty() ? dir : dir / ("autotune-" + name + ".tsv");
+  }
+
+  // The key of a launch of `args` on `dev` (one line of text, no tabs).
+  std::string key(const Device& dev, const std::vector<Arg>& args) const {
+    std::ostringstream k;
+    k << dev.target() << ' ' << runtime::compiler_version();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Arg& a = args[i];
+      bool keyed = options.key_args.empty() ||
+                   std::find(options.key_args.begin(), options.key_args.end(), int(i)) != options.key_args.end();
+      if (a.kind == Arg::Kind::Pointer) {
+        uint64_t address = a.buffer ? a.buffer->address : 0;
+        k << " " << dtype_name(a.dtype) << (address % 16 == 0 ? "/16" : "/1");
+      } else if (a.kind == Arg::Kind::Int && keyed) {
+        k << " " << a.i;
+      } else {
+        k << " " << dtype_name(a.dtype);
+      }
+    }
+    return k.str();
+  }
+
+  const Kernel* kernel(size_t c) {
+    if (!kernels[c].impl() && compile_errors[c].empty()) {
+      try {
+        kernels[c] = configs[c].compile();
+        if (!kernels[c].impl()) compile_errors[c] = "its compile function returned an empty kernel";
+      } catch (const Error& e) {
+        compile_errors[c] = e.what();
+      }
+    }
+    return kernels[c].impl() ? &kernels[c] : nullptr;
+  }
+
+  // Winners of earlier processes (the last line of a key wins; lines of
+  // configurations this tuner does not have are passed over).
+  void read_results() {
+    disk_read = true;
+    auto path = results_path();
+    if (path.empty()) return;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto tab = line.find('\t');
+      auto tab2 = tab == std::string::npos ? tab : line.find('\t', tab + 1);
+      if (tab2 == std::string::npos) continue;
+      std::string k = line.substr(0, tab), config = line.substr(tab + 1, tab2 - tab - 1);
+      for (size_t c = 0; c < configs.size(); ++c)
+        if (configs[c].name == config) winners[k] = c;
+    }
+  }
+
+  void write_result(const std::string& k, size_t c, double ms) {
+    auto path = results_path();
+    if (path.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    // One short line appended: whole, even beside another process's.
+    std::ofstream out(path, std::ios::app);
+    out << k << '\t' << configs[c].name << '\t' << ms << '\n';
+  }
+
+  size_t tune(Device& dev, const TuneGrid& grid, const std::vector<Arg>& args, const std::string& k,
+              std::source_location where) {
+    const bool print = print_autotuning();
+    const bool interp = dev.target() == "interp";
+    const int reps = interp ? 1 : std::max(1, options.reps), samples = interp ? 1 : std::max(1, options.samples);
+    if (print) std::fprintf(stderr, "autotune %s: tuning %zu configurations for key '%s'\n", name.c_str(), configs.size(), k.c_str());
+    // What any configuration may write, saved once and put back after each.
+    std::vector<bool> written(args.size(), false);
+    std::vector<std::string> reasons(configs.size());
+    for (size_t c = 0; c < configs.size(); ++c) {
+      if (const Kernel* kern = kernel(c)) {
+        auto w = written_params(*kern->impl());
+        for (size_t i = 0; i < args.size() && i < w.size(); ++i) written[i] = written[i] || w[i];
+      } else {
+        reasons[c] = "does not compile: " + compile_errors[c];
+      }
+    }
+    std::vector<std::vector<char>> saved(args.size());
+    for (size_t i = 0; i < args.size(); ++i)
+      if (written[i] && args[i].kind == Arg::Kind::Pointer && args[i].buffer) {
+        saved[i].resize(args[i].buffer->bytes());
+        Buffer(args[i].buffer).copy_to_host(saved[i].data(), saved[i].size());
+      }
+    auto restore = [&] {
+      for (size_t i = 0; i < args.size(); ++i)
+        if (!saved[i].empty()) Buffer(args[i].buffer).copy_from_host(saved[i].data(), saved[i].size());
+    };
+    size_t best = configs.size();
+    double best_ms = 0;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      if (!reasons[c].empty()) {
+        if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
+        continue;
+      }
+      double ms = 0;
+      try {
+        Grid g = grid(configs[c]);
+        std::vector<double> times;
+        for (int s = 0; s < samples; ++s)
+          times.push_back(dev.time_ms([&] { dev.launch(kernels[c], g, args, where); }, reps));
+        ms = median(times);
+        ++measured;
+      } catch (const Error& e) {
+        reasons[c] = std::string("does not launch: ") + e.what();
+      }
+      restore();
+      if (!reasons[c].empty()) {
+        if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
+        continue;
+      }
+      if (print) std::fprintf(stderr, "  %-24s %10.4f ms\n", configs[c].name.c_str(), ms);
+      if (best == configs.size() || ms < best_ms) {
+        best = c;
+        best_ms = ms;
+      }
+    }
+    if (best == configs.size()) {
+      std::string why;
+      for (size_t c = 0; c < configs.size(); ++c) why += "\n  " + configs[c].name + ": it " + reasons[c];
+      throw Error("autotune " + name + ": no configuration runs for key '" + k + "':" + why);
+    }
+    if (print) std::fprintf(stderr, "autotune %s: picked %s (%.4f ms)\n", name.c_str(), configs[best].name.c_str(), best_ms);
+    write_result(k, best, best_ms);
+    return best;
+  }
+};
+
+}  // namespace detail
+
+Autotuner::Autotuner(std::string name, std::vector<TuneConfig> configs, AutotuneOptions options)
+    : impl_(std::make_shared<detail::AutotunerImpl>()) {
+  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+      }))
+    throw Error("Autotuner: expected a name of letters, digits, '_' and '-', found '" + name + "'");
+  if (configs.empty()) throw Error("Autotuner " + name + ": expected at least one configuration, found none");
+  std::set<std::string> names;
+  for (const auto& c : configs) {
+    if (!c.compile) throw Error("Autotuner " + name + ": configuration '" + c.name + "' has no compile function");
+    if (c.name.empty() || c.name.find_first_of("\t\n") != std::string::npos || !names.insert(c.name).second)
+      throw Error("Autotuner " + name + ": expected unique configuration names without tabs or newlines, found '" +
+                  c.name + "'");
+  }
+  impl_->name = std::move(name);
+  impl_->configs = std::move(configs);
+  impl_->options = std::move(options);
+  impl_->kernels.resize(impl_->configs.size());
+  impl_->compile_errors.resize(impl_->configs.size());
+}
+
+const TuneConfig& Autotuner::pick(Device& dev, const TuneGrid& grid, const std::vector<Arg>& args,
+                                  std::source_location where) {
+  auto& t = *impl_;
+  std::lock_guard lock(t.mutex);
+  if (!t.disk_read) t.read_results();
+  std::string k = t.key(dev, args);
+  auto it = t.winners.find(k);
+  if (it == t.winners.end() || !t.kernel(it->second)) it = t.winners.insert_or_assign(k, t.tune(dev, grid, args, k, where)).first;
+  return t.configs[it->second];
+}
+
+void Autotuner::launch(Device& dev, const TuneGrid& grid, const std::vector<Arg>& args, std::source_location where) {
+  const TuneConfig& c = pick(dev, grid, args, where);
+  size_t index = size_t(&c - impl_->configs.data());
+  dev.launch(impl_->kernels[index], grid(c), args, where);
+}
+
+int64_t Autotuner::measured() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->measured;
+}
+
+}  // namespace tl

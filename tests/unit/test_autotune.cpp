@@ -1,0 +1,145 @@
+// tl::Autotuner (issue 15 §1) on the interpreter: the tuned launch is
+// right, a kernel that writes its input writes it once (tuning runs put it
+// back), configurations that do not compile or launch are dropped with
+// their reason, keys are told apart, and a second tuner of the same name
+// (another process) reads the winner from disk without measuring.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tiledsl/autotune.h"
+#include "tiledsl/tiledsl.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+// x[i] += 1 over n elements: writes its input in place.
+template <int BLOCK>
+void bump(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);  // [BLOCK] i32
+  auto mask = offs < n;                                          // [BLOCK] i1
+  tl::store(x + offs, tl::load(x + offs, mask) + 1.0f, mask);
+}
+
+// A cache folder of its own for the test, removed after it.
+struct TempCacheDir {
+  std::filesystem::path dir;
+  std::string old;
+  bool had_old = false;
+  TempCacheDir() {
+    dir = std::filesystem::temp_directory_path() / ("tiledsl-autotune-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    if (const char* o = std::getenv("TILEDSL_CACHE_DIR")) {
+      old = o;
+      had_old = true;
+    }
+    ::setenv("TILEDSL_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~TempCacheDir() {
+    if (had_old) ::setenv("TILEDSL_CACHE_DIR", old.c_str(), 1);
+    else ::unsetenv("TILEDSL_CACHE_DIR");
+    std::filesystem::remove_all(dir);
+  }
+};
+
+template <int BLOCK>
+tl::TuneConfig bump_config(std::atomic<int>& compiles) {
+  return {std::to_string(BLOCK), [&compiles] {
+            ++compiles;
+            return tl::compile(bump<BLOCK>, {.name = "bump"});
+          },
+          {{"BLOCK", BLOCK}}};
+}
+
+tl::TuneGrid grid_for(int n) {
+  return [n](const tl::TuneConfig& c) { return tl::Grid{uint32_t(tl::cdiv(n, int(c.meta.at("BLOCK"))))}; };
+}
+
+}  // namespace
+
+TEST_CASE("autotune: the tuned launch writes its input once; winners persist per key", "[runtime][autotune]") {
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  std::atomic<int> compiles{0};
+  auto configs = [&] {
+    return std::vector<tl::TuneConfig>{bump_config<32>(compiles), bump_config<64>(compiles),
+                                       bump_config<128>(compiles)};
+  };
+  tl::Autotuner tuner("bump", configs());
+  for (int n : {100, 1000}) {
+    INFO(n << " elements");
+    std::vector<float> host(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) host[size_t(i)] = float(i);
+    auto x = dev.upload(host);
+    tuner(dev, grid_for(n), x, n);
+    auto got = x.download<float>();
+    for (int i = 0; i < n; ++i) REQUIRE(got[size_t(i)] == float(i) + 1.0f);  // once, not once a tuning run
+  }
+  CHECK(tuner.measured() == 6);  // two keys (n = 100, 1000), three configurations each
+  CHECK(compiles == 3);          // each configuration compiled once
+  // The same key again: no measuring.
+  auto x = dev.upload(std::vector<float>(100, 0.0f));
+  tuner(dev, grid_for(100), x, 100);
+  CHECK(tuner.measured() == 6);
+  CHECK(x.download<float>() == std::vector<float>(100, 1.0f));
+  // The results file: a line per key.
+  std::ifstream in(cache.dir / "autotune-bump.tsv");
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    CHECK_THAT(line, Contains("interp "));
+  }
+  CHECK(lines == 2);
+  // Another tuner of the same name (another process) reads the winners:
+  // it compiles the winning configuration only, and measures nothing.
+  compiles = 0;
+  tl::Autotuner again("bump", configs());
+  auto y = dev.upload(std::vector<float>(1000, 2.0f));
+  const tl::TuneConfig& picked = again.pick(dev, grid_for(1000), {y, 1000});
+  CHECK(again.measured() == 0);
+  CHECK(compiles == 1);
+  again(dev, grid_for(1000), y, 1000);
+  CHECK(y.download<float>() == std::vector<float>(1000, 3.0f));
+  CHECK((picked.name == "32" || picked.name == "64" || picked.name == "128"));
+}
+
+TEST_CASE("autotune: configurations that do not compile or launch are dropped, with why", "[runtime][autotune]") {
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  std::atomic<int> compiles{0};
+  std::vector<tl::TuneConfig> configs{
+      {"bad-warps", [] { return tl::compile(bump<64>, {.name = "bump", .num_warps = 3}); }, {{"BLOCK", 64}}},
+      bump_config<64>(compiles),
+      {"huge-grid", [] { return tl::compile(bump<32>, {.name = "bump"}); }, {{"BLOCK", 0}}},
+  };
+  tl::Autotuner tuner("bump-dropped", configs);
+  auto grid = [](const tl::TuneConfig& c) {
+    int64_t block = c.meta.at("BLOCK");
+    return block == 0 ? tl::Grid{1, 70000} : tl::Grid{uint32_t(tl::cdiv(100, int(block)))};  // y past 65535
+  };
+  auto x = dev.upload(std::vector<float>(100, 0.0f));
+  tuner(dev, grid, x, 100);
+  CHECK(x.download<float>() == std::vector<float>(100, 1.0f));
+  CHECK(tuner.measured() == 1);
+  // None left: the error lists each configuration's reason.
+  tl::Autotuner none("bump-none", {configs[0], configs[2]});
+  REQUIRE_THROWS_WITH(none(dev, grid, x, 100), Contains("autotune bump-none: no configuration runs for key") &&
+                                                   Contains("bad-warps: it does not compile: ") &&
+                                                   Contains("huge-grid: it does not launch: "));
+  CHECK(x.download<float>() == std::vector<float>(100, 1.0f));  // untouched
+}
+
+TEST_CASE("autotune: names and configuration lists are checked", "[runtime][autotune]") {
+  std::atomic<int> compiles{0};
+  REQUIRE_THROWS_WITH(tl::Autotuner("a b", {bump_config<32>(compiles)}),
+                      "Autotuner: expected a name of letters, digits, '_' and '-', found 'a b'");
+  REQUIRE_THROWS_WITH(tl::Autotuner("x", {}), "Autotuner x: expected at least one configuration, found none");
+  REQUIRE_THROWS_WITH(tl::Autotuner("x", {bump_config<32>(compiles), bump_config<32>(compiles)}),
+                      "Autotuner x: expected unique configuration names without tabs or newlines, found '32'");
+  CHECK(compiles == 0);  // nothing compiles before a launch
+}
