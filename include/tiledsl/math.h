@@ -80,6 +80,19 @@ TL_BINARY_FUNCTION(minimum, ir::OpKind::Minimum)
 TL_BINARY_FUNCTION(maximum, ir::OpKind::Maximum)
 #undef TL_BINARY_FUNCTION
 
+// The high half of the double-width product, elementwise (Triton's
+// umulhi): integers of one signedness (a C++ literal takes the other's
+// type), the product taken in that signedness: for i32 the high 32 bits of
+// the signed 64-bit product, for u32 of the unsigned one; i64 and u64 too.
+template <class A, class B>
+  requires detail::binary_ok<detail::BinCat::Bitwise, A, B>
+tile<detail::binary_elem_t<detail::BinCat::Bitwise, A, B>> umulhi(
+    const A& a, const B& b, std::source_location w = std::source_location::current()) {
+  using R = tile<detail::binary_elem_t<detail::BinCat::Bitwise, A, B>>;
+  return R(detail::binary(detail::BinCat::Bitwise, ir::OpKind::MulHi, "umulhi", detail::operand(a),
+                          detail::operand(b), detail::to_loc(w)));
+}
+
 // minimum(maximum(x, lo), hi)
 template <class E, class L, class H>
 tile<E> clamp(const tile<E>& x, const L& lo, const H& hi, std::source_location w = std::source_location::current()) {

@@ -148,6 +148,12 @@ llvm::Value* Lowerer::int_op(const Op& op, const std::vector<llvm::Value*>& a, D
     case OpKind::Add: return b_.CreateAdd(a[0], a[1]);
     case OpKind::Sub: return b_.CreateSub(a[0], a[1]);
     case OpKind::Mul: return b_.CreateMul(a[0], a[1]);
+    case OpKind::MulHi: {
+      // The product at twice the width (mul.hi on NVIDIA, v_mul_hi on AMD).
+      llvm::Type* wide = b_.getIntNTy(2 * bits);
+      auto ext = [&](llvm::Value* v) { return s ? b_.CreateSExt(v, wide) : b_.CreateZExt(v, wide); };
+      return b_.CreateTrunc(b_.CreateLShr(b_.CreateMul(ext(a[0]), ext(a[1])), uint64_t(bits)), a[0]->getType());
+    }
     case OpKind::Div: return s ? b_.CreateSDiv(a[0], a[1]) : b_.CreateUDiv(a[0], a[1]);
     case OpKind::Rem: return s ? b_.CreateSRem(a[0], a[1]) : b_.CreateURem(a[0], a[1]);
     case OpKind::And: return b_.CreateAnd(a[0], a[1]);

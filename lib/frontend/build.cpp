@@ -212,10 +212,12 @@ Value* binary(BinCat cat, OpKind kind, std::string_view op, const Operand& a, co
               std::string_view pred) {
   if (!tracing()) fail(loc, op, "expected to run inside tl::compile, found no active trace");
   OperandDesc da = describe(a), db = describe(b);
-  if (cat == BinCat::DivRem) require_one_signedness(a, b, loc, op);
+  if (cat == BinCat::DivRem || kind == OpKind::MulHi) require_one_signedness(a, b, loc, op);
   ResultDesc r = binary_result(cat, da, db);
   if (!r.ok)
     fail(loc, op, "expected operands this op accepts, found " + describe_str(a) + " and " + describe_str(b));
+  if (kind == OpKind::MulHi && r.dtype == DType::i1)
+    fail(loc, op, "expected integers wider than i1, found " + describe_str(a) + " and " + describe_str(b));
   Shape shape = broadcast_shapes(shape_of(a), shape_of(b), loc, op);
 
   if (r.is_ptr) {

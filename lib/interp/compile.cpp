@@ -127,7 +127,7 @@ class Compiler {
         in.int_attr = k;
         break;
       }
-      case K::And: case K::Or: case K::Xor: case K::Shl: case K::Shr: case K::Not:
+      case K::And: case K::Or: case K::Xor: case K::Shl: case K::Shr: case K::Not: case K::MulHi:
         if (float_in) unsupported(op, "is an integer op, found operands of " + op.operands[0]->type.str());
         break;
       case K::Exp: case K::Exp2: case K::Log: case K::Log2: case K::Sqrt: case K::Rsqrt: case K::Sin:

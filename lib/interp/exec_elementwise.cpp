@@ -60,6 +60,18 @@ void int_binary(Exec& ex, const Instr& in, const Slot& a, const Slot& b, Slot& r
     case K::Add: return map2<int64_t, int64_t>(a, b, r, [](int64_t x, int64_t y, int64_t) { return wrap_int<D>(uint64_t(x) + uint64_t(y)); });
     case K::Sub: return map2<int64_t, int64_t>(a, b, r, [](int64_t x, int64_t y, int64_t) { return wrap_int<D>(uint64_t(x) - uint64_t(y)); });
     case K::Mul: return map2<int64_t, int64_t>(a, b, r, [](int64_t x, int64_t y, int64_t) { return wrap_int<D>(uint64_t(x) * uint64_t(y)); });
+    case K::MulHi:
+      // Values are held sign- or zero-extended by their dtype: below 64
+      // bits the product is exact in 64 (signed: |x y| < 2^62).
+      return map2<int64_t, int64_t>(a, b, r, [](int64_t x, int64_t y, int64_t) -> int64_t {
+        if constexpr (width == 64) {
+          if constexpr (uns) return int64_t(uint64_t((unsigned __int128)uint64_t(x) * uint64_t(y) >> 64));
+          else return int64_t((__int128)x * y >> 64);
+        } else {
+          if constexpr (uns) return wrap_int<D>((uint64_t(x) * uint64_t(y)) >> width);
+          else return wrap_int<D>(uint64_t((x * y) >> width));
+        }
+      });
     case K::Div:
       return map2<int64_t, int64_t>(a, b, r, [&](int64_t x, int64_t y, int64_t k) -> int64_t {
         if (y == 0) div_by_zero(k);
@@ -249,7 +261,7 @@ void exec_elementwise(Exec& ex, const Instr& in) {
     case K::Hint:
       check_hint(ex, in, a);
       return r.copy_from(a);
-    case K::Add: case K::Sub: case K::Mul: case K::Div: case K::Rem: case K::And: case K::Or:
+    case K::Add: case K::Sub: case K::Mul: case K::MulHi: case K::Div: case K::Rem: case K::And: case K::Or:
     case K::Xor: case K::Shl: case K::Shr: case K::Minimum: case K::Maximum: {
       const Slot& b = ex.slots[size_t(in.in[1])];
       return dispatch_dtype(in.dtype, [&](auto d) {

@@ -248,7 +248,7 @@ class Verifier : public Rules {
       case OpKind::Minimum: case OpKind::Maximum:
         binary(op, false);
         break;
-      case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
+      case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::MulHi:
         binary(op, true);
         break;
       case OpKind::Cmp: {

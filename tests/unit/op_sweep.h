@@ -27,7 +27,7 @@ using ir::OpKind;
   X(Permute, "permute") X(Join, "join") X(Split, "split")                                                    \
   X(Add, "+") X(Sub, "-") X(Mul, "*") X(Div, "/") X(Rem, "%") X(And, "&") X(Or, "|") X(Xor, "^")            \
   X(Shl, "<<") X(Shr, ">>") X(Minimum, "minimum") X(Maximum, "maximum") X(Cmp, "cmp") X(Where, "where")     \
-  X(Fma, "fma")                                                                                              \
+  X(Fma, "fma") X(MulHi, "umulhi")                                                                           \
   X(Neg, "neg") X(BitNot, "~") X(LogicalNot, "!") X(Abs, "abs") X(Exp, "exp") X(Exp2, "exp2") X(Log, "log") \
   X(Log2, "log2") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt") X(Sin, "sin") X(Cos, "cos") X(Tanh, "tanh")            \
   X(Erf, "erf") X(Floor, "floor") X(Ceil, "ceil") X(Hint, "max_contiguous(multiple_of(x, 1), 1)")           \

@@ -93,7 +93,8 @@ std::vector<Combo> combos_of(Family f, const std::string& target) {
             {Op::Add, OpKind::Add}, {Op::Sub, OpKind::Sub}, {Op::Mul, OpKind::Mul}, {Op::Div, OpKind::Div},
             {Op::Rem, OpKind::Rem}, {Op::And, OpKind::And}, {Op::Or, OpKind::Or}, {Op::Xor, OpKind::Xor},
             {Op::Shl, OpKind::Shl}, {Op::Shr, OpKind::Shr}, {Op::Minimum, OpKind::Minimum},
-            {Op::Maximum, OpKind::Maximum}, {Op::Where, OpKind::Select}, {Op::Fma, OpKind::Fma}};
+            {Op::Maximum, OpKind::Maximum}, {Op::Where, OpKind::Select}, {Op::Fma, OpKind::Fma},
+            {Op::MulHi, OpKind::MulHi}};
         for (auto [op, kind] : ops) add({.op = op, .in = d, .shape = tile_of(d, d), .result = d, .kind = kind});
         for (const char* pred : {"lt", "le", "gt", "ge", "eq", "ne"})
           add({.op = Op::Cmp, .in = d, .shape = tile_of(d, d), .mode = pred, .result = DType::i1, .kind = OpKind::Cmp});
@@ -269,12 +270,16 @@ const std::vector<Expected> kExpected = {
      [](const Combo& c) { return c.op == Op::BitNot && is_float(c.in); }},
     {"bitwise operators take integer tiles", Family::Binary, Stage::Inexpressible, "",
      [](const Combo& c) { return (c.op >= Op::And && c.op <= Op::Shr) && is_float(c.in); }},
+    {"umulhi takes integer tiles", Family::Binary, Stage::Inexpressible, "",
+     [](const Combo& c) { return c.op == Op::MulHi && is_float(c.in); }},
     {"pointer offsets are integers other than bool", Family::Cast, Stage::Inexpressible, "",
      [](const Combo& c) { return c.op == Op::AddPtr && (is_float(c.to) || c.to == DType::i1); }},
 
     // ---- trace-time errors (tl::compile), on every target
     {"hints take integer or pointer tiles", Family::Unary, Stage::Trace, "multiple_of: expected an integer or pointer",
      [](const Combo& c) { return c.op == Op::Hint && (is_float(c.in) || c.in == DType::i1); }},
+    {"umulhi takes integers wider than bool", Family::Binary, Stage::Trace, "umulhi: expected integers wider than i1",
+     [](const Combo& c) { return c.op == Op::MulHi && c.in == DType::i1; }},
     {"fma takes float operands", Family::Binary, Stage::Trace, "fma: expected floating-point operands",
      [](const Combo& c) { return c.op == Op::Fma && !is_float(c.in); }},
     {"bitcast keeps the bit width", Family::Cast, Stage::Trace, "bitcast: expected a type of",

@@ -170,6 +170,7 @@ void trace_combo(const Combo& c, const Io& io) {
     SWEEP_BINARY(Shr, a >> b)
     SWEEP_BINARY(Minimum, minimum(a, b))
     SWEEP_BINARY(Maximum, maximum(a, b))
+    SWEEP_BINARY(MulHi, umulhi(a, b))
     case Op::Cmp: {
       auto a = x(0), b = x(1);
       if (c.mode == "lt") io.out(a < b);

@@ -117,6 +117,7 @@ const char* kAllOps = R"(func @all_ops(%0: ptr<f32>, %1: ptr<i32>, %2: i32, %3: 
   %82 = descriptor_load %0, %2, %2, %2 {block = [16]} : tile<16xf32>
   descriptor_store %0, %2, %2, %2, %82 {block = [16]}
   %83 = hint %77 {contiguity = [1], divisibility = [16]} : tile<16xptr<i32>>
+  %84 = mulhi %43, %6 : tile<16xi32>
   print
 }
 )";

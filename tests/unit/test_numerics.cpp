@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -568,4 +569,65 @@ TEST_CASE("casts to narrow floats round once: f64, i64 and i32 just past a midpo
   const float a = float(1 + 0x1p-7), ia = float((int64_t(1) << 30) + (int64_t(1) << 23));
   CHECK(got == std::vector<float>{a, 1.0f, -a, 3.0f, ia, -ia, float((int64_t(1) << 60) + (int64_t(1) << 53)),
                                   -0x1p63f, ia, -ia, float(int64_t(1) << 30), -7.0f});
+}
+
+namespace {
+
+// umulhi of i32, u32, i64 and u64 over 64 pairs, edge values included.
+template <class T>
+void mulhi_kernel(ptr<T> a, ptr<T> b, ptr<T> out) {
+  auto offs = arange(0, 64);
+  store(out + offs, umulhi(load(a + offs), load(b + offs)));
+}
+
+template <class T>
+T mulhi_ref(T x, T y) {
+  if constexpr (sizeof(T) == 8) {
+    if constexpr (std::is_signed_v<T>) return T((__int128)x * y >> 64);
+    else return T((unsigned __int128)x * y >> 64);
+  } else {
+    if constexpr (std::is_signed_v<T>) return T((int64_t)x * y >> 32);
+    else return T((uint64_t)x * y >> 32);
+  }
+}
+
+template <class T>
+void check_mulhi() {
+  auto dev = Device::get("interp");
+  std::mt19937_64 rng(80 + sizeof(T) + std::is_signed_v<T>);
+  std::vector<T> x(64), y(64);
+  const T edges[] = {T(0), T(1), T(-1), std::numeric_limits<T>::max(), std::numeric_limits<T>::min(), T(2), T(3)};
+  for (size_t i = 0; i < 64; ++i) {
+    x[i] = i < 49 ? edges[i / 7] : T(rng());
+    y[i] = i < 49 ? edges[i % 7] : T(rng());
+  }
+  auto out = dev.alloc<T>(64);
+  dev(compile(mulhi_kernel<T>), Grid{1}, dev.upload(x), dev.upload(y), out);
+  auto got = out.template download<T>();
+  for (size_t i = 0; i < 64; ++i) {
+    INFO(int64_t(x[i]) << " x " << int64_t(y[i]));
+    CHECK(got[i] == mulhi_ref(x[i], y[i]));
+  }
+}
+
+void mulhi_mixed(ptr<int32_t> a, ptr<uint32_t> b, ptr<int32_t> out) {
+  auto offs = arange(0, 64);
+  store(out + offs, umulhi(load(a + offs), load(b + offs)));
+}
+void mulhi_bool(ptr<int32_t> a, ptr<int32_t> out) {
+  auto offs = arange(0, 64);
+  auto x = load(a + offs) > 0;
+  store(out + offs, cast<int32_t>(umulhi(x, x)));
+}
+
+}  // namespace
+
+TEST_CASE("numerics: umulhi is the high half of the double-width product, by signedness", "[numerics]") {
+  check_mulhi<int32_t>();
+  check_mulhi<uint32_t>();
+  check_mulhi<int64_t>();
+  check_mulhi<uint64_t>();
+  // A literal takes the tile's type; mixed signedness and bools are errors.
+  REQUIRE_THROWS_WITH(compile(mulhi_mixed), Catch::Matchers::Contains("umulhi: expected integers of one signedness"));
+  REQUIRE_THROWS_WITH(compile(mulhi_bool), Catch::Matchers::Contains("umulhi: expected integers wider than i1"));
 }
