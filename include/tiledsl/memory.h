@@ -100,6 +100,16 @@ tile<T> atomic_cas(const ptr<T>& p, const C& cmp, const V& value, const AtomicOp
                                     detail::to_loc(w)));
 }
 
+// Every thread of the program waits here until all have arrived (Triton's
+// debug_barrier): their shared-memory accesses before it are done for all
+// after it. The compiler already orders what it places in shared memory;
+// this is for debugging, or for code that relies on the order some other
+// way. On the interpreter, which runs a program's threads as one, nothing
+// to wait for.
+inline void debug_barrier(std::source_location w = std::source_location::current()) {
+  detail::debug_barrier(detail::to_loc(w));
+}
+
 // Fails the launch where `cond` is false, with `message` and this line.
 inline void device_assert(const tile<bool>& cond, const std::string& message,
                           std::source_location w = std::source_location::current()) {

@@ -635,6 +635,11 @@ void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc) {
   emit(OpKind::Assert, {cond}, {}, {{"msg", msg}, {"file", loc.file}, {"line", int64_t(loc.line)}}, loc);
 }
 
+void debug_barrier(const ir::Loc& loc) {
+  if (!tracing()) fail(loc, "debug_barrier", "expected to run inside tl::compile, found no active trace");
+  emit(OpKind::Barrier, {}, {}, {}, loc);
+}
+
 void device_print(const std::string& prefix, const std::vector<Value*>& values, const ir::Loc& loc) {
   emit(OpKind::Print, values, {}, {{"prefix", prefix}}, loc);
 }

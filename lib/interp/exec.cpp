@@ -182,6 +182,7 @@ void Exec::exec(const Instr& in) {
     case K::For: return exec_for(*this, in);
     case K::If: return exec_if(*this, in);
     case K::Yield: return;  // handled by the enclosing op through Block::yields
+    case K::Barrier: return;  // a program's threads run as one here: nothing to wait for
     default: return exec_elementwise(*this, in);
   }
 }

@@ -447,7 +447,6 @@ class Verifier : public Rules {
       case OpKind::AsyncCopy:
       case OpKind::AsyncCommit:
       case OpKind::AsyncWait:
-      case OpKind::Barrier:
       case OpKind::DotWait:
       case OpKind::FenceAsyncShared:
       case OpKind::MbarrierInit:
@@ -461,6 +460,10 @@ class Verifier : public Rules {
       case OpKind::WarpSpecialize:
       case OpKind::NamedBarrier:
         GpuRules(*fn_).op(op);
+        break;
+      case OpKind::Barrier:  // Tile IR too: tl::debug_barrier
+        operands(op, 0, 0);
+        results(op, 0);
         break;
       case OpKind::If: {
         operands(op, 1, 1);
