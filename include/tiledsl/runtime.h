@@ -224,8 +224,8 @@ class Device {
   int index() const;         // among the devices of its kind (0 on the interpreter)
   // What kernels launched here are compiled for: "sm_90a", "sm_80",
   // "gfx942", ..., "interp" (an inspector: its target). A program may
-  // pick a kernel's tiles by it: what runs best with wgmma and tensor
-  // copies on sm_90a is not what runs best with mma.sync.
+  // pick a kernel's tiles by it: what runs best on one target is not what
+  // runs best on another.
   std::string target() const;
   // Multiprocessors (SMs, compute units) running programs side by side:
   // what a persistent kernel's grid is sized by. 1 on the interpreter.

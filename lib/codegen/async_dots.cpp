@@ -55,9 +55,10 @@ class AsyncDots {
   // a buffer whose results only the yield reads are issued without
   // waiting, all retired by one dot_wait {pending = 0} before the yield.
   // (Left in flight around the loop, waited for at their first read in the
-  // next iteration with the later dots still in flight, they made ptxas
-  // serialize every wgmma of the kernel, C7514: it does not follow wait
-  // groups around a loop's back edge.)
+  // next iteration with the later dots still in flight, they made the
+  // target's assembler serialize every warpgroup instruction of the kernel:
+  // it does not follow wait groups around a loop's back edge, docs/perf.md
+  // run 59.)
   void carried_products(Op& loop) {
     ir::Region& body = *loop.regions[0];
     Op& yield = *body.ops.back();
@@ -66,9 +67,9 @@ class AsyncDots {
     std::vector<ir::Type> types;
     for (auto& o : body.ops) {
       Op& dot = *o;
-      if (dot.kind != OpKind::Dot || !plan_.dots.at(&dot).on_warpgroups() || dot.attr_int_or("async", 0)) continue;
+      if (dot.kind != OpKind::Dot || dot.attr_int_or("async", 0)) continue;
       const DotLayouts& d = plan_.dots.at(&dot);
-      if (!dot.operands[1]->type.is_shared() || (!d.a_in_registers && !dot.operands[0]->type.is_shared())) continue;
+      if (!d.on_warpgroups() || !dot.operands[1]->type.is_shared() || (!d.a_in_registers && !dot.operands[0]->type.is_shared())) continue;
       if (dot.result()->type.dtype != d.instr->acc || ir::count_uses(body, dot.result()) != 1) continue;
       if (std::find(yield.operands.begin(), yield.operands.end(), dot.result()) == yield.operands.end()) continue;
       dot.attrs["async"] = int64_t(1);

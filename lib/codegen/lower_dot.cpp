@@ -114,7 +114,7 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   if (a_regs && !(plan_.of(op.operands[0]) == d.a))
     throw Error("internal: " + op.loc.str() + ": 'dot' with a_in = \"registers\" expects A in its fragment layout, found " +
                 op.operands[0]->type.str());
-  const OperandFragments a_frags = operand_fragments(d, 0);
+  const OperandFragments a_frags = a_regs ? operand_fragments(d, 0) : OperandFragments{};
   for (int s = 0; s < d.reps_k; ++s)
     for (int i = 0; i < d.reps_m; ++i) {
       WarpgroupA a;

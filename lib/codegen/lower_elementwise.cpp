@@ -149,7 +149,8 @@ llvm::Value* Lowerer::int_op(const Op& op, const std::vector<llvm::Value*>& a, D
     case OpKind::Sub: return b_.CreateSub(a[0], a[1]);
     case OpKind::Mul: return b_.CreateMul(a[0], a[1]);
     case OpKind::MulHi: {
-      // The product at twice the width (mul.hi on NVIDIA, v_mul_hi on AMD).
+      // The product at twice the width (the back ends select their
+      // multiply-high instructions from it).
       llvm::Type* wide = b_.getIntNTy(2 * bits);
       auto ext = [&](llvm::Value* v) { return s ? b_.CreateSExt(v, wide) : b_.CreateZExt(v, wide); };
       return b_.CreateTrunc(b_.CreateLShr(b_.CreateMul(ext(a[0]), ext(a[1])), uint64_t(bits)), a[0]->getType());

@@ -2,8 +2,6 @@
 // overlap_dots.h).
 #include "codegen/overlap_dots.h"
 
-#include <algorithm>
-#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,13 +48,11 @@ class OverlapDots {
     return ok;
   }
 
-  // Whether the value `from` reaches, through the ops that use it and
-  // their results, a warpgroup dot of `body` other than `dot`.
-  bool feeds_warpgroup_dot(ir::Region& body, const Op* dot) {
-    std::unordered_map<const Value*, std::vector<Op*>> users;
-    ir::walk(body, [&](Op* o) {
-      for (Value* v : o->operands) users[v].push_back(o);
-    });
+  using Users = std::unordered_map<const Value*, std::vector<Op*>>;
+
+  // Whether `dot`'s result reaches, through the ops of `body` that use it
+  // (`users`) and their results, a warpgroup dot other than `dot`.
+  bool feeds_warpgroup_dot(ir::Region& body, Users& users, const Op* dot) {
     std::vector<const Value*> work{dot->result()};
     std::unordered_set<const Value*> seen{dot->result()};
     while (!work.empty()) {
@@ -120,9 +116,13 @@ class OverlapDots {
     ir::Region& body = *loop.regions[0];
     if (!only_reads(body)) return 0;
     // The first warpgroup dot of the body that starts a chain.
+    Users users;
+    ir::walk(body, [&](Op* o) {
+      for (Value* v : o->operands) users[v].push_back(o);
+    });
     Op* dot = nullptr;
     for (const auto& o : body.ops)
-      if (on_warpgroups(*o) && feeds_warpgroup_dot(body, o.get())) {
+      if (on_warpgroups(*o) && feeds_warpgroup_dot(body, users, o.get())) {
         dot = o.get();
         break;
       }

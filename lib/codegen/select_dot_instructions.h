@@ -11,7 +11,7 @@
 // (a product's probabilities, a tile loaded before the loop) is read from
 // registers where the instruction can, which the dot then says:
 //
-//   %o = dot %p, %v, %acc {a_in = "registers", instr = "wgmma..."}
+//   %o = dot %p, %v, %acc {a_in = "registers", instr = "<a warpgroup instruction>"}
 //
 // Else the target's register-operand instruction; "fma" (multiply-adds on
 // the cores) where none tiles the dot with the kernel's warps.

@@ -2,6 +2,7 @@
 #include "tiledsl/autotune.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
