@@ -40,16 +40,13 @@ void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg
   const int N = int(state.range(0));
   const int B = kTokens / N, H = kModelWidth / D;
   const size_t n = size_t(B) * H * N * D;
-  auto kernel = tl::compile(kernels::attention_fwd<tl::bf16, BM, BN, D, CAUSAL>,
-                            {.name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : ""),
-                             .num_warps = cfg.num_warps,
-                             .num_stages = cfg.num_stages});
+  kernels::AttentionKernel<tl::bf16, BM, BN, D, CAUSAL> kernel(
+      cfg, {.name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "")});
   auto q = random_buffer(n, 1), k = random_buffer(n, 2), v = random_buffer(n, 3);
   auto o = device().alloc<tl::bf16>(n);
   const float sm_scale = 1.0f / std::sqrt(float(D));
-  const tl::Grid grid{uint32_t(tl::cdiv(N, BM)), uint32_t(B * H)};
   const double flops = kernels::attention_flops(B, H, N, D, CAUSAL);
-  auto launch = [&] { device()(kernel, grid, q, k, v, o, N, sm_scale); };
+  auto launch = [&] { kernel(device(), q, k, v, o, B, H, N, sm_scale); };
   // The first launch generates and loads the code: a device that cannot
   // compile the kernel throws here, before the timed loop starts.
   launch();
@@ -66,6 +63,7 @@ void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg
   state.counters["BN"] = BN;
   state.counters["warps"] = cfg.num_warps;
   state.counters["stages"] = cfg.num_stages;
+  state.counters["descriptors"] = cfg.descriptors;
 }
 
 // One (D, causal) pair; the sequence length is the benchmark's argument.

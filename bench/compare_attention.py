@@ -7,7 +7,7 @@ and not), timed with triton.testing.do_bench (medians):
   cudnn         torch SDPA, cuDNN back end (SDPBackend.CUDNN_ATTENTION)
   fa2           torch SDPA, FlashAttention-2 back end (SDPBackend.FLASH_ATTENTION)
   triton        the Triton kernel below with tiledsl's tile configuration
-                (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages overrides both)
+                (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:desc] overrides both)
   triton_best   the same kernel, best of a few configurations
 
 The Triton kernel is the algorithm of examples/kernels/attention.h written
@@ -80,7 +80,7 @@ def default_config(d):
     """kernels::attention_config of examples/kernels/attention.h."""
     env = os.environ.get("TILEDSL_ATTN_CONFIG")
     if env:
-        tiles, warps, stages = env.split(":")
+        tiles, warps, stages = env.split(":")[:3]  # a form (":desc") is tiledsl's alone
         bm, bn = tiles.split("x")
         return int(bm), int(bn), int(warps), int(stages)
     return 128, 64, 4 if d == 64 else 8, 3

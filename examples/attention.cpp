@@ -12,6 +12,7 @@
 // Tiles, warps and stages come from kernels::attention_config
 // (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages overrides them).
 #include <cstdint>
+#include <optional>
 
 #include "common.h"
 #include "kernels/attention.h"
@@ -104,14 +105,11 @@ template <class T, int BM, int BN, int D, bool CAUSAL>
 int run_case(examples::Setup& s, const Case& c, const kernels::AttentionConfig& cfg) {
   std::string name = std::string("attention_") + dtype_name(c.dtype) + "_d" + std::to_string(D) +
                      (CAUSAL ? "_causal" : "");
-  tl::Kernel kernel;
-  double compile_ms = examples::wall_ms([&] {
-    kernel = tl::compile(kernels::attention_fwd<T, BM, BN, D, CAUSAL>,
-                         {.name = name, .num_warps = cfg.num_warps, .num_stages = cfg.num_stages});
-  });
-  std::printf("attention: B=%d H=%d N=%d D=%d %s %s, tiles %dx%d, %d warps, %d stages on %s (tl::compile %.1f ms)\n",
+  std::optional<kernels::AttentionKernel<T, BM, BN, D, CAUSAL>> kernel;
+  double compile_ms = examples::wall_ms([&] { kernel.emplace(cfg, tl::CompileOptions{.name = name}); });
+  std::printf("attention: B=%d H=%d N=%d D=%d %s %s, tiles %dx%d, %d warps, %d stages%s on %s (tl::compile %.1f ms)\n",
               c.B, c.H, c.N, D, dtype_name(c.dtype), CAUSAL ? "causal" : "non-causal", BM, BN, cfg.num_warps,
-              cfg.num_stages, s.dev.name().c_str(), compile_ms);
+              cfg.num_stages, cfg.descriptors ? ", descriptors" : "", s.dev.name().c_str(), compile_ms);
 
   size_t n = size_t(c.B) * c.H * c.N * D;
   auto hq = examples::random_vector<T>(n, 9), hk = examples::random_vector<T>(n, 10),
@@ -120,8 +118,7 @@ int run_case(examples::Setup& s, const Case& c, const kernels::AttentionConfig& 
   tl::Buffer o = s.dev.alloc<T>(n);
   const float sm_scale = 1.0f / std::sqrt(float(D));
 
-  tl::Grid grid{uint32_t(tl::cdiv(c.N, BM)), uint32_t(c.B * c.H)};
-  double ms = examples::time_ms(s, [&] { s.dev(kernel, grid, q, k, v, o, c.N, sm_scale); });
+  double ms = examples::time_ms(s, [&] { (*kernel)(s.dev, q, k, v, o, c.B, c.H, c.N, sm_scale); });
   if (examples::inspecting) return 0;  // --emit: the kernel was printed, nothing ran
 
   // Every query row when that is cheap, else 512 rows spread over all heads.

@@ -195,8 +195,14 @@ class NvptxTarget final : public Target {
   void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const override {
     asm_call(b, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, bytes});
   }
-  void mbarrier_arrive(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const override {
-    asm_call(b, "mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r", {bar, b.getInt32(count)});
+  void mbarrier_arrive(llvm::IRBuilder<>& b, llvm::Value* bar, int count, llvm::Value* only) const override {
+    if (!only) {
+      asm_call(b, "mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r", {bar, b.getInt32(count)});
+      return;
+    }
+    asm_call(b,
+             "{\n.reg .pred tl_p;\nsetp.ne.u32 tl_p, $2, 0;\n@tl_p mbarrier.arrive.shared::cta.b64 _, [$0], $1;\n}",
+             "r,r,r", {bar, b.getInt32(count), b.CreateZExt(only, b.getInt32Ty())});
   }
   void send_to_cta(llvm::IRBuilder<>& b, llvm::Value* at, llvm::Value* value, llvm::Value* bar,
                    llvm::Value* rank) const override {

@@ -24,6 +24,36 @@
 
 namespace kernels {
 
+// One block of BN keys for the BM query rows of a program: S = Q K^T, the
+// online softmax's update of the running max m_i and sum l_i, and
+// acc += P V with the old acc rescaled. `cols` are the block's key
+// indices; K and V are [BN, D] (rows past N read as 0 or anything: their
+// scores are masked to -inf, so P is 0 there).
+template <class T, bool CAUSAL>
+void attend_block(const tl::tile<T>& q, const tl::tile<T>& k, const tl::tile<T>& v, const tl::tile<int32_t>& offs_m,
+                  const tl::tile<int32_t>& cols, const tl::scalar<int32_t>& seq_len,
+                  const tl::scalar<float>& qk_scale, tl::tile<float>& m_i, tl::tile<float>& l_i,
+                  tl::tile<float>& acc) {
+  auto qk = tl::dot(q, tl::trans(k)) * qk_scale;                // [BM, BN] f32
+  auto key_ok = tl::row(cols < seq_len);                        // [1, BN] i1
+  if constexpr (CAUSAL)
+    qk = tl::where(key_ok & (tl::col(offs_m) >= tl::row(cols)), qk, -INFINITY);  // [BM, BN] f32
+  else
+    qk = tl::where(key_ok, qk, -INFINITY);
+
+  // Key 0 is valid for every row (seq_len >= 1, and a causal row i sees
+  // keys 0..i), and the first block contains it, so m_new is finite from
+  // the first iteration on: no inf - inf below.
+  auto m_new = tl::maximum(m_i, tl::max(qk, 1));                // [BM] f32
+  auto p = tl::exp2(qk - tl::col(m_new));                       // [BM, BN] f32
+  auto alpha = tl::exp2(m_i - m_new);                           // [BM] f32: rescales the old state
+  l_i = l_i * alpha + tl::sum(p, 1);
+  // P is rounded to the input type for the tensor-core product, as in
+  // Triton; l_i sums the unrounded p.
+  acc = tl::dot(tl::cast<T>(p), v, acc * tl::col(alpha));       // [BM, D] f32
+  m_i = m_new;
+}
+
 template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
 void attention_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
                    tl::scalar<float> sm_scale) {
@@ -53,29 +83,53 @@ void attention_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::s
     auto kv_offs = base + tl::col(cols) * HEAD_DIM + tl::row(offs_d);  // [BN, D] i32
     auto k = tl::load(K + kv_offs, col_ok);                     // [BN, D] T
     auto v = tl::load(V + kv_offs, col_ok);                     // [BN, D] T
-
-    auto qk = tl::dot(q, tl::trans(k)) * qk_scale;              // [BM, BN] f32
-    auto key_ok = tl::row(cols < seq_len);                      // [1, BN] i1
-    if constexpr (CAUSAL)
-      qk = tl::where(key_ok & (tl::col(offs_m) >= tl::row(cols)), qk, -INFINITY);  // [BM, BN] f32
-    else
-      qk = tl::where(key_ok, qk, -INFINITY);
-
-    // Key 0 is valid for every row (seq_len >= 1, and a causal row i sees
-    // keys 0..i), and the first block contains it, so m_new is finite from
-    // the first iteration on: no inf - inf below.
-    auto m_new = tl::maximum(m_i, tl::max(qk, 1));              // [BM] f32
-    auto p = tl::exp2(qk - tl::col(m_new));                     // [BM, BN] f32
-    auto alpha = tl::exp2(m_i - m_new);                         // [BM] f32: rescales the old state
-    l_i = l_i * alpha + tl::sum(p, 1);
-    // P is rounded to the input type for the tensor-core product, as in
-    // Triton; l_i sums the unrounded p.
-    acc = tl::dot(tl::cast<T>(p), v, acc * tl::col(alpha));     // [BM, D] f32
-    m_i = m_new;
+    attend_block<T, CAUSAL>(q, k, v, offs_m, cols, seq_len, qk_scale, m_i, l_i, acc);
   }
 
   auto out = acc / tl::col(l_i);                                // [BM, D] f32
   tl::store(O + base + tl::col(offs_m) * HEAD_DIM + tl::row(offs_d), tl::cast<T>(out), row_ok);
+}
+
+// The same attention through tensor descriptors of Q, K, V, O as [B * H,
+// N, D] (`heads` = B * H, `head_stride` = N * D): each block is a [1,
+// rows, D] box of one head, so the hardware's bounds (or the masks the
+// descriptors mean) read keys past N as 0 within the head. On sm_90 Q, K
+// and V become tensor copies (K and V pipelined on mbarriers); elsewhere
+// the masked loads the descriptors mean.
+//
+// Launch: grid {cdiv(N, BM), B * H}; arguments Q, K, V, O, N, sm_scale,
+// B * H, N * D.
+template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
+void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
+                        tl::scalar<float> sm_scale, tl::scalar<int32_t> heads, tl::scalar<int32_t> head_stride) {
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
+  auto start_m = tl::program_id(0);                             // block of query rows
+  auto head = tl::program_id(1);                                // batch * H + head
+  auto blocks = [&](tl::ptr<T> x, int64_t rows) {               // [B * H, N, D], a [1, rows, D] box
+    return tl::make_tensor_descriptor(x, {heads, seq_len, HEAD_DIM}, {head_stride, HEAD_DIM, 1}, {1, rows, HEAD_DIM});
+  };
+  auto dq = blocks(Q, BM), dk = blocks(K, BN), dv = blocks(V, BN), dout = blocks(O, BM);
+
+  auto offs_m = start_m * BM + tl::arange(0, BM);               // [BM] i32
+  auto offs_n = tl::arange(0, BN);                              // [BN] i32
+  auto q = tl::reshape(dq.load({head, start_m * BM, 0}), {BM, HEAD_DIM});  // [BM, D] T
+  auto qk_scale = sm_scale * 1.44269504f;                       // scalar f32: log2(e) folded in
+
+  auto m_i = tl::full<float>({BM}, -INFINITY);                  // [BM] f32 running max (log2 units)
+  auto l_i = tl::zeros<float>({BM});                            // [BM] f32 running sum of p
+  auto acc = tl::zeros<float>({BM, HEAD_DIM});                  // [BM, D] f32 unnormalized output
+
+  auto hi = seq_len;                                            // scalar i32
+  if constexpr (CAUSAL) hi = tl::minimum((start_m + 1) * BM, seq_len);
+
+  for (auto start_n : tl::range(0, hi, BN)) {
+    auto k = tl::reshape(dk.load({head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
+    auto v = tl::reshape(dv.load({head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
+    attend_block<T, CAUSAL>(q, k, v, offs_m, start_n + offs_n, seq_len, qk_scale, m_i, l_i, acc);
+  }
+
+  auto out = acc / tl::col(l_i);                                // [BM, D] f32
+  dout.store({head, start_m * BM, 0}, tl::reshape(tl::cast<T>(out), {1, BM, HEAD_DIM}));  // rows past N not written
 }
 
 // Two matrix products of 2 * N * N * D flops per (batch, head); causal
@@ -85,34 +139,60 @@ inline double attention_flops(int B, int H, int N, int D, bool causal) {
   return 4.0 * B * H * double(N) * N * D * (causal ? 0.5 : 1.0);
 }
 
-// Tiles, warps and pipeline depth of one attention launch.
+// Tiles, warps, pipeline depth and form of one attention launch.
 struct AttentionConfig {
-  int block_m = 128;  // BM: query rows per program
-  int block_n = 64;   // BN: keys per loop iteration
+  int block_m = 128;         // BM: query rows per program
+  int block_n = 64;          // BN: keys per loop iteration
   int num_warps = 4;
   int num_stages = 3;
+  bool descriptors = false;  // attention_fwd_desc (":desc") instead of attention_fwd
 };
 
 // The configuration for head dim `head_dim`: TILEDSL_ATTN_CONFIG =
-// BMxBN:warps:stages (e.g. 128x64:8:3) when set, for every head dim, else
-// 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
-// FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query
-// rows per warp at d = 128, where the [BM, D] f32 accumulator is largest).
-// BM is 64 or 128 and BN 32, 64 or 128: the instantiations with_tiles makes.
+// BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when set, for every head
+// dim, else 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages:
+// the shapes FlashAttention-2 and Triton's tutorial settle on for mma.sync
+// (16 query rows per warp at d = 128, where the [BM, D] f32 accumulator is
+// largest). BM is 64 or 128 and BN 32, 64 or 128: the instantiations
+// with_tiles makes.
 inline AttentionConfig attention_config(int head_dim) {
   AttentionConfig c{128, 64, head_dim == 64 ? 4 : 8, 3};
   const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
   if (!env || !*env) return c;
-  char extra;
-  bool parsed = std::sscanf(env, "%dx%d:%d:%d%c", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, &extra) == 4;
+  char form[8] = "";
+  int fields = std::sscanf(env, "%dx%d:%d:%d:%7s", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, form);
+  c.descriptors = fields == 5 && std::string(form) == "desc";
+  bool parsed = fields == 4 || c.descriptors;
   bool tiles_ok = (c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128);
   bool warps_ok = c.num_warps >= 1 && c.num_warps <= 16 && (c.num_warps & (c.num_warps - 1)) == 0;
   if (!parsed || !tiles_ok || !warps_ok || c.num_stages < 1 || c.num_stages > 8)
-    throw tl::Error("TILEDSL_ATTN_CONFIG: expected BMxBN:warps:stages with BM 64 or 128, BN 32, 64 or 128, "
+    throw tl::Error("TILEDSL_ATTN_CONFIG: expected BMxBN:warps:stages[:desc] with BM 64 or 128, BN 32, 64 or 128, "
                     "warps a power of two up to 16 and 1 to 8 stages (e.g. 128x64:8:3), found '" +
                     std::string(env) + "'");
   return c;
 }
+
+// The kernel of configuration `c` compiled with `options` (its warps and
+// stages set here), and its launch on `dev` over Q, K, V, O of shape [B,
+// H, N, D]: one place that knows the two forms' arguments.
+template <class T, int BM, int BN, int D, bool CAUSAL>
+struct AttentionKernel {
+  AttentionKernel(const AttentionConfig& c, tl::CompileOptions options) : descriptors(c.descriptors) {
+    options.num_warps = c.num_warps;
+    options.num_stages = c.num_stages;
+    kernel = descriptors ? tl::compile(attention_fwd_desc<T, BM, BN, D, CAUSAL>, options)
+                         : tl::compile(attention_fwd<T, BM, BN, D, CAUSAL>, options);
+  }
+  template <class Dev>
+  void operator()(Dev& dev, const tl::Buffer& q, const tl::Buffer& k, const tl::Buffer& v, tl::Buffer& o, int B,
+                  int H, int N, float sm_scale) const {
+    tl::Grid grid{uint32_t(tl::cdiv(N, BM)), uint32_t(B * H)};
+    if (descriptors) dev(kernel, grid, q, k, v, o, N, sm_scale, B * H, N * D);
+    else dev(kernel, grid, q, k, v, o, N, sm_scale);
+  }
+  tl::Kernel kernel;
+  bool descriptors;
+};
 
 // Calls `f.template operator()<BM, BN>()` for the run-time tile sizes of `c`
 // (BM in {64, 128}, BN in {32, 64, 128}); returns what f returns.

@@ -74,7 +74,6 @@ class Expander {
   // off: it writes zeros.
   Issued issue(ir::Builder& b, const Op& loop, const PipelinePlan& p, const std::vector<Value*>& bufs,
                const std::vector<Value*>& lead, Value* iv, Value* slot, int stage, bool first) {
-    const size_t dims = 2;  // a tensor copy's block (pipeline_plan.h)
     const ir::Region& body = *loop.regions[0];
     std::unordered_map<const Value*, Value*> map;
     map[body.args[0].get()] = iv;
@@ -140,6 +139,7 @@ class Expander {
       for (size_t k = 0; k < tensor_copies.size(); ++k) {
         const Op& ld = *p.loads[tensor_copies[k]];
         std::vector<Value*> operands{maps_[tensor_copies[k]], dsts[k], bar};
+        const size_t dims = ld.attr_ints("block").size();  // the descriptor's coordinates
         for (size_t d = 0; d < dims; ++d) operands.push_back(get(ld.operands[1 + 2 * dims + d]));
         then.create(OpKind::TmaLoad, operands, {});
       }

@@ -69,11 +69,8 @@ void Lowerer::lower_mbarrier(const Op& op) {
       }, nullptr);
       return;
     case OpKind::MbarrierArrive:
-      if (op.attr_int_or("per_warp", 0)) {  // a warp's arrival, its first lane's
-        guarded(b_.CreateICmpEQ(lane_, b_.getInt32(0)), [&]() -> llvm::Value* {
-          t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1)));
-          return nullptr;
-        }, nullptr);
+      if (op.attr_int_or("per_warp", 0)) {  // a warp's arrival, its first lane's (predicated, no branch)
+        t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1)), b_.CreateICmpEQ(lane_, b_.getInt32(0)));
         return;
       }
       t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1)));
@@ -114,8 +111,12 @@ void Lowerer::lower_tma_copy(const Op& op) {
   size_t first_coord = load ? 3 : 2;
   std::vector<llvm::Value*> coords;
   for (size_t i = first_coord; i < op.operands.size(); ++i) coords.push_back(get(op.operands[i])[0]);
-  // Innermost first: the contiguous dimension, then the rows.
-  if (coords.size() == 2 && t.contiguous == 1) std::swap(coords[0], coords[1]);
+  // Innermost first: the contiguous dimension, the rows, then any leading
+  // dimensions (of size 1 in the box) outermost last.
+  if (t.contiguous == 1) std::reverse(coords.begin(), coords.end());
+  else if (coords.size() > 2)
+    unsupported(op, "of a column-major buffer with " + std::to_string(coords.size()) +
+                        " coordinates is not lowered yet (rank 2 only)");
   guarded(leader(), [&]() -> llvm::Value* {
     for (int p = 0; p < box.panels; ++p) {
       std::vector<llvm::Value*> at = coords;

@@ -38,7 +38,8 @@ void lower_descriptors_pass(GpuContext& c) {
     axis.emplace(c.fn, c.args);
     keep = [&](const ir::Op& op) { return tensor_copy_refusal(c.fn, op, *axis, c.num_ctas).empty(); };
   }
-  if (transforms::lower_descriptors(c.fn, keep)) transforms::simplify(c.fn);
+  bool lowered = transforms::lower_descriptors(c.fn, keep);
+  if (squeeze_tensor_copies(c.fn) || lowered) transforms::simplify(c.fn);
 }
 
 void select_dot_instructions_pass(GpuContext& c) {

@@ -8,15 +8,16 @@ namespace tl::codegen {
 namespace {
 
 // Whether operand `i` of a dot is a tile (possibly transposed) loaded
-// next to it, in its own region: one a warpgroup instruction reads from
-// shared memory as it lands. Others are read from registers: a dot's
-// result feeding the next, or an operand loaded before the dot's loop
-// (attention's Q), which would be stored again every iteration.
+// next to it, in its own region, or a tensor copy's block (a descriptor
+// load lower-descriptors kept) anywhere: one a warpgroup instruction reads
+// from shared memory as it lands. Others are read from registers: a dot's
+// result feeding the next, or a pointer load before the dot's loop, which
+// would be stored again every iteration.
 bool loaded_here(const ir::Op& dot, int i) {
   const ir::Op* def = dot.operands[i]->def;
   if (def && def->kind == ir::OpKind::Trans) def = def->operands[0]->def;
-  bool load = def && (def->kind == ir::OpKind::Load || def->kind == ir::OpKind::DescriptorLoad);
-  return load && def->parent == dot.parent;
+  if (def && def->kind == ir::OpKind::DescriptorLoad) return true;
+  return def && def->kind == ir::OpKind::Load && def->parent == dot.parent;
 }
 
 struct Shape {

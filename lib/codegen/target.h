@@ -205,7 +205,12 @@ class Target : public TargetInfo {
   // Ends the mbarrier at `bar` (its bytes may then be initialized again).
   virtual void mbarrier_inval(llvm::IRBuilder<>& b, llvm::Value* bar) const { no_mbarriers(); }
   virtual void expect_bytes(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) const { no_mbarriers(); }
-  virtual void mbarrier_arrive(llvm::IRBuilder<>& b, llvm::Value* bar, int count) const { no_mbarriers(); }
+  // `only` (i1, optional): the threads that arrive, the others doing
+  // nothing, without a branch (a branch after a warpgroup wait makes the
+  // assembler serialize the loop's warpgroup multiplies).
+  virtual void mbarrier_arrive(llvm::IRBuilder<>& b, llvm::Value* bar, int count, llvm::Value* only = nullptr) const {
+    no_mbarriers();
+  }
   virtual llvm::Value* barrier_done(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) const {
     no_mbarriers();
   }

@@ -33,9 +33,36 @@ bool dot_operand(const Op* u, const Value* v) {
   return u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v;
 }
 
-// The block a descriptor_load reads or a descriptor_store writes.
+// The block a descriptor_load reads or a descriptor_store writes (a load
+// of rank > 2 squeezed to its last two dimensions after
+// squeeze_tensor_copies).
 const Type& block_type(const Op& op) {
   return op.kind == OpKind::DescriptorStore ? op.operands.back()->type : op.result()->type;
+}
+
+// The descriptor's rank: its block's, whatever the result's.
+size_t descriptor_rank(const Op& op) { return op.attr_ints("block").size(); }
+
+// Whether every reader of `v` (a block, or a reshape or trans of it) is a
+// dot's operand: directly, through a trans, or through a reshape that drops
+// the block's leading 1s (to rank 2) and then either.
+bool read_by_dots(const Value* v, std::unordered_map<const Value*, std::vector<const Op*>>& users,
+                  std::string* other) {
+  const auto& uses = users[v];
+  if (uses.empty()) {
+    *other = "no reader";
+    return false;
+  }
+  for (const Op* u : uses) {
+    if (dot_operand(u, v)) continue;
+    bool through = (u->kind == OpKind::Trans && v->type.rank() == 2) ||
+                   (u->kind == OpKind::Reshape && v->type.rank() > 2 && u->result()->type.rank() == 2 &&
+                    v->type.shape[size_t(v->type.rank()) - 2] == u->result()->type.shape[0]);
+    if (through && read_by_dots(u->result(), users, other)) continue;
+    if (other->empty()) other->assign("a reader other than a dot ('" + std::string(u->name()) + "' at " + u->loc.str() + ")");
+    return false;
+  }
+  return true;
 }
 
 // The stored tile of a block of `shape`, rows contiguous (the tensor's
@@ -52,9 +79,17 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
     return "not a descriptor_load or descriptor_store";
   const bool store = op.kind == OpKind::DescriptorStore;
   const Type& t = block_type(op);
-  const size_t r = size_t(t.rank());
+  const std::vector<int64_t>& block = op.attr_ints("block");
+  const size_t r = block.size();
   const int eb = byte_size(t.dtype);
-  if (r != 2) return "a block of rank " + std::to_string(r) + " (tensor copies of rank 2 only, so far)";
+  if (r < 2) return "a block of rank 1 (tensor copies of rank 2 to 5 only)";
+  // A block of rank > 2 is a 2-D box of a higher-rank map (a head's keys
+  // of [B * H, N, D], say): its leading sizes 1.
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (block[d] != 1)
+      return "a block of rank " + std::to_string(r) + " with size " + std::to_string(block[d]) + " in dimension " +
+             std::to_string(d) + " (tensor copies of a 2-D box only, so far: sizes 1 but in the last two)";
+  const std::vector<int64_t> box2 = {block[r - 2], block[r - 1]};
   // 8-bit blocks (f8 dots) have not run on the H200 yet.
   if (eb != 2 && eb != 4)
     return "elements of " + std::to_string(eb) + " bytes (tensor copies of 2- and 4-byte elements only, so far)";
@@ -76,22 +111,38 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
   // elements past the innermost size up to the next 16 bytes too).
   if (store && axis.get(op.operands[r]).divisibility[0] * eb % 16)
     return "an innermost size not proven a multiple of 16 bytes";
-  TensorBox box = tensor_box_of(block_tile(t.shape, eb));
+  TensorBox box = tensor_box_of(block_tile(box2, eb));
   if (!box.why.empty()) return "a block stored as " + box.why;
   if (store) return "";
   // Its readers last: this walks the function.
   auto users = users_of(fn);
-  const auto& uses = users[op.result()];
-  if (uses.empty()) return "no reader";
-  for (const Op* u : uses) {
-    if (dot_operand(u, op.result())) continue;
-    if (u->kind == OpKind::Trans && !users[u->result()].empty() &&
-        std::all_of(users[u->result()].begin(), users[u->result()].end(),
-                    [&](const Op* uu) { return dot_operand(uu, u->result()); }))
+  std::string other;
+  return read_by_dots(op.result(), users, &other) ? "" : other;
+}
+
+bool squeeze_tensor_copies(ir::Function& fn) {
+  std::vector<Op*> found;
+  ir::walk(fn.body, [&](Op* o) {
+    if ((o->kind == OpKind::DescriptorLoad || o->kind == OpKind::DescriptorStore) && block_type(*o).rank() > 2)
+      found.push_back(o);
+  });
+  for (Op* op : found) {
+    const Type& t = block_type(*op);
+    const size_t r = size_t(t.rank());
+    Type squeezed = t.with_shape({t.shape[r - 2], t.shape[r - 1]});
+    ir::Builder b(op->parent, op->parent->find(op));
+    b.loc = op->loc;
+    if (op->kind == OpKind::DescriptorStore) {
+      op->operands.back() = b.create1(OpKind::Reshape, {op->operands.back()}, squeezed);
       continue;
-    return "a reader other than a dot ('" + std::string(u->name()) + "' at " + u->loc.str() + ")";
+    }
+    Value* v = op->result();
+    Value* block = b.create1(OpKind::DescriptorLoad, op->operands, squeezed, op->attrs);
+    Value* full = b.create1(OpKind::Reshape, {block}, v->type);
+    ir::replace_uses(fn.body, v, full);
+    op->parent->erase(op);
   }
-  return "";
+  return !found.empty();
 }
 
 TensorBox descriptor_box(const Op& op, const ir::Function& fn, const Type& buffer) {
@@ -110,8 +161,10 @@ TensorBox descriptor_box(const Op& op, const ir::Function& fn, const Type& buffe
 }
 
 Value* entry_tensor_map(ir::Function& fn, const Op& op, const TensorBox& box) {
-  const size_t r = size_t(block_type(op).rank());
-  const std::vector<int64_t> dims = {box.rows, box.inner};
+  const size_t r = descriptor_rank(op);
+  std::vector<int64_t> dims(r - 2, 1);  // leading sizes 1 (tensor_copy_refusal)
+  dims.push_back(box.rows);
+  dims.push_back(box.inner);
   auto same = [](const Value* a, const Value* b) {
     if (a == b) return true;
     const Op *ca = constant_def(a), *cb = constant_def(b);
@@ -178,7 +231,7 @@ bool reads_through(const ir::Function& fn, const Value* base) {
 // proxy reads; insert-barriers puts the barrier between them).
 void tensor_store(ir::Function& fn, Op* op) {
   Value* v = op->operands.back();
-  const size_t r = size_t(v->type.rank());
+  const size_t r = descriptor_rank(*op);
   Type buf_type{v->type.dtype, false, v->type.shape};
   buf_type.kind = ir::TypeKind::shared;
   // Rows along the tensor's contiguous last dimension, whatever layout the
@@ -201,6 +254,29 @@ void tensor_store(ir::Function& fn, Op* op) {
   op->parent->erase(op);
 }
 
+// Whether every reader of `v` is a warpgroup dot reading it from shared
+// memory, directly or through a trans (those into `trans`).
+bool read_in_place(ir::Function& fn, const Value* v, const LayoutPlan& plan, std::vector<Op*>& trans) {
+  std::unordered_map<const Value*, std::vector<Op*>> users;
+  ir::walk(fn.body, [&](Op* o) {
+    for (const Value* x : o->operands) users[x].push_back(o);
+  });
+  auto by_dot = [&](const Op* u, const Value* x) {
+    if (u->kind != OpKind::Dot || u->operands[2] == x) return false;
+    const DotLayouts& d = plan.dots.at(u);
+    return (u->operands[0] == x && d.operand_in_smem(0)) || (u->operands[1] == x && d.operand_in_smem(1));
+  };
+  if (users[v].empty()) return false;
+  for (Op* u : users[v]) {
+    if (by_dot(u, v)) continue;
+    if (u->kind != OpKind::Trans || users[u->result()].empty()) return false;
+    for (const Op* uu : users[u->result()])
+      if (!by_dot(uu, u->result())) return false;
+    trans.push_back(u);
+  }
+  return true;
+}
+
 }  // namespace
 
 void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
@@ -214,7 +290,7 @@ void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
       continue;
     }
     Value* v = op->result();
-    const size_t r = size_t(v->type.rank());
+    const size_t r = descriptor_rank(*op);
     const int eb = byte_size(v->type.dtype);
     Type buf_type{v->type.dtype, false, v->type.shape};
     buf_type.kind = ir::TypeKind::shared;
@@ -231,12 +307,28 @@ void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
     for (size_t d = 0; d < r; ++d) copy.push_back(op->operands[1 + 2 * r + d]);
     b.create(OpKind::TmaLoad, copy, {});
     b.create(OpKind::MbarrierWait, {bar, b.constant_int(ir::scalar_type(DType::i32), 0)}, {});
-    Value* loaded = b.create1(OpKind::LocalLoad, {buf}, v->type);
-    // The read is the generic proxy's; a later tensor copy into these bytes
-    // (the next use's, in a loop) is the async proxy's (expand_pipelines.h).
-    b.create(OpKind::FenceAsyncShared, {}, {});
-    b.create(OpKind::MbarrierInval, {bar}, {});
-    ir::replace_uses(fn.body, v, loaded);
+    // A block copied once (at the top level) and read only by warpgroup
+    // dots from shared memory (attention's Q) is read there in place, a
+    // trans of it a view of the buffer; any other is loaded into its
+    // layout's registers, a read of the generic proxy, which a later tensor
+    // copy into these bytes (the next use's, in a loop) must follow
+    // (expand_pipelines.h).
+    std::vector<Op*> trans;
+    if (op->parent == &fn.body && read_in_place(fn, v, plan, trans)) {
+      b.create(OpKind::MbarrierInval, {bar}, {});
+      for (Op* t : trans) {
+        Type tt = buf_type;
+        tt.shape = t->result()->type.shape;
+        tt.layout = fn.intern_layout(trans_layout(fn.layout_of(buf_type), t->attr_ints("order")));
+        t->results[0]->type = tt;
+      }
+      ir::replace_uses(fn.body, v, buf);
+    } else {
+      Value* loaded = b.create1(OpKind::LocalLoad, {buf}, v->type);
+      b.create(OpKind::FenceAsyncShared, {}, {});
+      b.create(OpKind::MbarrierInval, {bar}, {});
+      ir::replace_uses(fn.body, v, loaded);
+    }
     op->parent->erase(op);
   }
 }

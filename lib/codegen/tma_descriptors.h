@@ -34,8 +34,11 @@
 // tensor back through its base).
 //
 // What a descriptor_load needs to become a copy, measured on the
-// H200 (docs/hopper-plan.md): a rank-2 block of 2- or 4-byte elements read
-// by dots (directly or through a trans); its base a kernel argument
+// H200 (docs/hopper-plan.md): a block of 2- or 4-byte elements, of rank 2
+// or of a higher rank whose sizes are 1 but in the last two (a 2-D box of
+// a higher-rank tensor: a head's keys of [B * H, N, D]), read by dots
+// (directly, through a trans, or through a reshape dropping the leading
+// 1s); its base a kernel argument
 // proven 16-byte aligned; sizes and strides kernel arguments or constants
 // (the launcher encodes the map from them), the last stride 1 and the
 // other proven a multiple of 16 bytes; the innermost coordinate proven a
@@ -61,6 +64,12 @@ namespace tl::codegen {
 // tensor copy; empty when it can (on a target with tensor copies).
 std::string tensor_copy_refusal(const ir::Function& fn, const ir::Op& op, const transforms::AxisAnalysis& axis,
                                 int num_ctas);
+
+// Each kept descriptor_load of rank > 2 as its squeezed form (ops.def: the
+// result the block's last two dimensions) and a reshape back, which
+// simplify folds into the kernel's reshape to rank 2: the passes after see
+// a 2-D tile, the copy keeps the descriptor's coordinates. Whether any.
+bool squeeze_tensor_copies(ir::Function& fn);
 
 // The box that copies a kept descriptor_load into its buffer (or a kept
 // store's buffer out), whose layout

@@ -63,13 +63,21 @@ struct Pipeline {
   Value* iv_lead = nullptr;   // ... of this iteration
   std::vector<Op*> slice;     // the body's ops the refill reads, in order
   std::vector<Op*> outer_slice;  // the outer body's ops the producer reads, in order
-  Op* dot_wait = nullptr;     // {pending = 1} after the asynchronous dot
-  Op* drained = nullptr;      // {pending = 0} after the loop
+  Op* dot_wait = nullptr;     // {pending = 1} after the asynchronous dot, or {pending = 0} retiring every one
+  bool release_current = false;  // the latter: a step lets its own slot go after it
+  Op* drained = nullptr;      // {pending = 0} after the loop (the former)
   std::vector<Op*> prologue;  // the copies before the loop
   std::vector<Op*> inits;     // the full ring's mbarrier_init
   std::vector<Op*> invals;    // ... and mbarrier_inval
   std::vector<Op*> allocs;    // the ring's buffers made in the outer body (hoisted)
   Op* init_barrier = nullptr; // the barrier after the inits in the outer body (dropped)
+  // Without an outer loop: the first op before the loop that the
+  // producer's warps must not run (the consumers' partition starts there;
+  // null: the loop), the ring's set-up after it (moved before it), and the
+  // pure ops after it whose values the producer reads (copied into it).
+  Op* split = nullptr;
+  std::vector<Op*> setup;
+  std::vector<Op*> top_slice;
 };
 
 class Specializer {
@@ -169,25 +177,39 @@ class Specializer {
     walk_op(*p.refill, [&](Op* o) {
       if (o->kind == OpKind::TmaLoad) ring.insert(buffer_of(o->operands[1]));
     });
-    Op* dot = nullptr;
+    // The asynchronous dots reading the ring, and the wait that lets their
+    // slot go: {pending = 1} after the one dot (the previous step's slot),
+    // or one {pending = 0} retiring them all (this step's).
+    std::vector<Op*> dots;
+    for (const auto& o : body.ops)
+      if (o->kind == OpKind::Dot && o->attr_int_or("async", 0))
+        for (int i = 0; i < 2; ++i)
+          if (o->operands[i]->type.is_shared() && ring.count(buffer_of(o->operands[i]))) {
+            dots.push_back(o.get());
+            break;
+          }
+    if (dots.empty()) return "no asynchronous dot (async-dots) reads its ring";
     for (const auto& o : body.ops) {
-      if (o->kind == OpKind::Dot && o->attr_int_or("async", 0)) dot = o.get();
-      if (dot && o->kind == OpKind::DotWait && o->operands[0] == dot->result() && o->attr_int("pending") == 1)
+      if (o->kind != OpKind::DotWait) continue;
+      auto retires = [&](const Op* d) {
+        return std::find(o->operands.begin(), o->operands.end(), d->result()) != o->operands.end();
+      };
+      if (dots.size() == 1 && o->operands[0] == dots[0]->result() && o->attr_int("pending") == 1) p.dot_wait = o.get();
+      if (o->attr_int("pending") == 0 && std::all_of(dots.begin(), dots.end(), retires)) {
         p.dot_wait = o.get();
+        p.release_current = true;
+      }
     }
-    if (!dot || !p.dot_wait) return "its dot is not asynchronous (async-dots)";
+    if (!p.dot_wait) return "no wait in its body retires the dots that read its ring";
     std::string reader;
     ir::walk(body, [&](Op* o) {
-      if (o == dot || o->kind == OpKind::LocalSlot || o->kind == OpKind::Trans || !reader.empty()) return;
+      bool dot = std::find(dots.begin(), dots.end(), o) != dots.end();
+      if (dot || o->kind == OpKind::LocalSlot || o->kind == OpKind::Trans || !reader.empty()) return;
       for (const Value* v : o->operands)
         if (v->type.is_shared() && ring.count(buffer_of(v)) && !ir::is_within(o, p.refill))
-          reader = "'" + std::string(o->name()) + "' at " + o->loc.str() + " reads its ring besides the dot";
+          reader = "'" + std::string(o->name()) + "' at " + o->loc.str() + " reads its ring besides its dots";
     });
     if (!reader.empty()) return reader;
-    bool reads_ring = false;
-    for (int i = 0; i < 2; ++i)
-      reads_ring = reads_ring || (dot->operands[i]->type.is_shared() && ring.count(buffer_of(dot->operands[i])));
-    if (!reads_ring) return "its dot does not read its ring";
     // What the refill reads in the body: from the iteration and the slot
     // only, so that the producer can compute it alone.
     std::vector<const Value*> work;
@@ -210,12 +232,12 @@ class Specializer {
         p.init_barrier = x;
     }
     if (p.inits.empty()) return "its ring is not initialized before it";
-    const size_t acc = size_t(dot->operands[2]->index) - 1;
     for (auto o = std::next(it); o != p.host->ops.end(); ++o) {
       Op* x = o->get();
       if (x->kind == OpKind::MbarrierInval && ring_of(x->operands[0]) == p.full) p.invals.push_back(x);
-      if (x->kind == OpKind::DotWait && x->operands[0] == loop.result(int(acc)) && x->attr_int("pending") == 0)
-        p.drained = x;
+      if (p.release_current) continue;
+      const Value* acc = loop.result(dots[0]->operands[2]->index - 1);
+      if (x->kind == OpKind::DotWait && x->operands[0] == acc && x->attr_int("pending") == 0) p.drained = x;
     }
     if (outer) {
       // The ring's buffers and mbarriers outlive the outer loop's
@@ -224,7 +246,7 @@ class Specializer {
         if (r->def && r->def->parent == p.host &&
             std::find(p.allocs.begin(), p.allocs.end(), r->def) == p.allocs.end())
           return "its ring's buffers are made after it";
-      if (!p.drained) return "its last dot is not waited for after it";
+      if (!p.release_current && !p.drained) return "its last dot is not waited for after it";
       // What the producer's copy of the outer loop computes: the bounds of
       // the loop and what its copies read from the outer body.
       std::vector<const Value*> need(loop.operands.begin(), loop.operands.begin() + 3);
@@ -235,20 +257,67 @@ class Specializer {
       no = slice_of(*p.host, need, hoisted, outer->regions[0]->args[0].get(), p.outer_slice);
       if (!no.empty()) return "its copies depend on " + no + " of the loop around it";
     }
-    for (const auto& o : fn_.body.ops) {
-      if (o.get() == (outer ? outer : &loop)) break;
-      if (!outer && std::find(p.prologue.begin(), p.prologue.end(), o.get()) != p.prologue.end()) continue;
-      // (Pure ops in registers only: a dot, or any op exchanging through
-      // shared memory, would have the producer's warps write it too.)
-      bool quiet = o->regions.empty() && o->kind != OpKind::Dot && scratch_bound(*o, plan_, {}) == 0 &&
-                   (ir::op_is_pure(o->kind) || o->kind == OpKind::LocalSlot || o->kind == OpKind::TensorMap ||
-                    o->kind == OpKind::Barrier || o->kind == OpKind::MbarrierInit ||
-                    (o->kind == OpKind::LocalAlloc && o->operands.empty()));
-      if (!quiet)
-        return "'" + std::string(o->name()) + "' at " + o->loc.str() +
+    // Before it: with an outer loop, nothing the producer's warps would
+    // do a second time. Without one, the consumers' partition starts at the
+    // first such op (the ring's set-up moves before it, the producer
+    // copies what it reads of the ops after it).
+    auto top_end = fn_.body.find(outer ? outer : &loop);
+    for (auto o = fn_.body.ops.begin(); o != top_end && !p.split; ++o) {
+      Op* x = o->get();
+      bool prologue = std::find(p.prologue.begin(), p.prologue.end(), x) != p.prologue.end();
+      if ((!outer && prologue) || quiet(*x)) continue;
+      if (outer)
+        return "'" + std::string(x->name()) + "' at " + x->loc.str() +
                " comes before it (the producer's warps would run it too)";
+      p.split = x;
     }
+    if (!p.split) return "";
+    // The ring's set-up from the split on: its buffers, its mbarriers'
+    // initialization with what that reads, and the barrier after it.
+    std::set<const Op*> setup;
+    work.clear();
+    for (Op* i : p.inits) work.push_back(i->operands[0]), setup.insert(i);
+    for (const Value* r : ring) work.push_back(r);
+    while (!work.empty()) {
+      const Value* v = work.back();
+      work.pop_back();
+      if (!v->def || v->def->parent != &fn_.body || !setup.insert(v->def).second) continue;
+      if (!v->def->regions.empty() || !(quiet(*v->def) && v->def->kind != OpKind::Barrier))
+        return "its ring's set-up reads '" + std::string(v->def->name()) + "' at " + v->def->loc.str();
+      work.insert(work.end(), v->def->operands.begin(), v->def->operands.end());
+    }
+    bool after_split = false;
+    for (auto o = fn_.body.ops.begin(); o != top_end; ++o) {
+      after_split = after_split || o->get() == p.split;
+      bool barrier = (*o)->kind == OpKind::Barrier && o != fn_.body.ops.begin() && std::prev(o)->get() == p.inits.back();
+      if (after_split && (setup.count(o->get()) || barrier)) p.setup.push_back(o->get());
+    }
+    // What the producer reads of the ops from the split on: its loop's
+    // bounds and its copies' operands.
+    std::vector<const Value*> need(loop.operands.begin(), loop.operands.begin() + 3);
+    for (const Op* o : p.slice) need.insert(need.end(), o->operands.begin(), o->operands.end());
+    walk_op(*p.refill, [&](Op* o) { need.insert(need.end(), o->operands.begin(), o->operands.end()); });
+    std::set<const Value*> given;
+    for (const auto& a : fn_.body.args) given.insert(a.get());
+    for (auto o = fn_.body.ops.begin(); o->get() != p.split; ++o)
+      for (const auto& r : (*o)->results) given.insert(r.get());
+    for (const Op* o : p.setup)
+      for (const auto& r : o->results) given.insert(r.get());
+    no = slice_of(fn_.body, need, given, nullptr, p.top_slice);
+    if (!no.empty()) return "its copies depend on " + no + ", which comes after '" + std::string(p.split->name()) + "' at " +
+                            p.split->loc.str() + " (the consumers')";
     return "";
+  }
+
+  // Whether the producer's warps may run `o` (of the top level) too: pure
+  // ops in registers only (a dot, or any op exchanging through shared
+  // memory, would have them write it too), and the set-up of buffers and
+  // mbarriers.
+  bool quiet(const Op& o) const {
+    return o.regions.empty() && o.kind != OpKind::Dot && scratch_bound(o, plan_, {}) == 0 &&
+           (ir::op_is_pure(o.kind) || o.kind == OpKind::LocalSlot || o.kind == OpKind::TensorMap ||
+            o.kind == OpKind::Barrier || o.kind == OpKind::MbarrierInit ||
+            (o.kind == OpKind::LocalAlloc && o.operands.empty()));
   }
 
   // The ops of `r` (in order, into `out`) that compute `from` (values
@@ -297,9 +366,13 @@ class Specializer {
                                       b.create1(OpKind::Sub, {slot, b.constant_int(kI32, 1)}, kI32)}, kI32);
   }
 
-  // At `b`: where `cond` holds, one arrival of each warp on the empty
-  // mbarrier of `slot`.
+  // At `b`: where `cond` holds (always: null), one arrival of each warp on
+  // the empty mbarrier of `slot`.
   void release(ir::Builder& b, Value* cond, Value* empty, Value* slot, const Type& view) {
+    if (!cond) {
+      b.create(OpKind::MbarrierArrive, {slot_view(b, empty, slot, view)}, {}, {{"per_warp", int64_t(1)}});
+      return;
+    }
     Op* branch = b.create(OpKind::If, {cond}, {});
     ir::Builder then(branch->add_region());
     then.loc = b.loc;
@@ -339,6 +412,12 @@ class Specializer {
       if (p.init_barrier) p.host->erase(p.init_barrier);
       for (Op* o : p.invals) p.host->erase(o);
     }
+    // Without an outer loop, the ring's set-up from the split on moves
+    // before it.
+    for (Op* o : p.setup) {
+      auto it = fn_.body.find(o);
+      fn_.body.ops.splice(fn_.body.find(p.split), fn_.body.ops, it);
+    }
     // The ring of empty mbarriers: one arrival of each consumer warp.
     if (!p.outer) pre.set_insertion_before(std::next(p.host->find(p.inits.back()))->get());
     Type ring_type = p.full->type;
@@ -349,9 +428,11 @@ class Specializer {
     if (p.outer) pre.create(OpKind::Barrier, {}, {});  // every thread sees them before any use
     for (Op* o : p.prologue) p.host->erase(o);
 
-    // The partitions: the top-level loop and all after it are the consumers'.
+    // The partitions: the top-level loop (or the split before it) and all
+    // after it are the consumers'.
     Op& top = p.outer ? *p.outer : loop;
-    ir::Builder ws_at(&fn_.body, fn_.body.find(&top));
+    Op& first = p.split ? *p.split : top;
+    ir::Builder ws_at(&fn_.body, fn_.body.find(&first));
     ws_at.loc = top.loc;
     Op* ws = ws_at.create(OpKind::WarpSpecialize, {}, {},
                           {{"warps", std::vector<int64_t>{warps, 1}},
@@ -359,7 +440,7 @@ class Specializer {
                                                               kProducerRegisters}}});
     ir::Region* consumers = ws->add_region();
     ir::Region* producer = ws->add_region();
-    consumers->ops.splice(consumers->ops.end(), fn_.body.ops, fn_.body.find(&top), fn_.body.ops.end());
+    consumers->ops.splice(consumers->ops.end(), fn_.body.ops, fn_.body.find(&first), fn_.body.ops.end());
     for (auto& o : consumers->ops) o->parent = consumers;
     ir::Builder(consumers).create(OpKind::Yield, {}, {});
 
@@ -374,6 +455,7 @@ class Specializer {
     Value* zero = pb.constant_int(kI32, 0);
     std::unordered_map<const Value*, Value*> map;
     ir::Region* into = producer;
+    for (const Op* o : p.top_slice) producer->append(ir::clone_op(*o, map));
     Value *slot0 = zero, *phase0 = zero;
     Op* po = nullptr;
     if (p.outer) {
@@ -415,15 +497,20 @@ class Specializer {
     if (po) ib.create(OpKind::Yield, {pl->result(0), pl->result(1)}, {});
     ir::Builder(producer).create(OpKind::Yield, {}, {});
 
-    // The consumers: no copies; each step lets the previous step's slot go
-    // once its dot has retired (not at the first step: none was read), and
-    // the last step's goes once the loop's last dot has.
+    // The consumers: no copies; each step lets its own slot go once its
+    // dots have retired (release_current), or the previous step's slot once
+    // that step's dot has (not at the first step: none was read), and the
+    // last step's once the loop's last dot has.
     body.erase(p.refill);
     ir::Builder rel(&body, std::next(body.find(p.dot_wait)));
     rel.loc = loop.loc;
-    Value* prev = previous(rel, p.slot, p.slots);
-    Value* later = rel.create1(OpKind::Cmp, {body.args[0].get(), loop.operands[0]}, kI1, {{"pred", std::string("ne")}});
-    release(rel, later, empty, prev, p.bar_view);
+    if (p.release_current) {
+      release(rel, nullptr, empty, p.slot, p.bar_view);
+    } else {
+      Value* prev = previous(rel, p.slot, p.slots);
+      Value* later = rel.create1(OpKind::Cmp, {body.args[0].get(), loop.operands[0]}, kI1, {{"pred", std::string("ne")}});
+      release(rel, later, empty, prev, p.bar_view);
+    }
     if (p.outer) {
       ir::Region& ob = *p.outer->regions[0];
       loop.operands[3 + slot_k] = carry(*p.outer, zero_at(fn_.body, ws));
@@ -431,11 +518,13 @@ class Specializer {
       Op* y = ob.terminator();
       y->operands.push_back(loop.result(int(slot_k)));
       y->operands.push_back(loop.result(int(phase_k)));
-      ir::Builder end(&ob, std::next(ob.find(p.drained)));
-      end.loc = loop.loc;
-      Value* last_slot = previous(end, loop.result(int(slot_k)), p.slots);
-      Value* ran = end.create1(OpKind::Cmp, {loop.operands[0], loop.operands[1]}, kI1, {{"pred", std::string("lt")}});
-      release(end, ran, empty, last_slot, p.bar_view);
+      if (!p.release_current) {
+        ir::Builder end(&ob, std::next(ob.find(p.drained)));
+        end.loc = loop.loc;
+        Value* last_slot = previous(end, loop.result(int(slot_k)), p.slots);
+        Value* ran = end.create1(OpKind::Cmp, {loop.operands[0], loop.operands[1]}, kI1, {{"pred", std::string("lt")}});
+        release(end, ran, empty, last_slot, p.bar_view);
+      }
     }
     // The rings end after the consumers' loop.
     auto last = consumers->find(&top);

@@ -38,6 +38,18 @@
 // issuing the copies could still be waiting on an mbarrier the consumers
 // have ended (and whose bytes the epilogue reuses).
 //
+// A loop whose dots all retire at one `dot_wait {pending = 0}` in the body
+// (attention's two products, async_dots.h) lets each step's own slot go
+// right after that wait instead of the previous step's (and nothing is
+// left to let go after the loop).
+//
+// Code before the loop that the producer's warps must not run (a block
+// copied once, a store, a dot: attention's Q and its first product) starts
+// the consumers' partition: the ring's set-up after it moves before it,
+// and the producer computes for itself the pure values its copies and its
+// loop's bounds read from after it (a loop bound that needs a load there
+// is refused with the reason).
+//
 // A persistent program: where the loop is in the body of a top-level loop
 // (over tiles), that loop is specialized as a whole. The ring's buffers and
 // full mbarriers are made and initialized once before it (not a tile);
@@ -50,12 +62,12 @@
 //
 // Which loops: the first loop of the function's top level, or directly in
 // the body of one, that expand-pipelines gave a ring of full mbarriers and
-// async-dots an asynchronous dot, with nothing else reading the ring's
-// buffers and no cp.async copies, whose refill depends only on the
-// iteration and the slot (and, around a persistent loop, on pure values of
-// the outer iteration), in a function of whole warpgroups on one CTA whose
-// code before the top-level loop has no effects other threads could see
-// twice. The kernel option
+// async-dots asynchronous dots (waited for as above), with nothing else
+// reading the ring's buffers and no cp.async copies, whose refill depends
+// only on the iteration and the slot (and, around a persistent loop, on
+// pure values of the outer iteration), in a function of whole warpgroups
+// on one CTA (a persistent program's code before its top-level loop with
+// no effects other threads could see twice). The kernel option
 // `warp_specialize` forbids it (0) or demands it (1: a kernel with no loop
 // that can be specialized is then an error naming why); by default (-1)
 // such a loop is specialized. A loop's own option (tl::range's, the

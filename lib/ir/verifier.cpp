@@ -392,9 +392,12 @@ class Verifier : public Rules {
           same_type(op, scalar_type(DType::i32), opnd(op, int(i)),
                     std::string(i <= r ? "a size" : i <= 2 * r ? "a stride" : "a coordinate") + " (operand #" +
                         std::to_string(i) + ")");
+        // The block, or (ops.def) its last two dimensions where the others are 1.
         Type value = Type{base.dtype, false, block};
-        if (store) same_type(op, value, opnd(op, int(n - 1)), "a stored value");
-        else same_type(op, value, res(op), "a result");
+        const Type& got = store ? opnd(op, int(n - 1)) : res(op);
+        if (r > 2 && got.rank() == 2 && std::all_of(block.begin(), block.end() - 2, [](int64_t b) { return b == 1; }))
+          value = value.with_shape({block[r - 2], block[r - 1]});
+        same_type(op, value, got, store ? "a stored value" : "a result");
         break;
       }
       case OpKind::AtomicRmw: {

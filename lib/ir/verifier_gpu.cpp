@@ -279,9 +279,11 @@ void GpuRules::op(const Op& op) const {
               opnd(op, 0).str());
       const Type& buf = shared(1);
       if (load) mbarrier(2);
-      require(op.operands.size() - first == size_t(buf.rank()), op,
-              std::to_string(buf.rank()) + " coordinates (one per dimension of the buffer)",
-              std::to_string(op.operands.size() - first));
+      const size_t coords = op.operands.size() - first;
+      require(coords >= size_t(buf.rank()) && coords <= 5, op,
+              std::to_string(buf.rank()) + " to 5 coordinates (one per dimension of the buffer, after the map's "
+                                           "leading dimensions of box size 1)",
+              std::to_string(coords));
       for (size_t i = first; i < op.operands.size(); ++i)
         require(opnd(op, int(i)) == scalar_type(DType::i32), op, "operand #" + std::to_string(i) + " to be an i32 coordinate",
                 opnd(op, int(i)).str());

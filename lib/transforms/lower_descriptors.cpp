@@ -13,6 +13,10 @@
 // dimension's part once, as the kernel author would write it; outside
 // elements load as 0 and are not stored.
 //
+// A block of rank > 2 whose leading sizes are 1 is the tile of its last
+// two dimensions at an address and under a test the leading coordinates
+// give (scalars), reshaped to the block.
+//
 // A store `keep` accepts (a tensor copy, on targets that have them) stays
 // where all its coordinates are non-negative, and is this masked store
 // elsewhere (guard_store).
@@ -32,15 +36,36 @@ class Lowering {
  public:
   explicit Lowering(ir::Op& op) : op_(op), b_(op.parent, op.parent->find(&op)), block_(op.attr_ints("block")) {
     b_.loc = op.loc;
+    while (block_.size() > 2 && lead_ < block_.size() - 2 && block_[lead_] == 1) ++lead_;
   }
 
-  // The block's addresses and which of them lie inside the tensor.
+  // The block's addresses and which of them lie inside the tensor, over
+  // its dimensions from lead_ on (the leading 1s before them are one
+  // scalar offset and one scalar test: a head's [N, D] of [B * H, N, D]
+  // is a 2-D tile, as the kernel author would write it).
   std::pair<Value*, Value*> addresses() {
     const size_t r = block_.size();
     Value* base = op_.operands[0];
+    Value* base_ok = nullptr;
+    const Type i32 = ir::scalar_type(DType::i32), u32 = ir::scalar_type(DType::u32), i1 = ir::scalar_type(DType::i1);
+    for (size_t d = 0; d < lead_; ++d) {
+      Value* coord = op_.operands[1 + 2 * r + d];
+      Value* step = b_.create1(OpKind::Mul, {coord, op_.operands[1 + r + d]}, i32);
+      base = b_.create1(OpKind::AddPtr, {base, step}, base->type);
+      Value* in = b_.create1(OpKind::Cmp, {b_.create1(OpKind::Cast, {coord}, u32), b_.create1(OpKind::Cast, {op_.operands[1 + d]}, u32)},
+                             i1, {{"pred", std::string("lt")}});
+      base_ok = base_ok ? b_.create1(OpKind::And, {base_ok, in}, i1) : in;
+    }
+    auto [ptrs, ok] = tile_addresses(base);
+    if (base_ok) ok = b_.create1(OpKind::And, {ok, splat(base_ok, ok->type.shape)}, ok->type);
+    return {ptrs, ok};
+  }
+
+  std::pair<Value*, Value*> tile_addresses(Value* base) {
+    const size_t r = block_.size();
     Value *ptrs = nullptr, *ok = nullptr;
-    std::vector<int64_t> grown(r, 1);  // the shape after dimensions 0..d
-    for (size_t d = 0; d < r; ++d) {
+    std::vector<int64_t> grown;  // the shape after dimensions lead_..d
+    for (size_t d = lead_; d < r; ++d) {
       Value* size = op_.operands[1 + d];
       Value* stride = op_.operands[1 + r + d];
       Value* coord = op_.operands[1 + 2 * r + d];
@@ -48,17 +73,18 @@ class Lowering {
       Value* offs = b_.create1(OpKind::Arange, {}, line, {{"start", int64_t(0)}, {"end", block_[d]}});
       offs = b_.create1(OpKind::Add, {offs, splat(coord, line.shape)}, line);
       std::vector<int64_t> shape = {block_[d]};
-      for (size_t a = 0; a < r; ++a)
+      for (size_t a = lead_; a < r; ++a)
         if (a != d) {
-          shape.insert(shape.begin() + long(a), 1);
-          offs = b_.create1(OpKind::ExpandDims, {offs}, line.with_shape(shape), {{"axis", int64_t(a)}});
+          shape.insert(shape.begin() + long(a - lead_), 1);
+          offs = b_.create1(OpKind::ExpandDims, {offs}, line.with_shape(shape), {{"axis", int64_t(a - lead_)}});
         }
       Value* unsigned_offs = b_.create1(OpKind::Cast, {offs}, ir::tile_type(DType::u32, shape));
       Value* unsigned_size = b_.create1(OpKind::Cast, {size}, ir::scalar_type(DType::u32));
       Value* in = b_.create1(OpKind::Cmp, {unsigned_offs, splat(unsigned_size, shape)},
                              ir::tile_type(DType::i1, shape), {{"pred", std::string("lt")}});
       Value* step = b_.create1(OpKind::Mul, {offs, splat(stride, shape)}, line.with_shape(shape));
-      grown[d] = block_[d];
+      grown = std::vector<int64_t>(block_.begin() + long(lead_), block_.begin() + long(d) + 1);
+      grown.resize(r - lead_, 1);
       if (!ptrs) {
         ptrs = b_.create1(OpKind::AddPtr, {splat(base, shape), step}, base->type.with_shape(shape));
         ok = in;
@@ -73,13 +99,17 @@ class Lowering {
 
   void run() {
     auto [ptrs, ok] = addresses();
+    const std::vector<int64_t>& tile = ok->type.shape;  // the block without its leading 1s
     if (op_.kind == OpKind::DescriptorLoad) {
-      Type t = op_.result()->type;
+      Type t = op_.result()->type.with_shape(tile);
       ir::Attr zero = is_float(t.dtype) ? ir::Attr(0.0) : ir::Attr(int64_t(0));
       Value* other = b_.create1(OpKind::Constant, {}, t, {{"value", zero}});
       replaced_ = b_.create1(OpKind::Load, {ptrs, ok, other}, t);
+      if (t != op_.result()->type) replaced_ = b_.create1(OpKind::Reshape, {replaced_}, op_.result()->type);
     } else {
-      b_.create(OpKind::Store, {ptrs, op_.operands.back(), ok}, {});
+      Value* v = op_.operands.back();
+      if (v->type.shape != tile) v = b_.create1(OpKind::Reshape, {v}, v->type.with_shape(tile));
+      b_.create(OpKind::Store, {ptrs, v, ok}, {});
     }
   }
   Value* replaced() const { return replaced_; }
@@ -95,6 +125,7 @@ class Lowering {
   ir::Op& op_;
   ir::Builder b_;
   std::vector<int64_t> block_;
+  size_t lead_ = 0;  // the leading dimensions of size 1 (all but the last two at most)
   Value* replaced_ = nullptr;
 };
 

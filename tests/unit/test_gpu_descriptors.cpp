@@ -46,9 +46,10 @@ void gemm_desc(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar
   dc.store({m0, n0}, acc);
 }
 
-// Kernels warp specialization must refuse: a store before the loop (the
-// producer's warps would run it too), B through pointer loads (cp.async
-// beside the tensor copies), and the loop two levels down.
+// Kernels for warp specialization's edges: a store before the loop (the
+// consumers' partition starts there), B through pointer loads (cp.async
+// beside the tensor copies: refused), and the loop two levels down
+// (refused).
 template <int BM, int BN, int BK>
 void gemm_store_first(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
   auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
@@ -84,6 +85,45 @@ void gemm_deep(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar
       for (auto k : range(0, K, BK, {.warp_specialize = true})) acc = dot(da.load({m0, k}), db.load({k, 0}), acc);
       store(c + col(m0 + arange(0, BM)) * N + row(arange(0, BN)) + i, acc);
     }
+}
+
+// A kernel whose loop bound is read from memory before the loop: the
+// producer would need the consumers' load to know how many copies to issue.
+template <int BM, int BN, int BK>
+void gemm_bound_loaded(ptr<bf16> a, ptr<bf16> b, ptr<float> c, ptr<int32_t> k_ptr, scalar<int32_t> M,
+                       scalar<int32_t> N, scalar<int32_t> K) {
+  auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+  auto db = make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
+  auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
+  auto k_end = load(k_ptr);  // scalar i32
+  auto acc = zeros<float>({BM, BN});
+  for (auto k : range(0, k_end, BK)) acc = dot(da.load({m0, k}), db.load({k, n0}), acc);
+  store(c + col(m0 + arange(0, BM)) * N + row(n0 + arange(0, BN)), acc);
+}
+
+// Attention's loop without the softmax through rank-3 descriptors of [H,
+// n, D] (a [1, rows, D] box of head program_id(0)): S = Q K_j^T, P = S / 8
+// (exact in bf16 for small integers), O += P V_j over key blocks j < n,
+// keys past n read as zero within the head (the next head's rows are
+// there in memory: a 2-D map over [H * n, D] would read them).
+template <int BM, int BN, int D>
+void chained_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float> out, scalar<int32_t> heads,
+                   scalar<int32_t> n, scalar<int32_t> head_stride) {
+  auto head = program_id(0);
+  auto blocks = [&](ptr<bf16> x, int64_t rows) {  // [H, n, D], a [1, rows, D] box
+    return make_tensor_descriptor(x, {heads, n, D}, {head_stride, D, 1}, {1, rows, D});
+  };
+  auto dq = blocks(q_ptr, BM), dk = blocks(k_ptr, BN), dv = blocks(v_ptr, BN);
+  auto q = reshape(dq.load({head, 0, 0}), {BM, D});           // [BM, D]
+  auto acc = zeros<float>({BM, D});                           // [BM, D]
+  for (auto j : range(0, n, BN)) {
+    auto k = reshape(dk.load({head, j, 0}), {BN, D});         // [BN, D]
+    auto v = reshape(dv.load({head, j, 0}), {BN, D});         // [BN, D]
+    auto p = cast<bf16>(dot(q, trans(k)) * 0.125f);           // [BM, BN]
+    acc = dot(p, v, acc);                                     // [BM, D]
+  }
+  auto m = arange(0, BM), d = arange(0, D);
+  store(out + head * (BM * D) + col(m) * D + row(d), acc);
 }
 
 // The idioms a user also writes: B stored N x K and transposed for the dot
@@ -294,7 +334,14 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
     }
     return std::string("compiled");
   };
-  CHECK_THAT(refusal(gemm_store_first<128, 128, 64>), Catch::Contains("'store' at") && Catch::Contains("comes before it"));
+  // A store before the loop runs on the consumers alone: the consumers'
+  // partition starts at it.
+  Kernel sf = compile(gemm_store_first<128, 128, 64>, {.name = "store_first", .num_warps = 4});
+  auto store_first = codegen::compile(*sf.impl(), codegen_checks::aligned(sf), "sm_90a");
+  CHECK(store_first.threads == 256);
+  CHECK(codegen_checks::count(store_first.assembly, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+40;)") == 1);
+  CHECK_THAT(refusal(gemm_bound_loaded<128, 128, 64>),
+             Catch::Contains("its copies depend on 'load' at") && Catch::Contains("(the consumers')"));
   CHECK_THAT(refusal(gemm_mixed<128, 128, 64>), Catch::Contains("it also copies with cp.async"));
   CHECK_THAT(refusal(gemm_deep<128, 128, 64>),
              Catch::Contains("this loop demands warp specialization") && Catch::Contains("neither at the kernel's top level"));
@@ -481,5 +528,70 @@ TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32,
       d.synchronize();
       return std::vector<std::vector<float>>{out.download<float>()};
     }, 0, 0);
+  }
+}
+
+// Without a GPU: attention's loop on rank-3 descriptors becomes a
+// warp-specialized pipeline of 3-D tensor copies (K and V in one ring, Q
+// copied once by the consumers before the loop), both products on wgmma
+// (the second with A from registers), retired by one wait a step, after
+// which each consumer warp lets the step's slot go.
+TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-specialized, two products a step",
+          "[codegen][descriptor]") {
+  using namespace codegen_checks;
+  // 64 query rows on one consumer warpgroup, 128 on two.
+  auto check = [&]<int BM>(int warps) {
+    INFO(warps << " warps, " << BM << " rows");
+    Kernel k = compile(chained_heads<BM, 64, 64>, {.name = "chained_heads", .num_warps = warps});
+    std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
+    CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 64, 64\])") == (BM == 64 ? 3 : 2));  // K, V (and Q)
+    CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 128, 64\])") == (BM == 64 ? 0 : 1));  // Q
+    CHECK(count(gpu, R"(warp_specialize \{registers)") == 1);
+    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0\})") >= 1);
+    auto c = codegen::compile(*k.impl(), aligned(k), "sm_90a");
+    CHECK(c.threads == (warps + 4) * 32);
+    const std::string& ptx = c.assembly;
+    CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.mbarrier)") > 0);
+    CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.2d)") == 0);
+    CHECK(count(ptx, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+40;)") == 1);
+    CHECK(count(ptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16[^;]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd)") > 0);
+    CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned [1-9])") == 0);
+    check_assembles(ptx, "sm_90a");
+    if (auto log = ptxas(ptx, "sm_90a")) {
+      CHECK(count(*log, "C7514") == 0);
+      CHECK(count(*log, R"( 0 bytes spill stores)") == 1);
+    }
+  };
+  check.template operator()<64>(4);
+  check.template operator()<128>(8);
+  // On sm_80 the same source is the masked loads the descriptors mean.
+  Kernel k = compile(chained_heads<128, 64, 64>, {.name = "chained_heads", .num_warps = 4});
+  auto ampere = codegen::compile(*k.impl(), aligned(k), "sm_80");
+  CHECK(ampere.tensor_maps.empty());
+  check_assembles(ampere.assembly, "sm_80");
+}
+
+TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads",
+          "[gpu][descriptor]") {
+  REQUIRE_GPU();
+  constexpr int BM = 128, D = 64, H = 3;
+  for (int warps : {4, 8}) {
+    Kernel k = compile(chained_heads<BM, 64, D>, {.name = "chained_heads", .num_warps = warps});
+    for (int n : {0, 1, 64, 100, 128, 187, 576}) {
+      INFO(warps << " warps, " << n << " keys");
+      // Each head's n rows, then the next head's (ragged: keys past n
+      // belong to the next head and must read as zero). Q has BM rows a
+      // head (n of them valid in the map: rows past n read as zero).
+      const int rows = std::max(n, BM);
+      same_on_both<float>([&](Device& d) {
+        auto q = d.upload(small_ints(size_t(H) * rows * D, 51));
+        auto kk = d.upload(small_ints(size_t(H) * rows * D, 52));
+        auto v = d.upload(small_ints(size_t(H) * rows * D, 53));
+        auto out = d.alloc<float>(size_t(H) * BM * D);
+        d(k, Grid{uint32_t(H)}, q, kk, v, out, H, n, rows * D);
+        d.synchronize();
+        return std::vector<std::vector<float>>{out.download<float>()};
+      }, 0, 0);
+    }
   }
 }
