@@ -13,6 +13,8 @@
 //              multiple_of max_contiguous (hints)                              math.h
 //   reduce     sum max min argmax argmin reduce(x, axis, combine) cumsum cumprod
 //              dot(a, b[, acc][, {.input_precision}])                          reduction.h
+//   standard   flip sort topk cat interleave ravel xor_sum swizzle2d (compositions of
+//              the ops above, as Triton's standard.py)                         standard.h
 //   memory     load(p[, mask[, other]][, opts]) store(p, v[, mask][, opts])
 //              atomic_add/max/min/xchg/and/or/xor atomic_cas device_assert device_print memory.h
 //   descriptor make_tensor_descriptor(p, {shape}, {strides}, {block}) .load({coords})
@@ -35,4 +37,5 @@
 #include "tiledsl/reduction.h"
 #include "tiledsl/runtime.h"
 #include "tiledsl/shape.h"
+#include "tiledsl/standard.h"
 #include "tiledsl/tile.h"

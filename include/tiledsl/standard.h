@@ -1,0 +1,301 @@
+// Triton's standard library (triton/language/standard.py) as compositions
+// of the existing ops: flip, sort, topk, cat, interleave, ravel, xor_sum
+// and swizzle2d. Nothing here is a new Tile IR op: each function traces to
+// reshape / permute / split / join / arange / cmp / select (and reduce for
+// xor_sum), so the interpreter and every GPU target run them as they run
+// those ops, and the IR dump shows the network they build.
+//
+// Triton builds its bitonic networks by reshaping a tile to a hypercube
+// [2, 2, ..., 2] and swapping along one size-2 dimension at a time. Tiles
+// here have rank at most 3, so the networks use a rank-3 view instead:
+// along dimension `axis` (size n), the elements at positions p and p + s
+// (bit s of p clear) are the two halves of
+//
+//   x -> reshape [outer * n / (2s), 2, s * inner] -> permute {0, 2, 1} -> split
+//
+// (outer and inner: the products of the dimensions before and after
+// `axis`); join, permute and reshape put them back. That works on any axis
+// of a tile of rank 1 to 3, where Triton's sort and topk take the last one.
+//
+// Every error is a tl::Error naming the caller's line, the function, what
+// it expected and what it found.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tiledsl/reduction.h"
+#include "tiledsl/tile.h"
+
+namespace tl {
+
+namespace detail {
+
+inline int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+inline int log2_of(int64_t n) {
+  int k = 0;
+  while ((int64_t(1) << k) < n) ++k;
+  return k;
+}
+
+// Rank 1..3 and the axis normalized, or an error naming `op`.
+inline int std_axis(Value* x, int axis, const ir::Loc& loc, std::string_view op) {
+  ir::Type t = type_of(x);
+  if (t.is_scalar()) fail(loc, op, "expected a tile of rank 1 to 3, found " + t.str());
+  return normalize_axis(axis, t.rank(), loc, op);
+}
+
+// Positions p and p + s (bit s of p clear) along `axis` of a tile of
+// `shape`, each half as a [rows, cols] tile: rows = outer * n / (2s),
+// cols = s * inner, in x's row-major order.
+struct PairView {
+  Shape shape;
+  int64_t rows = 0, cols = 0;
+};
+inline PairView pair_view(const Shape& shape, int axis, int64_t s) {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[size_t(d)];
+  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  return {shape, outer * (shape[size_t(axis)] / (2 * s)), s * inner};
+}
+inline std::pair<Value*, Value*> pair_split(Value* x, const PairView& v, const ir::Loc& loc) {
+  Value* y;
+  if (v.cols == 1) {
+    y = reshape(x, {v.rows, 1, 2}, loc);                   // [rows, 1, 2]
+  } else {
+    y = reshape(x, {v.rows, 2, v.cols}, loc);              // [rows, 2, cols]
+    y = permute(y, {0, 2, 1}, loc, "permute");             // [rows, cols, 2]
+  }
+  return split(y, loc);                                    // [rows, cols] each
+}
+inline Value* pair_join(Value* lo, Value* hi, const PairView& v, const ir::Loc& loc) {
+  Value* y = join(lo, hi, loc);                            // [rows, cols, 2]
+  if (v.cols != 1) y = permute(y, {0, 2, 1}, loc, "permute");  // [rows, 2, cols]
+  return reshape(y, v.shape, loc);
+}
+
+// a > b in the order sort and topk use: numbers as usual, and for floats
+// NaN above everything (+inf included), as numpy and torch sort. -0.0 and
+// +0.0 are equal. Both operands one type.
+inline Value* sort_greater(Value* a, Value* b, const ir::Loc& loc, std::string_view op) {
+  Value* gt = binary(BinCat::Compare, ir::OpKind::Cmp, op, Operand(a), Operand(b), loc, "gt");
+  if (!is_float(type_of(a).dtype)) return gt;
+  Value* a_nan = binary(BinCat::Compare, ir::OpKind::Cmp, op, Operand(a), Operand(a), loc, "ne");
+  Value* b_num = binary(BinCat::Compare, ir::OpKind::Cmp, op, Operand(b), Operand(b), loc, "eq");
+  Value* nan_over_num = binary(BinCat::Bitwise, ir::OpKind::And, op, Operand(a_nan), Operand(b_num), loc);
+  return binary(BinCat::Bitwise, ir::OpKind::Or, op, Operand(gt), Operand(nan_over_num), loc);
+}
+
+// One compare-and-swap column of a bitonic network: the pairs at distance
+// `s` along `axis`, each put in ascending order, or descending where
+// `descending` (a [rows, 1] bool tile, or a constant when null: `desc`).
+inline Value* compare_swap(Value* x, int axis, int64_t s, Value* descending, bool desc, const ir::Loc& loc,
+                           std::string_view op) {
+  PairView v = pair_view(type_of(x).shape, axis, s);
+  auto [lo, hi] = pair_split(x, v, loc);
+  Value* swap;
+  if (descending)
+    swap = binary(BinCat::Bitwise, ir::OpKind::Xor, op, Operand(sort_greater(lo, hi, loc, op)), Operand(descending),
+                  loc);
+  else
+    swap = desc ? sort_greater(hi, lo, loc, op) : sort_greater(lo, hi, loc, op);  // [rows, cols] bool
+  Value* new_lo = select(Operand(swap), Operand(hi), Operand(lo), loc);
+  Value* new_hi = select(Operand(swap), Operand(lo), Operand(hi), loc);
+  return pair_join(new_lo, new_hi, v, loc);
+}
+
+// Bitonic merge of the blocks of 2^stage elements along `axis`, each a
+// bitonic sequence, into sorted blocks: ascending, descending, or (when
+// `alternating`) ascending and descending in turn (bit `stage` of the
+// position), so that the next stage finds bitonic blocks twice as long.
+inline Value* bitonic_merge(Value* x, int axis, int stage, bool alternating, bool desc, const ir::Loc& loc,
+                            std::string_view op) {
+  for (int i = stage - 1; i >= 0; --i) {
+    int64_t s = int64_t(1) << i;
+    Value* flip = nullptr;
+    if (alternating) {
+      // The direction bit is bit `stage` of the position, which, with the
+      // pairs at distance s < 2^stage, is bit stage - log2(2s) of the row.
+      PairView v = pair_view(type_of(x).shape, axis, s);
+      Value* r = arange(0, v.rows, loc);                                                   // [rows] i32
+      r = binary(BinCat::Bitwise, ir::OpKind::Shr, op, Operand(r), Operand::number(stage - i - 1), loc);
+      r = binary(BinCat::Bitwise, ir::OpKind::And, op, Operand(r), Operand::number(1), loc);
+      flip = binary(BinCat::Compare, ir::OpKind::Cmp, op, Operand(r), Operand::number(0), loc, "ne");
+      flip = expand_dims(flip, 1, loc);                                                    // [rows, 1] bool
+    }
+    x = compare_swap(x, axis, s, flip, desc, loc, op);
+  }
+  return x;
+}
+
+}  // namespace detail
+
+// x reversed along `axis` (Triton's flip; default the last dimension).
+// Any element type, pointers too: the elements move, nothing is computed.
+template <class E>
+tile<E> flip(const tile<E>& x, int axis = -1, std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  int a = detail::std_axis(x.value(), axis, loc, "flip");
+  detail::Value* v = x.value();
+  // Swapping the halves of every block of 2s elements, for each s, reverses the order.
+  for (int64_t s = x.shape()[size_t(a)] / 2; s >= 1; s /= 2) {
+    detail::PairView pv = detail::pair_view(x.shape(), a, s);
+    auto [lo, hi] = detail::pair_split(v, pv, loc);
+    v = detail::pair_join(hi, lo, pv, loc);
+  }
+  return tile<E>(v);
+}
+
+// x sorted along `axis` (Triton's sort; default the last dimension), by a
+// bitonic network of log2(n) (log2(n) + 1) / 2 compare-and-swap steps. Floats:
+// NaN sorts above +inf (last ascending, first descending); -0.0 and +0.0
+// are equal, so their order among themselves is unspecified.
+template <class E>
+  requires(!detail::elem_info<E>::is_ptr && detail::elem_info<E>::dtype != DType::i1)
+tile<E> sort(const tile<E>& x, int axis = -1, bool descending = false,
+             std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  int a = detail::std_axis(x.value(), axis, loc, "sort");
+  int log_n = detail::log2_of(x.shape()[size_t(a)]);
+  detail::Value* v = x.value();
+  for (int stage = 1; stage <= log_n; ++stage)
+    v = detail::bitonic_merge(v, a, stage, stage < log_n, descending, loc, "sort");
+  return tile<E>(v);
+}
+
+// The k largest elements along `axis` (default the last dimension), in
+// descending order: the result has k there (Triton's topk). k is a power
+// of two from 1 to that dimension's size. Sorts blocks of k, then halves
+// the tile log2(n / k) times, keeping the larger of each pair of blocks
+// and merging it back into order (bitonic top-k). Floats order as in sort
+// (NaN largest).
+template <class E>
+  requires(!detail::elem_info<E>::is_ptr && detail::elem_info<E>::dtype != DType::i1)
+tile<E> topk(const tile<E>& x, int k, int axis = -1, std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  int a = detail::std_axis(x.value(), axis, loc, "topk");
+  int64_t n = x.shape()[size_t(a)];
+  if (k < 1 || k > n || (k & (k - 1)))
+    detail::fail(loc, "topk",
+                 "expected k a power of two from 1 to " + std::to_string(n) + " (dim " + std::to_string(a) + " of " +
+                     x.type().str() + "), found " + std::to_string(k));
+  int log_n = detail::log2_of(n), log_k = detail::log2_of(k);
+  detail::Value* v = x.value();
+  // Blocks of k sorted, ascending and descending in turn (descending when k == n).
+  for (int stage = 1; stage <= log_k; ++stage)
+    v = detail::bitonic_merge(v, a, stage, stage < log_n, true, loc, "topk");
+  for (int i = log_k + 1; i <= log_n; ++i) {
+    // The larger of each pair of elements k apart: of an ascending block and
+    // the descending one after it, a bitonic block holding their top k.
+    detail::PairView pv = detail::pair_view(detail::type_of(v).shape, a, k);
+    auto [lo, hi] = detail::pair_split(v, pv, loc);
+    detail::Value* keep = detail::select(detail::Operand(detail::sort_greater(hi, lo, loc, "topk")),
+                                         detail::Operand(hi), detail::Operand(lo), loc);  // [rows, k * inner]
+    detail::Shape half = pv.shape;
+    half[size_t(a)] /= 2;
+    v = detail::reshape(keep, half, loc);
+    v = detail::bitonic_merge(v, a, log_k, i < log_n, true, loc, "topk");
+  }
+  return tile<E>(v);
+}
+
+// a and b (one shape) concatenated along `axis`: the result has twice
+// a's size there, a's elements first. (Triton's cat is 1-D and may reorder
+// unless can_reorder; this one keeps the order, on any axis.)
+template <class E>
+tile<E> cat(const tile<E>& a, const tile<E>& b, int axis = 0, std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  int ax = detail::std_axis(a.value(), axis, loc, "cat");
+  if (a.shape() != b.shape())
+    detail::fail(loc, "cat", "expected two tiles of one shape, found " + a.type().str() + " and " + b.type().str());
+  detail::Shape s = a.shape();
+  int64_t outer = 1;
+  for (int d = 0; d < ax; ++d) outer *= s[size_t(d)];
+  int64_t m = detail::numel_of(s) / outer;
+  // Each of the `outer` rows of [outer, m] holds a's part, then b's.
+  detail::Value* j = detail::join(detail::reshape(a.value(), {outer, m}, loc), detail::reshape(b.value(), {outer, m}, loc),
+                                  loc);                             // [outer, m, 2]
+  j = detail::permute(j, {0, 2, 1}, loc, "cat");                    // [outer, 2, m]
+  s[size_t(ax)] *= 2;
+  return tile<E>(detail::reshape(j, s, loc));
+}
+
+// a and b (one shape [.., n]) interleaved along the last dimension:
+// [.., 2n] holding a0, b0, a1, b1, ... (Triton's interleave). Scalars give [2].
+template <class E>
+tile<E> interleave(const tile<E>& a, const tile<E>& b, std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  if (a.shape() != b.shape())
+    detail::fail(loc, "interleave",
+                 "expected two tiles of one shape, found " + a.type().str() + " and " + b.type().str());
+  if (a.rank() == 0) return tile<E>(detail::join(a.value(), b.value(), loc));
+  detail::Shape s = a.shape();
+  int64_t n = s.back(), rows = detail::numel_of(s) / n;
+  detail::Value* j = detail::join(detail::reshape(a.value(), {rows, n}, loc), detail::reshape(b.value(), {rows, n}, loc),
+                                  loc);  // [rows, n, 2]
+  s.back() *= 2;
+  return tile<E>(detail::reshape(j, s, loc));
+}
+
+// x as a 1-D tile in row-major order (Triton's ravel; a scalar gives [1]).
+template <class E>
+tile<E> ravel(const tile<E>& x, std::source_location w = std::source_location::current()) {
+  return tile<E>(detail::reshape(x.value(), {detail::numel_of(x.shape())}, detail::to_loc(w)));
+}
+
+// The xor of the elements along `axis` (Triton's xor_sum); integers only.
+template <class E>
+  requires(!detail::elem_info<E>::is_ptr && is_int(detail::elem_info<E>::dtype))
+tile<E> xor_sum(const tile<E>& x, int axis, std::source_location w = std::source_location::current()) {
+  return reduce(x, axis, [](tile<E> p, tile<E> q) { return p ^ q; }, w);
+}
+
+// Triton's swizzle2d: maps (i, j) in a size_i x size_j grid of tiles to
+// the (i, j) visited when the grid is walked in groups of size_g rows,
+// column by column inside a group (better L2 reuse for a GEMM's program
+// ids). i and j are integer tiles (or one of them a C++ integer); the
+// sizes integer scalars or C++ integers. All values are non-negative, so
+// C++'s truncating / and % are Python's // and %.
+template <class I, class J, class SI, class SJ, class SG>
+  requires(detail::binary_ok<detail::BinCat::DivRem, I, J> && detail::binary_ok<detail::BinCat::DivRem, I, SI> &&
+           detail::binary_ok<detail::BinCat::DivRem, I, SJ> && detail::binary_ok<detail::BinCat::DivRem, I, SG> &&
+           (detail::operand_of<I>::desc.is_tile || detail::operand_of<J>::desc.is_tile))
+std::pair<tile<detail::binary_elem_t<detail::BinCat::DivRem, I, J>>, tile<detail::binary_elem_t<detail::BinCat::DivRem, I, J>>>
+swizzle2d(const I& i, const J& j, const SI& size_i, const SJ& size_j, const SG& size_g,
+          std::source_location w = std::source_location::current()) {
+  using R = tile<detail::binary_elem_t<detail::BinCat::DivRem, I, J>>;
+  static_assert(is_int(detail::elem_info<typename R::element_type>::dtype), "tl::swizzle2d takes integer indices");
+  ir::Loc loc = detail::to_loc(w);
+  using detail::BinCat;
+  using detail::Operand;
+  using ir::OpKind;
+  DType d = detail::elem_info<typename R::element_type>::dtype;
+  auto op = [&](BinCat c, OpKind k, const Operand& a, const Operand& b) {
+    return Operand(detail::binary(c, k, "swizzle2d", a, b, loc));
+  };
+  // Every operand traced (a C++ integer as a constant of the result type),
+  // so that no step combines two C++ numbers.
+  auto traced = [&](const auto& x) {
+    Operand o = detail::operand(x);
+    return o.is_literal() ? Operand(detail::constant(o, d, {}, loc, "swizzle2d")) : o;
+  };
+  Operand si = traced(size_i), sj = traced(size_j), sg = traced(size_g);
+  Operand ij = op(BinCat::Add, OpKind::Add, op(BinCat::Arith, OpKind::Mul, traced(i), sj), traced(j));  // i * size_j + j
+  Operand size_gj = op(BinCat::Arith, OpKind::Mul, sg, sj);
+  Operand group = op(BinCat::DivRem, OpKind::Div, ij, size_gj);             // the group of (i, j)
+  Operand off_i = op(BinCat::Arith, OpKind::Mul, group, sg);                // its first row
+  Operand rows = op(BinCat::Arith, OpKind::Minimum, op(BinCat::Sub, OpKind::Sub, si, off_i), sg);  // the last group may be shorter
+  ij = op(BinCat::DivRem, OpKind::Rem, ij, size_gj);                        // index inside the group
+  Operand new_i = op(BinCat::Add, OpKind::Add, off_i, op(BinCat::DivRem, OpKind::Rem, ij, rows));
+  Operand new_j = op(BinCat::DivRem, OpKind::Div, ij, rows);
+  return {R(detail::cast(new_i.value, d, loc, "swizzle2d")), R(detail::cast(new_j.value, d, loc, "swizzle2d"))};
+}
+
+}  // namespace tl

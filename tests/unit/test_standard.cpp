@@ -1,0 +1,464 @@
+// Triton's standard library in tiledsl (include/tiledsl/standard.h): flip,
+// sort, topk, cat, interleave, ravel, xor_sum and swizzle2d, composed of
+// reshape/permute/split/join and elementwise ops. Each is checked on the
+// interpreter against a plain C++ reference on tiles of rank 1 to 3 and
+// several axes (sort and topk with ties, NaN, infinities and signed
+// zeros); bad arguments against their messages; the code for sm_90a and
+// gfx942 (without a GPU); and the GPU against the interpreter ([gpu]).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen_checks.h"
+#include "gpu_oracle.h"
+#include "tiledsl/tiledsl.h"
+
+using namespace tl;
+
+namespace {
+
+// ---- host references -----------------------------------------------------------
+
+// A tile shape as a host array: row-major, `axis` split into outer x n x inner.
+struct Dims {
+  std::vector<int64_t> shape;
+  int axis;
+  int64_t outer = 1, n = 1, inner = 1;
+  Dims(std::vector<int64_t> s, int a) : shape(std::move(s)), axis(a < 0 ? a + int(shape.size()) : a) {
+    for (int d = 0; d < int(shape.size()); ++d) (d < axis ? outer : d == axis ? n : inner) *= shape[size_t(d)];
+  }
+  size_t at(int64_t o, int64_t i, int64_t in) const { return size_t((o * n + i) * inner + in); }
+};
+
+// The order tl::sort defines: NaN above everything, -0.0 == +0.0.
+template <class T>
+bool sort_less(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a)) return false;
+    if (std::isnan(b)) return true;
+  }
+  return a < b;
+}
+
+// Each line along the axis sorted (descending: reversed), the first k kept.
+template <class T>
+std::vector<T> ref_sort(const std::vector<T>& x, const Dims& d, bool descending, int64_t k = -1) {
+  if (k < 0) k = d.n;
+  std::vector<int64_t> out_shape = d.shape;
+  out_shape[size_t(d.axis)] = k;
+  Dims od(out_shape, d.axis);
+  std::vector<T> out(size_t(d.outer * k * d.inner));
+  for (int64_t o = 0; o < d.outer; ++o)
+    for (int64_t in = 0; in < d.inner; ++in) {
+      std::vector<T> line;
+      for (int64_t i = 0; i < d.n; ++i) line.push_back(x[d.at(o, i, in)]);
+      std::stable_sort(line.begin(), line.end(), sort_less<T>);
+      if (descending) std::reverse(line.begin(), line.end());
+      for (int64_t i = 0; i < k; ++i) out[od.at(o, i, in)] = line[size_t(i)];
+    }
+  return out;
+}
+
+template <class T>
+std::vector<T> ref_flip(const std::vector<T>& x, const Dims& d) {
+  std::vector<T> out(x.size());
+  for (int64_t o = 0; o < d.outer; ++o)
+    for (int64_t i = 0; i < d.n; ++i)
+      for (int64_t in = 0; in < d.inner; ++in) out[d.at(o, d.n - 1 - i, in)] = x[d.at(o, i, in)];
+  return out;
+}
+
+// Equal values, NaN equal to NaN (the sort moves values, so a NaN stays one).
+template <class T>
+void check_same(const std::vector<T>& got, const std::vector<T>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(want[i])) {
+        INFO("element " << i);
+        CHECK(std::isnan(got[i]));
+        continue;
+      }
+    }
+    INFO("element " << i << ": got " << +got[i] << ", want " << +want[i]);
+    CHECK(got[i] == want[i]);
+  }
+}
+
+// Floats with many ties, and NaN, +-inf and +-0.0 sprinkled in.
+std::vector<float> awkward_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> v(-6, 6), pick(0, 9);
+  std::vector<float> x(n);
+  const float special[] = {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, 0.0f, -0.0f};
+  for (auto& e : x) e = pick(rng) < 2 ? special[size_t(v(rng) + 6) % 5] : float(v(rng)) * 0.5f;
+  return x;
+}
+template <class T>
+std::vector<T> random_ints(size_t n, int lo, int hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> v(lo, hi);
+  std::vector<T> x(n);
+  for (auto& e : x) e = T(v(rng));
+  return x;
+}
+
+// ---- kernels: one program loads a tile of shape D..., applies one function, stores -----
+
+template <int64_t... D>
+tile<int32_t> offsets() {
+  return reshape(arange(0, (D * ...)), {D...});  // [D...] i32, row-major
+}
+
+template <class T, int Axis, bool Desc, int64_t... D>
+void sort_kernel(ptr<T> x, ptr<T> out) {
+  auto offs = offsets<D...>();
+  store(out + offs, sort(load(x + offs), Axis, Desc));
+}
+
+template <class T, int Axis, int64_t... D>
+void flip_kernel(ptr<T> x, ptr<T> out) {
+  auto offs = offsets<D...>();
+  store(out + offs, flip(load(x + offs), Axis));
+}
+
+// topk of [D...] along Axis into a tile with K there.
+template <class T, int K, int Axis, int64_t... D>
+void topk_kernel(ptr<T> x, ptr<T> out) {
+  auto offs = offsets<D...>();
+  auto top = topk(load(x + offs), K, Axis);
+  auto shape = top.shape();
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  std::vector<int64_t> s(shape.begin(), shape.end());
+  // The result's own row-major offsets.
+  store(out + reshape(arange(0, n), s), top);
+}
+
+template <class T, int Axis, int64_t... D>
+void cat_kernel(ptr<T> a, ptr<T> b, ptr<T> out) {
+  auto offs = offsets<D...>();
+  auto c = cat(load(a + offs), load(b + offs), Axis);
+  std::vector<int64_t> s = c.shape();
+  store(out + reshape(arange(0, 2 * (D * ...)), s), c);
+}
+
+template <class T, int64_t... D>
+void interleave_kernel(ptr<T> a, ptr<T> b, ptr<T> out) {
+  auto offs = offsets<D...>();
+  auto c = interleave(load(a + offs), load(b + offs));
+  std::vector<int64_t> s = c.shape();
+  store(out + reshape(arange(0, 2 * (D * ...)), s), c);
+}
+
+template <class T>
+std::vector<T> run(const Kernel& k, const std::vector<std::vector<T>>& ins, size_t out_n, Device dev) {
+  std::vector<Buffer> bufs;
+  for (const auto& in : ins) bufs.push_back(dev.upload(in));
+  Buffer out = dev.alloc<T>(out_n);
+  if (bufs.size() == 1) dev(k, Grid{1}, bufs[0], out);
+  else dev(k, Grid{1}, bufs[0], bufs[1], out);
+  dev.synchronize();
+  return out.download<T>();
+}
+
+template <class T, int Axis, bool Desc, int64_t... D>
+void check_sort(std::vector<T> x) {
+  Dims d({D...}, Axis);
+  INFO("sort of " << sizeof...(D) << "-D tile along axis " << Axis << (Desc ? " descending" : ""));
+  Kernel k = compile(sort_kernel<T, Axis, Desc, D...>, {.name = "sort"});
+  check_same(run<T>(k, {x}, x.size(), Device::get("interp")), ref_sort(x, d, Desc));
+}
+
+template <class T, int K, int Axis, int64_t... D>
+void check_topk(std::vector<T> x) {
+  Dims d({D...}, Axis);
+  INFO("topk " << K << " of " << sizeof...(D) << "-D tile along axis " << Axis);
+  Kernel k = compile(topk_kernel<T, K, Axis, D...>, {.name = "topk"});
+  auto want = ref_sort(x, d, true, K);
+  check_same(run<T>(k, {x}, want.size(), Device::get("interp")), want);
+}
+
+template <class T, int Axis, int64_t... D>
+void check_flip(std::vector<T> x) {
+  Dims d({D...}, Axis);
+  INFO("flip of " << sizeof...(D) << "-D tile along axis " << Axis);
+  Kernel k = compile(flip_kernel<T, Axis, D...>, {.name = "flip"});
+  check_same(run<T>(k, {x}, x.size(), Device::get("interp")), ref_flip(x, d));
+}
+
+}  // namespace
+
+TEST_CASE("sort: every line along the axis in order, floats with NaN last, on ranks 1 to 3", "[standard][interp]") {
+  check_sort<float, 0, false, 2>(awkward_floats(2, 1));
+  check_sort<float, 0, false, 256>(awkward_floats(256, 2));
+  check_sort<float, 0, true, 256>(awkward_floats(256, 3));
+  check_sort<float, -1, false, 4, 32>(awkward_floats(128, 4));
+  check_sort<float, 0, true, 16, 8>(awkward_floats(128, 5));
+  check_sort<float, 1, false, 2, 16, 4>(awkward_floats(128, 6));
+  check_sort<float, 2, true, 4, 2, 8>(awkward_floats(64, 7));
+  check_sort<float, 0, false, 8, 2, 4>(awkward_floats(64, 8));
+  check_sort<float, 1, false, 8, 1>(awkward_floats(8, 9));  // a dimension of 1: unchanged
+}
+
+TEST_CASE("sort: integers of several widths and signedness, with ties and extremes", "[standard][interp]") {
+  auto xi = random_ints<int32_t>(128, -5, 5, 11);
+  xi[3] = std::numeric_limits<int32_t>::min();
+  xi[77] = std::numeric_limits<int32_t>::max();
+  check_sort<int32_t, 1, false, 4, 32>(xi);
+  check_sort<int32_t, 0, true, 4, 32>(xi);
+  check_sort<uint8_t, 0, false, 64>(random_ints<uint8_t>(64, 0, 255, 12));    // unsigned compare: 200 > 100
+  check_sort<int8_t, 0, true, 64>(random_ints<int8_t>(64, -128, 127, 13));
+  auto xl = random_ints<int64_t>(32, -3, 3, 14);
+  xl[5] = int64_t(1) << 40;
+  xl[6] = -(int64_t(1) << 40);
+  check_sort<int64_t, 0, false, 32>(xl);
+}
+
+TEST_CASE("sort: narrow floats and doubles", "[standard][interp]") {
+  auto xf = awkward_floats(64, 21);
+  std::vector<bf16> xb(xf.begin(), xf.end());
+  Kernel k = compile(sort_kernel<bf16, 0, false, 64>, {.name = "sort"});
+  auto got = run<bf16>(k, {xb}, 64, Device::get("interp"));
+  std::vector<float> gotf(got.begin(), got.end()), xr(xb.begin(), xb.end());
+  check_same(gotf, ref_sort(xr, Dims({64}, 0), false));
+  std::vector<double> xd(xf.begin(), xf.end());
+  check_sort<double, 0, true, 64>(xd);
+}
+
+TEST_CASE("topk: the k largest along the axis, in descending order", "[standard][interp]") {
+  check_topk<float, 1, 0, 64>(awkward_floats(64, 31));    // the max (NaN if any)
+  check_topk<float, 4, 0, 64>(awkward_floats(64, 32));
+  check_topk<float, 64, 0, 64>(awkward_floats(64, 33));   // k == n: a descending sort
+  check_topk<float, 8, 1, 4, 32>(awkward_floats(128, 34));
+  check_topk<float, 2, 0, 16, 4>(awkward_floats(64, 35));
+  check_topk<float, 4, 1, 2, 16, 2>(awkward_floats(64, 36));
+  check_topk<int32_t, 8, -1, 8, 64>(random_ints<int32_t>(512, -20, 20, 37));
+  std::vector<float> nan_free = awkward_floats(64, 38);
+  for (auto& v : nan_free)
+    if (std::isnan(v)) v = 1.25f;
+  check_topk<float, 16, 0, 64>(nan_free);
+}
+
+TEST_CASE("flip: reversed along any axis", "[standard][interp]") {
+  std::vector<int32_t> x(256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = int32_t(i * 7 + 3);
+  check_flip<int32_t, 0, 256>(x);
+  check_flip<int32_t, 0, 2>({1, 2});
+  check_flip<int32_t, 1, 8, 32>(x);
+  check_flip<int32_t, 0, 8, 32>(x);
+  check_flip<int32_t, 1, 4, 8, 8>(x);
+  check_flip<int32_t, -1, 4, 8, 8>(x);
+  check_flip<float, 0, 64>(awkward_floats(64, 41));  // bits move unchanged: NaN, -0.0
+}
+
+TEST_CASE("flip of a tile of pointers", "[standard][interp]") {
+  Kernel k = compile(+[](ptr<int32_t> x, ptr<int32_t> out) {
+    auto offs = arange(0, 16);                   // [16] i32
+    auto p = flip(x + offs);                     // [16] ptr<i32>: x + 15, ..., x + 0
+    store(out + offs, load(p));
+  }, {.name = "flip_ptrs"});
+  std::vector<int32_t> x(16);
+  for (int i = 0; i < 16; ++i) x[size_t(i)] = i * i;
+  auto got = run<int32_t>(k, {x}, 16, Device::get("interp"));
+  for (int i = 0; i < 16; ++i) CHECK(got[size_t(i)] == (15 - i) * (15 - i));
+}
+
+TEST_CASE("cat and interleave keep every element in order", "[standard][interp]") {
+  std::vector<int32_t> a(64), b(64);
+  for (int i = 0; i < 64; ++i) a[size_t(i)] = i, b[size_t(i)] = 1000 + i;
+  auto dev = Device::get("interp");
+  auto cat_ref = [&](const Dims& d) {
+    std::vector<int32_t> out;
+    for (int64_t o = 0; o < d.outer; ++o) {
+      for (int64_t e = 0; e < d.n * d.inner; ++e) out.push_back(a[size_t(o * d.n * d.inner + e)]);
+      for (int64_t e = 0; e < d.n * d.inner; ++e) out.push_back(b[size_t(o * d.n * d.inner + e)]);
+    }
+    return out;
+  };
+  check_same(run<int32_t>(compile(cat_kernel<int32_t, 0, 64>), {a, b}, 128, dev), cat_ref(Dims({64}, 0)));
+  check_same(run<int32_t>(compile(cat_kernel<int32_t, 0, 8, 8>), {a, b}, 128, dev), cat_ref(Dims({8, 8}, 0)));
+  check_same(run<int32_t>(compile(cat_kernel<int32_t, 1, 8, 8>), {a, b}, 128, dev), cat_ref(Dims({8, 8}, 1)));
+  check_same(run<int32_t>(compile(cat_kernel<int32_t, 1, 2, 4, 8>), {a, b}, 128, dev), cat_ref(Dims({2, 4, 8}, 1)));
+  check_same(run<int32_t>(compile(cat_kernel<int32_t, -1, 2, 4, 8>), {a, b}, 128, dev), cat_ref(Dims({2, 4, 8}, 2)));
+
+  auto inter_ref = [&] {
+    std::vector<int32_t> out;
+    for (int i = 0; i < 64; ++i) out.push_back(a[size_t(i)]), out.push_back(b[size_t(i)]);
+    return out;
+  };
+  // Interleaving along the last dimension is interleaving the flat arrays.
+  check_same(run<int32_t>(compile(interleave_kernel<int32_t, 64>), {a, b}, 128, dev), inter_ref());
+  check_same(run<int32_t>(compile(interleave_kernel<int32_t, 8, 8>), {a, b}, 128, dev), inter_ref());
+  check_same(run<int32_t>(compile(interleave_kernel<int32_t, 2, 4, 8>), {a, b}, 128, dev), inter_ref());
+}
+
+TEST_CASE("interleave of scalars, ravel and xor_sum", "[standard][interp]") {
+  Kernel k = compile(+[](ptr<int32_t> x, ptr<int32_t> out) {
+    auto v = load(x + offsets<4, 16>());                       // [4, 16] i32
+    auto flat = ravel(v);                                      // [64]
+    store(out + arange(0, 64), flat);
+    store(out + 64 + arange(0, 4), xor_sum(v, 1));            // [4]
+    auto pair = interleave(load(x + 1), load(x + 2));          // [2]
+    store(out + 68 + arange(0, 2), pair);
+  }, {.name = "misc"});
+  auto x = random_ints<int32_t>(64, -100000, 100000, 51);
+  auto got = run<int32_t>(k, {x}, 70, Device::get("interp"));
+  for (int i = 0; i < 64; ++i) CHECK(got[size_t(i)] == x[size_t(i)]);
+  for (int r = 0; r < 4; ++r) {
+    int32_t want = 0;
+    for (int c = 0; c < 16; ++c) want ^= x[size_t(r * 16 + c)];
+    CHECK(got[size_t(64 + r)] == want);
+  }
+  CHECK(got[68] == x[1]);
+  CHECK(got[69] == x[2]);
+}
+
+TEST_CASE("swizzle2d: Triton's grouped order of a grid, a short last group included", "[standard][interp]") {
+  // An 8 x 16 grid in groups of 3 rows (the last group has 2), the rows a
+  // traced argument and the rest C++ integers.
+  Kernel k = compile(+[](ptr<int32_t> out, scalar<int32_t> size_i) {
+    auto i = col(arange(0, 8));                                // [8, 1] i32
+    auto j = row(arange(0, 16));                               // [1, 16] i32
+    auto [si, sj] = swizzle2d(i, j, size_i, 16, 3);            // [8, 16] i32 each
+    auto offs = offsets<8, 16>();
+    store(out + offs, si);
+    store(out + 128 + offs, sj);
+  }, {.name = "swizzle"});
+  auto dev = Device::get("interp");
+  auto out = dev.alloc<int32_t>(256);
+  dev(k, Grid{1}, out, 8);
+  auto got = out.download<int32_t>();
+  std::vector<int> seen(128, 0);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 16; ++j) {
+      // Triton's formula (all values non-negative: // is /).
+      int ij = i * 16 + j, gj = 3 * 16, group = ij / gj, off_i = group * 3;
+      int rows = std::min(8 - off_i, 3);
+      ij %= gj;
+      int ni = off_i + ij % rows, nj = ij / rows;
+      INFO("(" << i << ", " << j << ")");
+      CHECK(got[size_t(i * 16 + j)] == ni);
+      CHECK(got[size_t(128 + i * 16 + j)] == nj);
+      ++seen[size_t(ni * 16 + nj)];
+    }
+  // A permutation of the grid.
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 128);
+}
+
+// ---- errors name the caller's line ----------------------------------------------
+
+namespace {
+int g_line = 0;
+#define MARK g_line = __LINE__;
+std::string at_line(int line) { return std::string(__FILE__) + ":" + std::to_string(line) + ": "; }
+template <class F>
+std::string compile_error(F fn) {
+  g_line = 0;
+  try {
+    compile(fn);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("expected tl::compile to throw tl::Error");
+  return "";
+}
+}  // namespace
+
+TEST_CASE("standard functions: bad arguments are errors naming the line", "[standard][frontend]") {
+  std::string e = compile_error(+[](ptr<float> x) {
+    auto v = load(x + arange(0, 16));
+    MARK store(x + arange(0, 4), topk(v, 3));
+  });
+  CHECK(e == at_line(g_line) + "topk: expected k a power of two from 1 to 16 (dim 0 of tile<16xf32>), found 3");
+  e = compile_error(+[](ptr<float> x) {
+    auto v = load(x + arange(0, 16));
+    MARK store(x + arange(0, 32), topk(v, 32));
+  });
+  CHECK(e == at_line(g_line) + "topk: expected k a power of two from 1 to 16 (dim 0 of tile<16xf32>), found 32");
+  e = compile_error(+[](ptr<float> x) {
+    auto v = load(x);
+    MARK store(x, sort(v));
+  });
+  CHECK(e == at_line(g_line) + "sort: expected a tile of rank 1 to 3, found f32");
+  e = compile_error(+[](ptr<float> x) {
+    auto v = load(x + offsets<4, 4>());
+    MARK store(x + offsets<4, 4>(), flip(v, 2));
+  });
+  CHECK(e == at_line(g_line) + "flip: expected an axis in -2..1 for a rank-2 tile, found 2");
+  e = compile_error(+[](ptr<float> x) {
+    auto a = load(x + arange(0, 8));
+    auto b = load(x + arange(0, 16));
+    MARK store(x + arange(0, 16), cat(a, b));
+  });
+  CHECK(e == at_line(g_line) + "cat: expected two tiles of one shape, found tile<8xf32> and tile<16xf32>");
+  e = compile_error(+[](ptr<float> x) {
+    auto a = load(x + arange(0, 8));
+    auto b = load(x + arange(0, 4));
+    MARK store(x + arange(0, 16), interleave(a, b));
+  });
+  CHECK(e == at_line(g_line) + "interleave: expected two tiles of one shape, found tile<8xf32> and tile<4xf32>");
+}
+
+// ---- the GPU targets ---------------------------------------------------------------
+
+namespace {
+// A MoE router's step: per row of logits, the top 8 of 64 experts, and the
+// row sorted and reversed, for every row a program (rows along axis 0).
+void route(ptr<float> logits, ptr<float> top, ptr<float> sorted, ptr<float> flipped) {
+  auto r = program_id(0);
+  auto offs = offsets<16, 64>();                          // [16, 64] i32
+  auto x = load(logits + r * 1024 + offs);                // [16, 64] f32
+  auto t = topk(x, 8);                                    // [16, 8] f32
+  store(top + r * 128 + offsets<16, 8>(), t);
+  store(sorted + r * 1024 + offs, sort(x, 1));
+  store(flipped + r * 1024 + offs, flip(x, 0));
+}
+// cat and interleave of int32 tiles, and sort along the first axis.
+void shuffle(ptr<int32_t> a, ptr<int32_t> out) {
+  auto offs = offsets<8, 32>();                           // [8, 32] i32
+  auto x = load(a + offs);                                // [8, 32] i32
+  auto y = x * 3 + 1;
+  store(out + offsets<16, 32>(), cat(x, y, 0));           // [16, 32]
+  store(out + 512 + offsets<8, 64>(), interleave(x, y));  // [8, 64]
+  store(out + 1024 + offs, sort(x, 0, true));             // [8, 32]
+}
+}  // namespace
+
+TEST_CASE("standard functions compile for sm_90a and gfx942", "[standard][codegen]") {
+  using namespace codegen_checks;
+  for (Kernel k : {compile(route, {.name = "route"}), compile(shuffle, {.name = "shuffle"})}) {
+    INFO(k.name());
+    std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
+    CHECK(count(ptx, R"(\bst\.global)") > 0);
+    check_assembles(ptx, "sm_90a");
+    std::string gcn = codegen::emit_stage(*k.impl(), aligned(k), "gfx942", codegen::Stage::Asm);
+    CHECK(count(gcn, R"(global_store)") > 0);
+  }
+}
+
+TEST_CASE("standard functions: the same results on the GPU as on the interpreter", "[standard][gpu]") {
+  REQUIRE_GPU();
+  Kernel kr = compile(route, {.name = "route", .num_warps = 4});
+  gpu_oracle::same_on_both<float>([&](Device& d) {
+    auto x = d.upload(awkward_floats(4 * 1024, 61));
+    auto top = d.alloc<float>(4 * 128), sorted = d.alloc<float>(4 * 1024), flipped = d.alloc<float>(4 * 1024);
+    d(kr, Grid{4}, x, top, sorted, flipped);
+    d.synchronize();
+    return std::vector<std::vector<float>>{top.download<float>(), sorted.download<float>(), flipped.download<float>()};
+  }, 0, 0);
+  Kernel ks = compile(shuffle, {.name = "shuffle", .num_warps = 2});
+  gpu_oracle::same_on_both<int32_t>([&](Device& d) {
+    auto a = d.upload(random_ints<int32_t>(256, -1000, 1000, 62));
+    auto out = d.alloc<int32_t>(1280);
+    d(ks, Grid{1}, a, out);
+    d.synchronize();
+    return std::vector<std::vector<int32_t>>{out.download<int32_t>()};
+  }, 0, 0);
+}
