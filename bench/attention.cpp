@@ -9,7 +9,7 @@
 // 4 * B * H * N^2 * D, halved for causal.
 //
 //   bench_attention --benchmark_format=json --benchmark_out=attention.json
-// TILEDSL_ATTN_CONFIG=BMxBN:warps:stages overrides the tile configuration
+// TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:desc] overrides the tile configuration
 // (kernels::attention_config); the one used is in each result's counters.
 #include <benchmark/benchmark.h>
 
@@ -72,7 +72,7 @@ void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg
 template <int D, bool CAUSAL>
 void attention(benchmark::State& state) {
   try {
-    auto cfg = kernels::attention_config(D);
+    auto cfg = kernels::attention_config(D, device().target());
     kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention<BM, BN, D, CAUSAL>(state, cfg); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());  // before the timed loop: see time_attention

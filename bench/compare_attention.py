@@ -83,6 +83,8 @@ def default_config(d):
         tiles, warps, stages = env.split(":")[:3]  # a form (":desc") is tiledsl's alone
         bm, bn = tiles.split("x")
         return int(bm), int(bn), int(warps), int(stages)
+    if torch.cuda.get_device_capability() == (9, 0):  # sm_90a: 8 warps at every head dim
+        return 128, 64, 8, 3
     return 128, 64, 4 if d == 64 else 8, 3
 
 

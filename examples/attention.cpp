@@ -10,7 +10,7 @@
 //   attention --small                 the CI size (interpreter, seconds)
 //
 // Tiles, warps and stages come from kernels::attention_config
-// (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages overrides them).
+// (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:desc] overrides them).
 #include <cstdint>
 #include <optional>
 
@@ -140,7 +140,7 @@ int run(examples::Setup& s, const Case& c) {
                     " elements; the kernel's offsets are 32-bit, expected fewer than 2^31");
   if (c.B * c.H > 65535)
     throw tl::Error("attention: B*H = " + std::to_string(c.B * c.H) + " programs on grid axis 1, expected <= 65535");
-  auto cfg = kernels::attention_config(c.D);
+  auto cfg = kernels::attention_config(c.D, s.dev.target());
   return kernels::with_tiles(cfg, [&]<int BM, int BN>() {
     auto with_dtype = [&]<int D, bool CAUSAL>() {
       return c.dtype == DType::bf16 ? run_case<tl::bf16, BM, BN, D, CAUSAL>(s, c, cfg)

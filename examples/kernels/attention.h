@@ -148,15 +148,19 @@ struct AttentionConfig {
   bool descriptors = false;  // attention_fwd_desc (":desc") instead of attention_fwd
 };
 
-// The configuration for head dim `head_dim`: TILEDSL_ATTN_CONFIG =
-// BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when set, for every head
-// dim, else 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages:
-// the shapes FlashAttention-2 and Triton's tutorial settle on for mma.sync
-// (16 query rows per warp at d = 128, where the [BM, D] f32 accumulator is
-// largest). BM is 64 or 128 and BN 32, 64 or 128: the instantiations
-// with_tiles makes.
-inline AttentionConfig attention_config(int head_dim) {
+// The configuration for head dim `head_dim` on `target` (Device::target()):
+// TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when
+// set, for every head dim and target. Else on sm_90a the descriptor form,
+// 128x64 with 8 warps (two consumer warpgroups of 64 query rows beside the
+// compiler's producer), 3 stages: the fastest on the H200 at d 64 and 128
+// (docs/perf.md run 61); elsewhere 128x64 with 4 warps (d = 64) or 8
+// warps (d = 128), 3 stages: the shapes FlashAttention-2 and Triton's
+// tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
+// the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
+// 128: the instantiations with_tiles makes.
+inline AttentionConfig attention_config(int head_dim, const std::string& target = "") {
   AttentionConfig c{128, 64, head_dim == 64 ? 4 : 8, 3};
+  if (target == "sm_90a") c = {128, 64, 8, 3, true};
   const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
   if (!env || !*env) return c;
   char form[8] = "";
