@@ -35,18 +35,19 @@ tl::Buffer random_buffer(size_t n, uint32_t seed) {
   return device().upload(host);
 }
 
+// `group` query heads share a key/value head (GROUP of attention_gqa).
 template <int BM, int BN, int D, bool CAUSAL>
-void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg) {
+void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg, int group) {
   const int N = int(state.range(0));
   const int B = kTokens / N, H = kModelWidth / D;
-  const size_t n = size_t(B) * H * N * D;
+  const size_t n = size_t(B) * H * N * D, n_kv = n / size_t(group);
   kernels::AttentionKernel<tl::bf16, BM, BN, D, CAUSAL> kernel(
       cfg, {.name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "")});
-  auto q = random_buffer(n, 1), k = random_buffer(n, 2), v = random_buffer(n, 3);
+  auto q = random_buffer(n, 1), k = random_buffer(n_kv, 2), v = random_buffer(n_kv, 3);
   auto o = device().alloc<tl::bf16>(n);
   const float sm_scale = 1.0f / std::sqrt(float(D));
   const double flops = kernels::attention_flops(B, H, N, D, CAUSAL);
-  auto launch = [&] { kernel(device(), q, k, v, o, B, H, N, sm_scale); };
+  auto launch = [&] { kernel(device(), q, k, v, o, B, H, N, sm_scale, group); };
   // The first launch generates and loads the code: a device that cannot
   // compile the kernel throws here, before the timed loop starts.
   launch();
@@ -69,11 +70,11 @@ void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg
 // One (D, causal) pair; the sequence length is the benchmark's argument.
 // An error (a kernel the device cannot compile, a bad TILEDSL_ATTN_CONFIG)
 // skips this benchmark with its message and lets the others run.
-template <int D, bool CAUSAL>
+template <int D, bool CAUSAL, int GROUP = 1>
 void attention(benchmark::State& state) {
   try {
     auto cfg = kernels::attention_config(D, device().target());
-    kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention<BM, BN, D, CAUSAL>(state, cfg); });
+    kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention<BM, BN, D, CAUSAL>(state, cfg, GROUP); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());  // before the timed loop: see time_attention
   }
@@ -88,6 +89,16 @@ ATTENTION_LENGTHS(64, false)
 ATTENTION_LENGTHS(64, true)
 ATTENTION_LENGTHS(128, false)
 ATTENTION_LENGTHS(128, true)
+
+// Grouped-query attention, 4 query heads a key/value head (32 over 8 at
+// d = 64), at 4096 keys: named attention_gqa so the summaries keep it apart.
+template <int D, bool CAUSAL>
+void attention_gqa(benchmark::State& state) { attention<D, CAUSAL, 4>(state); }
+#define ATTENTION_GQA(D, CAUSAL) \
+  BENCHMARK(attention_gqa<D, CAUSAL>)->Arg(4096)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+ATTENTION_GQA(64, false)
+ATTENTION_GQA(128, false)
+ATTENTION_GQA(128, true)
 
 }  // namespace
 

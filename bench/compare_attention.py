@@ -97,8 +97,10 @@ def triton_attention(q, k, v, o, causal, config):
 
 
 def sdpa(q, k, v, causal):
-    """Run under `with sdpa_kernel(backend)` (entered once, outside the timing)."""
-    return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    """Run under `with sdpa_kernel(backend)` (entered once, outside the timing);
+    K and V may have fewer heads (grouped-query attention)."""
+    gqa = k.shape[1] != q.shape[1]
+    return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
 
 def flops(b, h, n, d, causal):
@@ -164,9 +166,32 @@ def main():
                 del q, k, v, o, ref
                 torch.cuda.empty_cache()
 
+    # Grouped-query attention (4 query heads a key/value head; bench_attention's
+    # attention_gqa): the SDPA back ends only (Triton's tutorial kernel has no
+    # GQA form), rows marked with "kv".
+    for d, causal in ((64, False), (128, False), (128, True)):
+        n = 4096
+        b, h = TOKENS // n, MODEL_WIDTH // d
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        q = torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+        k, v = (torch.randn(b, h // 4, n, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(2))
+        shape = {"op": "attention_gqa", "dtype": "bf16", "d": d, "causal": causal, "n": n, "B": b, "H": h, "kv": h // 4}
+        ref = reference(q, k, v, causal)
+        for impl, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+            try:
+                with sdpa_kernel(backend):
+                    fn = sdpa(q, k, v, causal)
+                    check(impl, fn(), ref)
+                    ms = bench(fn)
+                rows.append({**shape, "impl": impl, "ms": ms, "TFLOP/s": flops(b, h, n, d, causal) / (ms * 1e-3) / 1e12})
+            except Exception as e:
+                rows.append({**shape, "impl": impl, "error": f"{type(e).__name__}: {e}"[:300]})
+        del q, k, v, ref
+        torch.cuda.empty_cache()
+
     print(f"{'d':>4} {'causal':<7}{'n':>7}  {'impl':<12}{'ms':>10}{'TFLOP/s':>10}  config/error")
     for r in rows:
-        tail = r.get("error", "") or " ".join(map(str, r.get("config", [])))
+        tail = r.get("error", "") or " ".join(map(str, r.get("config", []))) or (f"GQA kv={r['kv']}" if "kv" in r else "")
         print(f"{r['d']:>4} {str(r['causal']):<7}{r['n']:>7}  {r['impl']:<12}{r.get('ms', 0):>10.4f}"
               f"{r.get('TFLOP/s', 0):>10.1f}  {tail}")
     if len(sys.argv) > 1:

@@ -25,6 +25,9 @@ struct Case {
   int B, H, N, D;
   bool causal;
   DType dtype;
+  int KV = 0;  // key/value heads (0: H); H / KV query heads share one
+  int kv_heads() const { return KV ? KV : H; }
+  int group() const { return H / kv_heads(); }
 };
 
 const char* dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "f16"; }
@@ -43,13 +46,14 @@ Reference reference(const Case& c, float sm_scale, const std::vector<int>& rows,
   Reference ref{std::vector<double>(rows.size() * D), std::vector<double>(rows.size() * D)};
   std::vector<double> scores(N);
   for (size_t r = 0; r < rows.size(); ++r) {
-    size_t base = size_t(rows[r] / N) * N * D;  // this head's [N, D]
+    size_t base = size_t(rows[r] / N) * N * D;                  // this head's [N, D] of Q
+    size_t kv_base = size_t(rows[r] / N / c.group()) * N * D;  // its key/value head's
     int i = rows[r] % N;
     int n_keys = c.causal ? i + 1 : N;
     double mx = -INFINITY, total = 0;
     for (int j = 0; j < n_keys; ++j) {
       double dotp = 0;
-      for (int d = 0; d < D; ++d) dotp += q[base + size_t(i) * D + d] * k[base + size_t(j) * D + d];
+      for (int d = 0; d < D; ++d) dotp += q[base + size_t(i) * D + d] * k[kv_base + size_t(j) * D + d];
       scores[j] = dotp * sm_scale;
       mx = std::max(mx, scores[j]);
     }
@@ -57,8 +61,8 @@ Reference reference(const Case& c, float sm_scale, const std::vector<int>& rows,
     for (int d = 0; d < D; ++d) {
       double o = 0, o_abs = 0;
       for (int j = 0; j < n_keys; ++j) {
-        o += scores[j] * v[base + size_t(j) * D + d];
-        o_abs += scores[j] * std::fabs(v[base + size_t(j) * D + d]);
+        o += scores[j] * v[kv_base + size_t(j) * D + d];
+        o_abs += scores[j] * std::fabs(v[kv_base + size_t(j) * D + d]);
       }
       ref.out[r * D + d] = o / total;
       ref.magnitude[r * D + d] = o_abs / total;
@@ -107,18 +111,18 @@ int run_case(examples::Setup& s, const Case& c, const kernels::AttentionConfig& 
                      (CAUSAL ? "_causal" : "");
   std::optional<kernels::AttentionKernel<T, BM, BN, D, CAUSAL>> kernel;
   double compile_ms = examples::wall_ms([&] { kernel.emplace(cfg, tl::CompileOptions{.name = name}); });
-  std::printf("attention: B=%d H=%d N=%d D=%d %s %s, tiles %dx%d, %d warps, %d stages%s on %s (tl::compile %.1f ms)\n",
-              c.B, c.H, c.N, D, dtype_name(c.dtype), CAUSAL ? "causal" : "non-causal", BM, BN, cfg.num_warps,
+  std::printf("attention: B=%d H=%d KV=%d N=%d D=%d %s %s, tiles %dx%d, %d warps, %d stages%s on %s (tl::compile %.1f ms)\n",
+              c.B, c.H, c.kv_heads(), c.N, D, dtype_name(c.dtype), CAUSAL ? "causal" : "non-causal", BM, BN, cfg.num_warps,
               cfg.num_stages, cfg.descriptors ? ", descriptors" : "", s.dev.name().c_str(), compile_ms);
 
-  size_t n = size_t(c.B) * c.H * c.N * D;
-  auto hq = examples::random_vector<T>(n, 9), hk = examples::random_vector<T>(n, 10),
-       hv = examples::random_vector<T>(n, 11);
+  size_t n = size_t(c.B) * c.H * c.N * D, n_kv = size_t(c.B) * c.kv_heads() * c.N * D;
+  auto hq = examples::random_vector<T>(n, 9), hk = examples::random_vector<T>(n_kv, 10),
+       hv = examples::random_vector<T>(n_kv, 11);
   tl::Buffer q = s.dev.upload(hq), k = s.dev.upload(hk), v = s.dev.upload(hv);
   tl::Buffer o = s.dev.alloc<T>(n);
   const float sm_scale = 1.0f / std::sqrt(float(D));
 
-  double ms = examples::time_ms(s, [&] { (*kernel)(s.dev, q, k, v, o, c.B, c.H, c.N, sm_scale); });
+  double ms = examples::time_ms(s, [&] { (*kernel)(s.dev, q, k, v, o, c.B, c.H, c.N, sm_scale, c.group()); });
   if (examples::inspecting) return 0;  // --emit: the kernel was printed, nothing ran
 
   // Every query row when that is cheap, else 512 rows spread over all heads.
@@ -152,7 +156,7 @@ int run(examples::Setup& s, const Case& c) {
 }
 
 // The correctness matrix of issue 4: both dtypes, causal and not, D 64 and
-// 128, ragged N. Small B*H (H = 3 is not a power of two) keeps the double
+// 128, ragged N; then grouped- and multi-query heads (issue 14). Small B*H (H = 3 is not a power of two) keeps the double
 // reference quick. The interpreter runs N <= 300 on one batch (300: several
 // query blocks and key blocks, the last ones partial), in about a second.
 int sweep(examples::Setup& s) {
@@ -166,17 +170,28 @@ int sweep(examples::Setup& s) {
           ++cases;
           failures += run(s, Case{B, H, N, D, causal, dt});
         }
+  // Grouped-query (4 query heads over 2 key/value heads) and multi-query
+  // (over 1), ragged N.
+  for (DType dt : {DType::bf16, DType::f16})
+    for (int D : {64, 128})
+      for (bool causal : {false, true})
+        for (int kv : {2, 1}) {
+          ++cases;
+          failures += run(s, Case{B, 4, s.on_interp ? 300 : 1000, D, causal, dt, kv});
+        }
   if (examples::inspecting) return 0;
   std::printf("sweep: %d cases, %d failed\n%s\n", cases, failures, failures ? "FAIL" : "PASS");
   return failures ? 1 : 0;
 }
 
-// Parses "B,H,N" (all positive).
+// Parses "B,H,N" or "B,H,N,KV" (all positive; KV key/value heads divide H).
 Case parse_shape(const std::string& text) {
   Case c{0, 0, 0, 64, false, DType::bf16};
   char extra;
-  if (std::sscanf(text.c_str(), "%d,%d,%d%c", &c.B, &c.H, &c.N, &extra) != 3 || c.B < 1 || c.H < 1 || c.N < 1)
-    throw tl::Error("--shape: expected B,H,N (positive integers, e.g. 4,32,4096), found '" + text + "'");
+  int fields = std::sscanf(text.c_str(), "%d,%d,%d,%d%c", &c.B, &c.H, &c.N, &c.KV, &extra);
+  if ((fields != 3 && fields != 4) || c.B < 1 || c.H < 1 || c.N < 1 || (fields == 4 && (c.KV < 1 || c.H % c.KV)))
+    throw tl::Error("--shape: expected B,H,N or B,H,N,KV (positive integers, KV dividing H; e.g. 4,32,4096 or "
+                    "4,32,4096,8), found '" + text + "'");
   return c;
 }
 
@@ -187,7 +202,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i)
       if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
         std::fprintf(stderr,
-                     "attention options: [--dtype=bf16|f16] [--causal=0|1] [--d=64|128] [--shape=B,H,N] [--sweep]\n"
+                     "attention options: [--dtype=bf16|f16] [--causal=0|1] [--d=64|128] [--shape=B,H,N[,KV]] [--sweep]\n"
+                     "  KV: key/value heads (grouped-query attention; default H)\n"
                      "  default: bf16, D 64, causal and non-causal, B=4 H=32 N=4096 (interpreter: 2,4,512)\n");
     std::string dtype = examples::take_option(argc, argv, "--dtype", "bf16");
     std::string causal = examples::take_option(argc, argv, "--causal");

@@ -1,6 +1,8 @@
-// Flash-attention forward, O = softmax(Q K^T * sm_scale) V, with Q, K, V, O
-// of shape [B, H, N, D] (contiguous) in bf16 or f16: the kernel that
-// examples/attention.cpp checks and bench/attention.cpp times.
+// Flash-attention forward, O = softmax(Q K^T * sm_scale) V, with Q and O of
+// shape [B, H, N, D] and K, V of shape [B, H / group, N, D] (contiguous) in
+// bf16 or f16: the kernel that examples/attention.cpp checks and
+// bench/attention.cpp times. `group` query heads share a key/value head
+// (grouped-query attention; 1: multi-head, H: multi-query).
 //
 // Each program owns BM query rows of one (batch, head) and streams the keys
 // and values in BN-row blocks, never materializing the N x N score matrix:
@@ -11,7 +13,8 @@
 // the diagonal, halving the work. N need not be a multiple of BM or BN:
 // query rows and keys past N are masked.
 //
-// Launch: grid {cdiv(N, BM), B * H}; arguments Q, K, V, O, N, sm_scale.
+// Launch: grid {cdiv(N, BM), B * H}; arguments Q, K, V, O, N, sm_scale,
+// group.
 #pragma once
 
 #include <cmath>
@@ -56,11 +59,12 @@ void attend_block(const tl::tile<T>& q, const tl::tile<T>& k, const tl::tile<T>&
 
 template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
 void attention_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
-                   tl::scalar<float> sm_scale) {
+                   tl::scalar<float> sm_scale, tl::scalar<int32_t> group) {
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
   auto start_m = tl::program_id(0);                             // block of query rows
   auto head = tl::program_id(1);                                // batch * H + head
-  auto base = head * seq_len * HEAD_DIM;                        // scalar i32: this head's [N, D]
+  auto base = head * seq_len * HEAD_DIM;                        // scalar i32: this head's [N, D] of Q and O
+  auto kv_base = head / group * seq_len * HEAD_DIM;             // scalar i32: its key/value head's [N, D]
 
   auto offs_m = start_m * BM + tl::arange(0, BM);               // [BM] i32
   auto offs_n = tl::arange(0, BN);                              // [BN] i32
@@ -80,7 +84,7 @@ void attention_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::s
   for (auto start_n : tl::range(0, hi, BN)) {
     auto cols = start_n + offs_n;                               // [BN] i32: key indices
     auto col_ok = tl::col(cols < seq_len);                      // [BN, 1] i1
-    auto kv_offs = base + tl::col(cols) * HEAD_DIM + tl::row(offs_d);  // [BN, D] i32
+    auto kv_offs = kv_base + tl::col(cols) * HEAD_DIM + tl::row(offs_d);  // [BN, D] i32
     auto k = tl::load(K + kv_offs, col_ok);                     // [BN, D] T
     auto v = tl::load(V + kv_offs, col_ok);                     // [BN, D] T
     attend_block<T, CAUSAL>(q, k, v, offs_m, cols, seq_len, qk_scale, m_i, l_i, acc);
@@ -90,25 +94,28 @@ void attention_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::s
   tl::store(O + base + tl::col(offs_m) * HEAD_DIM + tl::row(offs_d), tl::cast<T>(out), row_ok);
 }
 
-// The same attention through tensor descriptors of Q, K, V, O as [B * H,
-// N, D] (`heads` = B * H, `head_stride` = N * D): each block is a [1,
-// rows, D] box of one head, so the hardware's bounds (or the masks the
-// descriptors mean) read keys past N as 0 within the head. On sm_90 Q, K
-// and V become tensor copies (K and V pipelined on mbarriers); elsewhere
-// the masked loads the descriptors mean.
+// The same attention through tensor descriptors of Q and O as [B * H, N,
+// D] and K, V as [B * H / group, N, D] (`heads` = B * H, `head_stride` = N
+// * D): each block is a [1, rows, D] box of one head, so the hardware's
+// bounds (or the masks the descriptors mean) read keys past N as 0 within
+// the head. On sm_90 Q, K and V become tensor copies (K and V pipelined on
+// mbarriers by a producer warp, Q read by the products where it landed);
+// elsewhere the masked loads the descriptors mean.
 //
 // Launch: grid {cdiv(N, BM), B * H}; arguments Q, K, V, O, N, sm_scale,
-// B * H, N * D.
+// group, B * H, B * H / group, N * D.
 template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
 void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
-                        tl::scalar<float> sm_scale, tl::scalar<int32_t> heads, tl::scalar<int32_t> head_stride) {
+                        tl::scalar<float> sm_scale, tl::scalar<int32_t> group, tl::scalar<int32_t> heads,
+                        tl::scalar<int32_t> kv_heads, tl::scalar<int32_t> head_stride) {
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
   auto start_m = tl::program_id(0);                             // block of query rows
   auto head = tl::program_id(1);                                // batch * H + head
-  auto blocks = [&](tl::ptr<T> x, int64_t rows) {               // [B * H, N, D], a [1, rows, D] box
-    return tl::make_tensor_descriptor(x, {heads, seq_len, HEAD_DIM}, {head_stride, HEAD_DIM, 1}, {1, rows, HEAD_DIM});
+  auto kv_head = head / group;                                  // its key/value head
+  auto blocks = [&](tl::ptr<T> x, tl::scalar<int32_t> n_heads, int64_t rows) {  // [heads, N, D], a [1, rows, D] box
+    return tl::make_tensor_descriptor(x, {n_heads, seq_len, HEAD_DIM}, {head_stride, HEAD_DIM, 1}, {1, rows, HEAD_DIM});
   };
-  auto dq = blocks(Q, BM), dk = blocks(K, BN), dv = blocks(V, BN), dout = blocks(O, BM);
+  auto dq = blocks(Q, heads, BM), dk = blocks(K, kv_heads, BN), dv = blocks(V, kv_heads, BN), dout = blocks(O, heads, BM);
 
   auto offs_m = start_m * BM + tl::arange(0, BM);               // [BM] i32
   auto offs_n = tl::arange(0, BN);                              // [BN] i32
@@ -123,8 +130,8 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
   if constexpr (CAUSAL) hi = tl::minimum((start_m + 1) * BM, seq_len);
 
   for (auto start_n : tl::range(0, hi, BN)) {
-    auto k = tl::reshape(dk.load({head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
-    auto v = tl::reshape(dv.load({head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
+    auto k = tl::reshape(dk.load({kv_head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
+    auto v = tl::reshape(dv.load({kv_head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
     attend_block<T, CAUSAL>(q, k, v, offs_m, start_n + offs_n, seq_len, qk_scale, m_i, l_i, acc);
   }
 
@@ -178,7 +185,8 @@ inline AttentionConfig attention_config(int head_dim, const std::string& target 
 
 // The kernel of configuration `c` compiled with `options` (its warps and
 // stages set here), and its launch on `dev` over Q, K, V, O of shape [B,
-// H, N, D]: one place that knows the two forms' arguments.
+// H, N, D] and K, V of [B, H / group, N, D]: one place that knows the two
+// forms' arguments.
 template <class T, int BM, int BN, int D, bool CAUSAL>
 struct AttentionKernel {
   AttentionKernel(const AttentionConfig& c, tl::CompileOptions options) : descriptors(c.descriptors) {
@@ -189,10 +197,10 @@ struct AttentionKernel {
   }
   template <class Dev>
   void operator()(Dev& dev, const tl::Buffer& q, const tl::Buffer& k, const tl::Buffer& v, tl::Buffer& o, int B,
-                  int H, int N, float sm_scale) const {
+                  int H, int N, float sm_scale, int group = 1) const {
     tl::Grid grid{uint32_t(tl::cdiv(N, BM)), uint32_t(B * H)};
-    if (descriptors) dev(kernel, grid, q, k, v, o, N, sm_scale, B * H, N * D);
-    else dev(kernel, grid, q, k, v, o, N, sm_scale);
+    if (descriptors) dev(kernel, grid, q, k, v, o, N, sm_scale, group, B * H, B * H / group, N * D);
+    else dev(kernel, grid, q, k, v, o, N, sm_scale, group);
   }
   tl::Kernel kernel;
   bool descriptors;

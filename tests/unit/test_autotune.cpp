@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_oracle.h"
 #include "tiledsl/autotune.h"
 #include "tiledsl/tiledsl.h"
 
@@ -142,4 +143,35 @@ TEST_CASE("autotune: names and configuration lists are checked", "[runtime][auto
   REQUIRE_THROWS_WITH(tl::Autotuner("x", {bump_config<32>(compiles), bump_config<32>(compiles)}),
                       "Autotuner x: expected unique configuration names without tabs or newlines, found '32'");
   CHECK(compiles == 0);  // nothing compiles before a launch
+}
+
+TEST_CASE("autotune on the GPU: timed with device events, writes its input once, reused by a second tuner",
+          "[gpu][autotune]") {
+  REQUIRE_GPU();
+  TempCacheDir cache;
+  auto dev = tl::Device::get("cuda");
+  std::atomic<int> compiles{0};
+  auto configs = [&] {
+    return std::vector<tl::TuneConfig>{bump_config<128>(compiles), bump_config<512>(compiles),
+                                       bump_config<1024>(compiles)};
+  };
+  const int n = 1 << 22;
+  std::vector<float> host(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) host[size_t(i)] = float(i % 1000);
+  auto x = dev.upload(host);
+  tl::Autotuner tuner("bump-gpu", configs());
+  tuner(dev, grid_for(n), x, n);
+  auto got = x.download<float>();
+  for (int i = 0; i < n; ++i) REQUIRE(got[size_t(i)] == float(i % 1000) + 1.0f);  // once
+  CHECK(tuner.measured() == 3);
+  std::ifstream in(cache.dir / "autotune-bump-gpu.tsv");
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK_THAT(line, Contains(dev.target()));
+  compiles = 0;
+  tl::Autotuner again("bump-gpu", configs());
+  again(dev, grid_for(n), x, n);
+  CHECK(again.measured() == 0);
+  CHECK(compiles == 1);
+  CHECK(x.download<float>()[12345] == float(12345 % 1000) + 2.0f);
 }
