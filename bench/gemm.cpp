@@ -24,8 +24,10 @@
 //   TILEDSL_DEVICE       the device (e.g. interp: tiny default shapes, no cuBLAS)
 //   TILEDSL_CUBLAS       the cuBLAS library to load (see bench/cublas.h)
 //
-// Names: gemm_tiledsl/MxNxK/<config> and gemm_cublas/MxNxK; the label says
-// how each was compiled or which library ran. gemm_cublas also reports
+// Names: gemm_tiledsl/MxNxK/<config>, gemm_tiledsl/MxNxK/autotuned (the
+// pick of tl::Autotuner over those configurations and two for narrow M) and
+// gemm_cublas/MxNxK; the label says how each was compiled, which
+// configuration the tuner picked, or which library ran. gemm_cublas also reports
 // tl_vs_cublas: max |C_tiledsl - C_cublas| / max |C_cublas| over the whole
 // output (of the last tiledsl configuration run on that shape; infinite
 // when tiledsl produced a NaN), a cheap cross-check at every size.
@@ -41,6 +43,7 @@
 #include <sstream>
 
 #include "../examples/kernels/gemm.h"
+#include "tiledsl/autotune.h"
 #include "cublas.h"
 
 namespace {
@@ -92,6 +95,8 @@ std::vector<Shape> shapes() {
       // up projection (4096 -> 11008) and down projection (11008 -> 4096)
       // of a 7B-class model; a longer batch of tokens.
       {8192, 4096, 4096},   {8192, 11008, 4096},  {8192, 4096, 11008}, {16384, 4096, 4096},
+      // A few tokens against a weight (decode; memory-bound: 128 MiB of B).
+      {16, 8192, 8192},
   };
 }
 
@@ -174,6 +179,46 @@ void gemm_tiledsl(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
   }
 }
 
+// The configurations the autotuned benchmark chooses from: the timed list
+// (TILEDSL_GEMM_CONFIG or the defaults) and two for narrow M (16- and
+// 64-row tiles of 4 warps).
+std::vector<tl::TuneConfig> tune_configs(const std::vector<kernels::GemmConfig>& timed) {
+  std::vector<kernels::GemmConfig> list = timed;
+  for (const char* narrow : {"16x64x128:4:4", "64x64x64:4:4"}) {
+    auto c = kernels::parse_gemm_config(narrow);
+    if (std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.str() == c.str(); }) == list.end())
+      list.push_back(c);
+  }
+  std::vector<tl::TuneConfig> configs;
+  for (const auto& c : list)
+    configs.push_back({c.str(), [c] { return kernels::compile_gemm<tl::bf16>(c, "gemm"); }, {}});
+  return configs;
+}
+
+// The gemm through tl::Autotuner (issue 15): the first launch of a shape
+// times every configuration (the results file keeps the winner for the
+// next process), the benchmark then times the winner; its label names it.
+void gemm_autotuned(benchmark::State& state, Shape s, std::vector<kernels::GemmConfig> timed) {
+  try {
+    static tl::Autotuner tuner("bench_gemm", tune_configs(timed), {.key_args = {3, 4, 5}});
+    Problem& p = problem(s);
+    auto grid = [&](const tl::TuneConfig& c) {
+      return kernels::gemm_grid(kernels::parse_gemm_config(c.name), s.m, s.n, device());
+    };
+    auto launch = [&] { tuner(device(), grid, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1); };
+    launch();  // tunes this shape (or reads its winner), then runs it
+    device().synchronize();
+    p.tiledsl_ran = true;
+    const tl::TuneConfig& pick =
+        tuner.pick(device(), grid, {p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1});
+    state.SetLabel("tiledsl bf16 autotuned over " + std::to_string(tune_configs(timed).size()) +
+                   " configurations: " + pick.name + " on " + device().name());
+    for (auto _ : state) report(state, device().time_ms(launch, reps_for(s)), s);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 // max |got - ref| / max |ref| over two bf16 buffers of one size; infinite
 // when got holds a NaN.
 double normwise_difference(const tl::Buffer& got, const tl::Buffer& ref) {
@@ -250,6 +295,10 @@ int main(int argc, char** argv) {
           ->UseManualTime()
           ->Iterations(3)
           ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("gemm_tiledsl/" + s.str() + "/autotuned").c_str(), gemm_autotuned, s, config_list)
+        ->UseManualTime()
+        ->Iterations(3)
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("gemm_cublas/" + s.str()).c_str(), gemm_cublas, s)
         ->UseManualTime()
         ->Iterations(3)

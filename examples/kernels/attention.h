@@ -132,7 +132,6 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
   auto dq = blocks(Q, heads, BM), dk = blocks(K, kv_heads, BN), dv = blocks(V, kv_heads, BN), dout = blocks(O, heads, BM);
 
   auto offs_m = start_m * BM + tl::arange(0, BM);               // [BM] i32
-  auto offs_n = tl::arange(0, BN);                              // [BN] i32
   auto q = tl::reshape(dq.load({head, start_m * BM, 0}), {BM, HEAD_DIM});  // [BM, D] T
   auto qk_scale = sm_scale * 1.44269504f;                       // scalar f32: log2(e) folded in
 

@@ -168,14 +168,15 @@ inline GemmConfig default_gemm_config(const std::string& target) {
 inline constexpr int kGemmGroupM = 8;
 
 // The tile shapes that have an instantiation: the GPU default, the larger
-// 8-warp tiles worth trying on Hopper-class GPUs, and smaller ones for the
-// interpreter and narrow problems.
+// 8-warp tiles worth trying on Hopper-class GPUs, smaller ones for the
+// interpreter and narrow problems, and 16 rows for a few tokens against a
+// wide weight (decode: memory-bound, many programs along N).
 struct GemmTile {
   int bm, bn, bk;
 };
 inline constexpr GemmTile kGemmTiles[] = {
-    {128, 128, 64}, {128, 256, 64}, {256, 128, 64}, {128, 128, 32},
-    {64, 128, 64},  {128, 64, 64},  {64, 64, 64},   {64, 64, 32},
+    {128, 128, 64}, {128, 256, 64}, {256, 128, 64}, {128, 128, 32}, {64, 128, 64},
+    {128, 64, 64},  {64, 64, 64},   {64, 64, 32},   {16, 64, 128},
 };
 
 inline std::string gemm_tiles_list() {
