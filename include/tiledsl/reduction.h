@@ -3,7 +3,9 @@
 
 #include <source_location>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tiledsl/tile.h"
@@ -77,6 +79,94 @@ tile<E> reduce(const tile<E>& x, int axis, F&& combine, std::source_location w =
   };
   ir::Type result = x.type().with_shape(detail::without_axis(x.shape(), ax));
   return tile<E>(detail::emit_combine(ir::OpKind::Reduce, {x.value()}, {result}, {{"axis", int64_t(ax)}}, loc, body)[0]);
+}
+
+// Inclusive scan along `axis` with `combine(tile<E> a, tile<E> b) -> tile<E>`
+// (traced once on scalars; associative, not necessarily commutative: a is
+// the earlier element, or the later one with `reverse`), as Triton's
+// associative_scan: element i combines elements 0..i (i..n-1 reversed).
+template <class E, class F>
+tile<E> associative_scan(const tile<E>& x, int axis, F&& combine, bool reverse = false,
+                         std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  int ax = detail::check_reduce_input(x.value(), axis, loc, "associative_scan");
+  auto body = [&](const std::vector<detail::Value*>& args) -> std::vector<detail::Value*> {
+    return {tile<E>(combine(tile<E>(args[0]), tile<E>(args[1]))).value()};
+  };
+  return tile<E>(detail::emit_combine(ir::OpKind::Scan, {x.value()}, {x.type()},
+                                      {{"axis", int64_t(ax)}, {"reverse", int64_t(reverse)}}, loc, body)[0]);
+}
+
+namespace detail {
+template <class... E>
+std::vector<Value*> values_of(const std::tuple<tile<E>...>& t) {
+  return std::apply([](const auto&... x) { return std::vector<Value*>{x.value()...}; }, t);
+}
+template <class... E, size_t... I>
+std::tuple<tile<E>...> tiles_of(const std::vector<Value*>& v, size_t first, std::index_sequence<I...>) {
+  return std::tuple<tile<E>...>(tile<E>(v[first + I])...);
+}
+// The operands of a reduction or scan of several tiles: one shape, each
+// reducible; the axis normalized.
+template <class... E>
+int check_tuple_input(const std::tuple<tile<E>...>& xs, int axis, const ir::Loc& loc, const char* op) {
+  std::vector<Value*> v = values_of(xs);
+  int ax = check_reduce_input(v[0], axis, loc, op);
+  for (size_t i = 1; i < v.size(); ++i) {
+    check_reduce_input(v[i], axis, loc, op);
+    if (type_of(v[i]).shape != type_of(v[0]).shape)
+      throw Error(loc.str() + ": " + op + ": expected tiles of one shape, found " + type_of(v[0]).str() + " and " +
+                  type_of(v[i]).str() + " (operand " + std::to_string(i) + ")");
+  }
+  return ax;
+}
+// The combine region of a tuple: combine(std::tuple a, std::tuple b) -> a
+// tuple of the same tile types.
+template <class... E, class F>
+auto tuple_combiner(F& combine) {
+  return [&combine](const std::vector<Value*>& args) -> std::vector<Value*> {
+    constexpr size_t n = sizeof...(E);
+    auto a = tiles_of<E...>(args, 0, std::index_sequence_for<E...>{});
+    auto b = tiles_of<E...>(args, n, std::index_sequence_for<E...>{});
+    std::tuple<tile<E>...> r = combine(a, b);
+    return values_of(r);
+  };
+}
+}  // namespace detail
+
+// Reduction of several tiles of one shape at once along `axis` (Triton's
+// reduce over a tuple: argmax by hand, Welford's mean and variance):
+// `combine(std::tuple<tile<E>...> a, std::tuple<tile<E>...> b)` returns the
+// combined tuple; associative and commutative, as reduce's.
+template <class... E, class F>
+std::tuple<tile<E>...> reduce(const std::tuple<tile<E>...>& xs, int axis, F&& combine,
+                              std::source_location w = std::source_location::current()) {
+  static_assert(sizeof...(E) >= 1, "reduce: at least one tile");
+  ir::Loc loc = detail::to_loc(w);
+  int ax = detail::check_tuple_input(xs, axis, loc, "reduce");
+  std::vector<detail::Value*> in = detail::values_of(xs);
+  std::vector<ir::Type> results;
+  for (detail::Value* v : in) results.push_back(detail::type_of(v).with_shape(detail::without_axis(detail::type_of(v).shape, ax)));
+  auto out = detail::emit_combine(ir::OpKind::Reduce, in, results, {{"axis", int64_t(ax)}}, loc,
+                                  detail::tuple_combiner<E...>(combine));
+  return detail::tiles_of<E...>(out, 0, std::index_sequence_for<E...>{});
+}
+
+// Inclusive scan of several tiles of one shape at once (a linear recurrence
+// x_i = a_i x_{i-1} + b_i as pairs, cummax with its index):
+// `combine(std::tuple a, std::tuple b)` as associative_scan's.
+template <class... E, class F>
+std::tuple<tile<E>...> associative_scan(const std::tuple<tile<E>...>& xs, int axis, F&& combine, bool reverse = false,
+                                        std::source_location w = std::source_location::current()) {
+  static_assert(sizeof...(E) >= 1, "associative_scan: at least one tile");
+  ir::Loc loc = detail::to_loc(w);
+  int ax = detail::check_tuple_input(xs, axis, loc, "associative_scan");
+  std::vector<detail::Value*> in = detail::values_of(xs);
+  std::vector<ir::Type> results;
+  for (detail::Value* v : in) results.push_back(detail::type_of(v));
+  auto out = detail::emit_combine(ir::OpKind::Scan, in, results, {{"axis", int64_t(ax)}, {"reverse", int64_t(reverse)}},
+                                  loc, detail::tuple_combiner<E...>(combine));
+  return detail::tiles_of<E...>(out, 0, std::index_sequence_for<E...>{});
 }
 
 // Inclusive prefix sum / product along `axis` (same widening as sum).
