@@ -1,6 +1,8 @@
 // Triton's standard library (triton/language/standard.py) as compositions
 // of the existing ops: flip, sort, topk, cat, interleave, ravel, xor_sum
-// and swizzle2d. Nothing here is a new Tile IR op: each function traces to
+// and swizzle2d; and histogram and gather, which Triton has as ops, here
+// one-hot comparisons summed (for tiles of up to a few thousand elements
+// times bins or positions: the comparison tile is their product). Nothing here is a new Tile IR op: each function traces to
 // reshape / permute / split / join / arange / cmp / select (and reduce for
 // xor_sum), so the interpreter and every GPU target run them as they run
 // those ops, and the IR dump shows the network they build.
@@ -24,10 +26,14 @@
 #include <cstdint>
 #include <source_location>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "tiledsl/math.h"
 #include "tiledsl/reduction.h"
+#include "tiledsl/shape.h"
+#include "tiledsl/creation.h"
 #include "tiledsl/tile.h"
 
 namespace tl {
@@ -296,6 +302,75 @@ swizzle2d(const I& i, const J& j, const SI& size_i, const SJ& size_j, const SG& 
   Operand new_i = op(BinCat::Add, OpKind::Add, off_i, op(BinCat::DivRem, OpKind::Rem, ij, rows));
   Operand new_j = op(BinCat::DivRem, OpKind::Div, ij, rows);
   return {R(detail::cast(new_i.value, d, loc, "swizzle2d")), R(detail::cast(new_j.value, d, loc, "swizzle2d"))};
+}
+
+// Counts of `x`'s values in bins 0 .. num_bins - 1 (values outside, or
+// masked off, not counted): x a 1-D integer tile, num_bins a power of two;
+// a [num_bins] i32 tile. A [N, num_bins] comparison summed over N.
+template <class E>
+tile<int32_t> histogram(const tile<E>& x, int64_t num_bins, std::source_location w = std::source_location::current()) {
+  static_assert(is_int(detail::elem_info<E>::dtype) && !std::is_same_v<E, bool>, "tl::histogram counts integer values");
+  ir::Loc loc = detail::to_loc(w);
+  if (x.type().rank() != 1) detail::fail(loc, "histogram", "expected a 1-D tile of values, found " + x.type().str());
+  if (num_bins < 1 || (num_bins & (num_bins - 1)))
+    detail::fail(loc, "histogram", "expected a number of bins that is a power of two, found " + std::to_string(num_bins));
+  auto bins = cast<int64_t>(arange(0, num_bins, w), w);                            // [B] i64
+  auto hit = col(cast<int64_t>(x, w), w) == row(bins, w);                          // [N, B] i1
+  return sum(cast<int32_t>(hit, w), 0, w);                                         // [B] i32
+}
+template <class E>
+tile<int32_t> histogram(const tile<E>& x, int64_t num_bins, const tile<bool>& mask,
+                        std::source_location w = std::source_location::current()) {
+  ir::Loc loc = detail::to_loc(w);
+  if (mask.type().shape != x.type().shape)
+    detail::fail(loc, "histogram", "expected a mask of the values' shape " + x.type().str() + ", found " + mask.type().str());
+  // A masked-off value counts as -1: outside every bin.
+  return histogram(where(mask, cast<int64_t>(x, w), int64_t(-1)), num_bins, w);
+}
+
+namespace detail {
+// The integer type of E's width (bits moved exactly, NaN and -0.0 kept).
+template <class E>
+using same_width_int_t =
+    std::conditional_t<bit_width(elem_info<E>::dtype) == 64, int64_t,
+                       std::conditional_t<bit_width(elem_info<E>::dtype) == 32, int32_t,
+                                          std::conditional_t<bit_width(elem_info<E>::dtype) == 16, int16_t, int8_t>>>;
+}  // namespace detail
+
+// out = src gathered along `axis` at `index` (Triton's gather): index has
+// src's rank (1 or 2) and its sizes but along `axis`; out has index's
+// shape; rank 1: out[k] = src[index[k]]; axis 1: out[m][k] = src[m][index[m][k]];
+// axis 0: out[k][n] = src[index[k][n]][n]. An index outside 0 .. n - 1
+// gathers 0 (Triton leaves it undefined). Each element's bits are moved
+// exactly: a one-hot [.., K, N] selection of src's bits, summed.
+template <class E, class I>
+tile<E> gather(const tile<E>& src, const tile<I>& index, int axis, std::source_location w = std::source_location::current()) {
+  static_assert(!detail::elem_info<E>::is_ptr && !std::is_same_v<E, bool>, "tl::gather moves numbers (cast bools to an integer)");
+  static_assert(is_int(detail::elem_info<I>::dtype) && !std::is_same_v<I, bool>, "tl::gather takes integer indices");
+  ir::Loc loc = detail::to_loc(w);
+  const auto &ss = src.type().shape, &is = index.type().shape;
+  if (src.type().is_scalar() || ss.size() > 2 || is.size() != ss.size())
+    detail::fail(loc, "gather", "expected a source of rank 1 or 2 and an index of the same rank, found " +
+                                    src.type().str() + " and " + index.type().str());
+  int ax = detail::normalize_axis(axis, int(ss.size()), loc, "gather");
+  for (size_t d = 0; d < ss.size(); ++d)
+    if (int(d) != ax && ss[d] != is[d])
+      detail::fail(loc, "gather", "expected an index of the source's sizes but along axis " + std::to_string(ax) +
+                                      ", found " + src.type().str() + " and " + index.type().str());
+  using U = detail::same_width_int_t<E>;
+  const int64_t n = ss[size_t(ax)];
+  auto bits = bitcast<U>(src, w);                                                 // src's shape, U
+  auto idx = cast<int64_t>(index, w);                                             // index's shape, i64
+  auto pos = cast<int64_t>(arange(0, n, w), w);                                   // [n] i64
+  tile<U> picked = [&] {
+    if (ss.size() == 1)  // [K, n]
+      return cast<U>(sum(where(col(idx, w) == row(pos, w), row(bits, w), U(0)), 1, w), w);
+    if (ax == 1)         // [M, K, n]
+      return cast<U>(sum(where(expand_dims(idx, 2, w) == reshape(pos, {1, 1, n}, w), expand_dims(bits, 1, w), U(0)), 2, w), w);
+    // [K, M, N]
+    return cast<U>(sum(where(expand_dims(idx, 1, w) == reshape(pos, {1, n, 1}, w), expand_dims(bits, 0, w), U(0)), 1, w), w);
+  }();
+  return bitcast<E>(picked, w);
 }
 
 }  // namespace tl

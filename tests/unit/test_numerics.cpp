@@ -301,7 +301,7 @@ void shapes(ptr<int32_t> x, ptr<int32_t> t, ptr<int32_t> j, ptr<int32_t> s) {
   store(s + arange(0, 32), hi - lo);
 }
 
-void histogram(ptr<int32_t> bins, ptr<int32_t> counts, ptr<int32_t> maxes, scalar<int32_t> n) {
+void atomic_histogram(ptr<int32_t> bins, ptr<int32_t> counts, ptr<int32_t> maxes, scalar<int32_t> n) {
   auto offs = program_id(0) * BLOCK + arange(0, BLOCK);
   auto mask = offs < n;
   auto b = load(bins + offs, mask, 0);
@@ -496,7 +496,7 @@ TEST_CASE("numerics: atomic_add and atomic_max histogram", "[numerics]") {
   auto bins = dev.upload(hb);
   auto counts = dev.upload(std::vector<int32_t>(16, 0));
   auto maxes = dev.upload(std::vector<int32_t>(16, -1));
-  dev(compile(histogram), Grid{cdiv(N_ODD, BLOCK)}, bins, counts, maxes, N_ODD);
+  dev(compile(atomic_histogram), Grid{cdiv(N_ODD, BLOCK)}, bins, counts, maxes, N_ODD);
   std::vector<int32_t> want_counts(16, 0), want_max(16, -1);
   for (int i = 0; i < N_ODD; ++i) {
     ++want_counts[size_t(hb[size_t(i)])];

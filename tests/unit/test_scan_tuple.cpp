@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <random>
 #include <tuple>
@@ -217,4 +218,148 @@ TEST_CASE("scans and tuple reductions: the same results on the GPU as on the int
     for (int32_t i : idx.download<int32_t>()) at.push_back(float(i));
     return std::vector<std::vector<float>>{out.download<float>(), at};
   }, 1e-5, 1e-5);
+}
+
+// ---- gather and histogram (standard.h) ------------------------------------------
+
+namespace {
+
+// out0 [R, 16]: src [R, C] gathered along axis 1 at idx [R, 16];
+// out1 [16, C]: along axis 0 at idx0 [16, C]; out2 [32]: rank 1.
+void gathers(ptr<float> src, ptr<int32_t> idx1, ptr<int32_t> idx0, ptr<float> out) {
+  auto s = load(src + col(arange(0, R)) * C + row(arange(0, C)));          // [R, C] f32
+  auto i1 = load(idx1 + col(arange(0, R)) * 16 + row(arange(0, 16)));      // [R, 16] i32
+  auto i0 = load(idx0 + col(arange(0, 16)) * C + row(arange(0, C)));      // [16, C] i32
+  store(out + col(arange(0, R)) * 16 + row(arange(0, 16)), gather(s, i1, 1));
+  store(out + R * 16 + col(arange(0, 16)) * C + row(arange(0, C)), gather(s, i0, 0));
+  auto line = load(src + arange(0, C));                                    // [C] f32
+  store(out + R * 16 + 16 * C + arange(0, 32), gather(line, load(idx1 + arange(0, 32)), 0));
+}
+
+// counts [16] of v [256] (values -2 .. 20: some outside), and of the
+// values whose mask (v odd) holds.
+void histograms(ptr<int32_t> v, ptr<int32_t> out) {
+  auto x = load(v + arange(0, 256));                                       // [256] i32
+  store(out + arange(0, 16), histogram(x, 16));
+  store(out + 16 + arange(0, 16), histogram(x, 16, (x % 2) != 0));
+}
+
+struct GatherInputs {
+  std::vector<float> src;
+  std::vector<int32_t> idx1, idx0;
+};
+GatherInputs gather_inputs(unsigned seed) {
+  std::mt19937 rng(seed);
+  GatherInputs g;
+  g.src.resize(R * C);
+  for (auto& x : g.src) x = float(int(rng() % 2001u) - 1000) / 8.0f;
+  g.src[3] = -0.0f;
+  g.src[5] = NAN;
+  g.idx1.resize(R * 16);
+  for (auto& i : g.idx1) i = int32_t(rng() % (C + 4u)) - 2;  // a few outside: gather 0
+  g.idx1[0] = 3;
+  g.idx1[1] = 5;
+  g.idx0.resize(16 * C);
+  for (auto& i : g.idx0) i = int32_t(rng() % (R + 2u)) - 1;
+  return g;
+}
+std::vector<float> run_gathers(Device& d, const GatherInputs& g) {
+  Kernel k = compile(gathers, {.name = "gathers", .num_warps = 4});
+  auto out = d.alloc<float>(R * 16 + 16 * C + 32);
+  d(k, Grid{1}, d.upload(g.src), d.upload(g.idx1), d.upload(g.idx0), out);
+  d.synchronize();
+  return out.download<float>();
+}
+std::vector<int32_t> hist_values(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> v(256);
+  for (auto& x : v) x = int32_t(rng() % 23u) - 2;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("gather along either axis and on rank 1 moves each element's bits; an index outside gathers 0",
+          "[standard][interp]") {
+  Device d = Device::get("interp");
+  GatherInputs g = gather_inputs(81);
+  auto got = run_gathers(d, g);
+  auto same_bits = [](float a, float b) { return std::memcmp(&a, &b, 4) == 0; };
+  auto at = [&](int r, int c) { return c < 0 || c >= C || r < 0 || r >= R ? 0.0f : g.src[size_t(r * C + c)]; };
+  for (int r = 0; r < R; ++r)
+    for (int k = 0; k < 16; ++k) {
+      INFO("axis 1, row " << r << " k " << k);
+      CHECK(same_bits(got[size_t(r * 16 + k)], at(r, g.idx1[size_t(r * 16 + k)])));
+    }
+  CHECK(std::signbit(got[0]));  // -0.0 kept
+  CHECK(std::isnan(got[1]));
+  for (int k = 0; k < 16; ++k)
+    for (int c = 0; c < C; ++c) {
+      INFO("axis 0, k " << k << " col " << c);
+      CHECK(same_bits(got[size_t(R * 16 + k * C + c)], at(g.idx0[size_t(k * C + c)], c)));
+    }
+  for (int k = 0; k < 32; ++k) CHECK(same_bits(got[size_t(R * 16 + 16 * C + k)], at(0, g.idx1[size_t(k)])));
+}
+
+TEST_CASE("histogram counts the values inside its bins, with and without a mask", "[standard][interp]") {
+  Device d = Device::get("interp");
+  Kernel k = compile(histograms, {.name = "histograms", .num_warps = 4});
+  auto v = hist_values(82);
+  auto out = d.alloc<int32_t>(32);
+  d(k, Grid{1}, d.upload(v), out);
+  auto got = out.download<int32_t>();
+  std::vector<int32_t> all(16, 0), odd(16, 0);
+  for (int32_t x : v)
+    if (x >= 0 && x < 16) {
+      ++all[size_t(x)];
+      if (x % 2) ++odd[size_t(x)];
+    }
+  for (int b = 0; b < 16; ++b) {
+    INFO("bin " << b);
+    CHECK(got[size_t(b)] == all[size_t(b)]);
+    CHECK(got[size_t(16 + b)] == odd[size_t(b)]);
+  }
+}
+
+namespace {
+void gather_bad(ptr<float> x, ptr<int32_t> i, ptr<float> out) {
+  auto s = load(x + col(arange(0, 8)) * 8 + row(arange(0, 8)));            // [8, 8]
+  auto idx = load(i + col(arange(0, 4)) * 4 + row(arange(0, 4)));          // [4, 4]
+  store(out + col(arange(0, 4)) * 4 + row(arange(0, 4)), gather(s, idx, 1));
+}
+void histogram_bad(ptr<int32_t> v, ptr<int32_t> out) { store(out + arange(0, 16), histogram(load(v + arange(0, 16)), 12)); }
+}  // namespace
+
+TEST_CASE("gather and histogram: bad arguments are errors naming the line", "[standard][frontend]") {
+  CHECK_THROWS_WITH(compile(gather_bad, {.name = "gather_bad"}),
+                    Catch::Contains("test_scan_tuple.cpp") &&
+                        Catch::Contains("gather: expected an index of the source's sizes but along axis 1"));
+  CHECK_THROWS_WITH(compile(histogram_bad, {.name = "histogram_bad"}),
+                    Catch::Contains("test_scan_tuple.cpp") &&
+                        Catch::Contains("histogram: expected a number of bins that is a power of two, found 12"));
+}
+
+TEST_CASE("gather and histogram compile for sm_90a and gfx942", "[standard][codegen]") {
+  using namespace codegen_checks;
+  for (Kernel k : {compile(gathers, {.name = "gathers", .num_warps = 4}), compile(histograms, {.name = "histograms", .num_warps = 4})}) {
+    INFO(k.name());
+    std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
+    CHECK(count(ptx, R"(\bst\.global)") > 0);
+    check_assembles(ptx, "sm_90a");
+    std::string gcn = codegen::emit_stage(*k.impl(), aligned(k), "gfx942", codegen::Stage::Asm);
+    CHECK(count(gcn, R"(global_store)") > 0);
+  }
+}
+
+TEST_CASE("gather and histogram: the same results on the GPU as on the interpreter", "[standard][gpu]") {
+  REQUIRE_GPU();
+  GatherInputs g = gather_inputs(83);
+  gpu_oracle::same_on_both<float>([&](Device& d) { return std::vector<std::vector<float>>{run_gathers(d, g)}; }, 0, 0);
+  Kernel k = compile(histograms, {.name = "histograms", .num_warps = 4});
+  gpu_oracle::same_on_both<int32_t>([&](Device& d) {
+    auto out = d.alloc<int32_t>(32);
+    d(k, Grid{1}, d.upload(hist_values(84)), out);
+    d.synchronize();
+    return std::vector<std::vector<int32_t>>{out.download<int32_t>()};
+  }, 0, 0);
 }
