@@ -200,7 +200,8 @@ std::vector<tl::TuneConfig> tune_configs(const std::vector<kernels::GemmConfig>&
 // next process), the benchmark then times the winner; its label names it.
 void gemm_autotuned(benchmark::State& state, Shape s, std::vector<kernels::GemmConfig> timed) {
   try {
-    static tl::Autotuner tuner("bench_gemm", tune_configs(timed), {.key_args = {3, 4, 5}});
+    static const std::vector<tl::TuneConfig> configs = tune_configs(timed);
+    static tl::Autotuner tuner("bench_gemm", configs, {.key_args = {3, 4, 5}});
     Problem& p = problem(s);
     auto grid = [&](const tl::TuneConfig& c) {
       return kernels::gemm_grid(kernels::parse_gemm_config(c.name), s.m, s.n, device());
@@ -211,7 +212,7 @@ void gemm_autotuned(benchmark::State& state, Shape s, std::vector<kernels::GemmC
     p.tiledsl_ran = true;
     const tl::TuneConfig& pick =
         tuner.pick(device(), grid, {p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1});
-    state.SetLabel("tiledsl bf16 autotuned over " + std::to_string(tune_configs(timed).size()) +
+    state.SetLabel("tiledsl bf16 autotuned over " + std::to_string(configs.size()) +
                    " configurations: " + pick.name + " on " + device().name());
     for (auto _ : state) report(state, device().time_ms(launch, reps_for(s)), s);
   } catch (const std::exception& e) {

@@ -21,8 +21,8 @@ bool is_argument(const ir::Function& fn, const Value* v) {
 const Op* constant_def(const Value* v) { return v->def && v->def->kind == OpKind::Constant ? v->def : nullptr; }
 
 // The users of every value of `fn`.
-std::unordered_map<const Value*, std::vector<const Op*>> users_of(const ir::Function& fn) {
-  std::unordered_map<const Value*, std::vector<const Op*>> users;
+std::unordered_map<const Value*, std::vector<Op*>> users_of(const ir::Function& fn) {
+  std::unordered_map<const Value*, std::vector<Op*>> users;
   ir::walk(const_cast<ir::Region&>(fn.body), [&](Op* o) {
     for (const Value* v : o->operands) users[v].push_back(o);
   });
@@ -46,7 +46,7 @@ size_t descriptor_rank(const Op& op) { return op.attr_ints("block").size(); }
 // Whether every reader of `v` (a block, or a reshape or trans of it) is a
 // dot's operand: directly, through a trans, or through a reshape that drops
 // the block's leading 1s (to rank 2) and then either.
-bool read_by_dots(const Value* v, std::unordered_map<const Value*, std::vector<const Op*>>& users,
+bool read_by_dots(const Value* v, std::unordered_map<const Value*, std::vector<Op*>>& users,
                   std::string* other) {
   const auto& uses = users[v];
   if (uses.empty()) {
@@ -257,10 +257,7 @@ void tensor_store(ir::Function& fn, Op* op) {
 // Whether every reader of `v` is a warpgroup dot reading it from shared
 // memory, directly or through a trans (those into `trans`).
 bool read_in_place(ir::Function& fn, const Value* v, const LayoutPlan& plan, std::vector<Op*>& trans) {
-  std::unordered_map<const Value*, std::vector<Op*>> users;
-  ir::walk(fn.body, [&](Op* o) {
-    for (const Value* x : o->operands) users[x].push_back(o);
-  });
+  auto users = users_of(fn);
   auto by_dot = [&](const Op* u, const Value* x) {
     if (u->kind != OpKind::Dot || u->operands[2] == x) return false;
     const DotLayouts& d = plan.dots.at(u);

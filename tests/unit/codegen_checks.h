@@ -72,4 +72,15 @@ inline void check_assembles(const std::string& ptx, const std::string& arch) {
   CHECK(count(ptx, R"(ld\.local|st\.local)") == 0);
 }
 
+// A kernel that stores to global memory compiles for sm_90a (and
+// assembles there) and for gfx942, each with its global stores.
+inline void check_stores_on_sm90a_and_gfx942(const Kernel& k) {
+  INFO(k.name());
+  std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
+  CHECK(count(ptx, R"(\bst\.global)") > 0);
+  check_assembles(ptx, "sm_90a");
+  std::string gcn = codegen::emit_stage(*k.impl(), aligned(k), "gfx942", codegen::Stage::Asm);
+  CHECK(count(gcn, R"(global_store)") > 0);
+}
+
 }  // namespace codegen_checks

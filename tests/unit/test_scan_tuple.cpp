@@ -192,15 +192,9 @@ TEST_CASE("scans and tuple reductions: bad input is an error naming the line", "
 }
 
 TEST_CASE("scans and tuple reductions compile for sm_90a and gfx942", "[scan][codegen]") {
-  using namespace codegen_checks;
   for (Kernel k : {compile(scans, {.name = "scans", .num_warps = 4}), compile(tuples, {.name = "tuples", .num_warps = 4}),
                    compile(recurrence, {.name = "recurrence", .num_warps = 4})}) {
-    INFO(k.name());
-    std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
-    CHECK(count(ptx, R"(\bst\.global)") > 0);
-    check_assembles(ptx, "sm_90a");
-    std::string gcn = codegen::emit_stage(*k.impl(), aligned(k), "gfx942", codegen::Stage::Asm);
-    CHECK(count(gcn, R"(global_store)") > 0);
+    codegen_checks::check_stores_on_sm90a_and_gfx942(k);
   }
 }
 
@@ -340,14 +334,8 @@ TEST_CASE("gather and histogram: bad arguments are errors naming the line", "[st
 }
 
 TEST_CASE("gather and histogram compile for sm_90a and gfx942", "[standard][codegen]") {
-  using namespace codegen_checks;
   for (Kernel k : {compile(gathers, {.name = "gathers", .num_warps = 4}), compile(histograms, {.name = "histograms", .num_warps = 4})}) {
-    INFO(k.name());
-    std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
-    CHECK(count(ptx, R"(\bst\.global)") > 0);
-    check_assembles(ptx, "sm_90a");
-    std::string gcn = codegen::emit_stage(*k.impl(), aligned(k), "gfx942", codegen::Stage::Asm);
-    CHECK(count(gcn, R"(global_store)") > 0);
+    codegen_checks::check_stores_on_sm90a_and_gfx942(k);
   }
 }
 

@@ -432,14 +432,8 @@ void shuffle(ptr<int32_t> a, ptr<int32_t> out) {
 }  // namespace
 
 TEST_CASE("standard functions compile for sm_90a and gfx942", "[standard][codegen]") {
-  using namespace codegen_checks;
   for (Kernel k : {compile(route, {.name = "route"}), compile(shuffle, {.name = "shuffle"})}) {
-    INFO(k.name());
-    std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
-    CHECK(count(ptx, R"(\bst\.global)") > 0);
-    check_assembles(ptx, "sm_90a");
-    std::string gcn = codegen::emit_stage(*k.impl(), aligned(k), "gfx942", codegen::Stage::Asm);
-    CHECK(count(gcn, R"(global_store)") > 0);
+    codegen_checks::check_stores_on_sm90a_and_gfx942(k);
   }
 }
 
