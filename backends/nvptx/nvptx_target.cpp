@@ -274,8 +274,10 @@ class NvptxTarget final : public Target {
                            : llvm::Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32,
                       {b.getInt32(regs)});
   }
-  bool named_barrier(llvm::IRBuilder<>& b, int id, int threads) const override {
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {b.getInt32(id), b.getInt32(threads)});
+  bool named_barrier(llvm::IRBuilder<>& b, llvm::Value* id, int threads, bool arrive) const override {
+    b.CreateIntrinsic(arrive ? llvm::Intrinsic::nvvm_barrier_cta_arrive_aligned_count
+                             : llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+                      {id, b.getInt32(threads)});
     return true;
   }
 

@@ -19,18 +19,24 @@
 // until a wait retires it in every warpgroup: insert-barriers puts the
 // barrier between that wait and the refill (insert_barriers.h).
 //
-// In a loop of several warpgroup dots, those reading B from a buffer whose
-// results only the yield reads (the next iteration's product that
-// overlap-dots carries, overlap_dots.h, and an accumulator nothing reads
-// after its dot) are issued without waiting; one dot_wait {pending = 0}
-// right before the yield retires them all:
+// In a loop of several warpgroup dots, those reading B from a buffer are
+// issued without waiting where their result is read only by the yield (an
+// accumulator nothing reads after its dot), or first read after a later
+// such dot was issued: that read waits for it with the later ones still
+// pending. One dot_wait {pending = 0} right before the yield retires the
+// rest (overlap_dots.h's loop):
 //
-//   %sn = dot %q, %k_slot, %zero {a_in = "registers", async = 1, ...}
-//   ...the softmax of %s...
+//   %sn = dot %q, %k_slot, %zero {async = 1, ...}
 //   %o = dot %p, %v_slot, %acc_scaled {a_in = "registers", async = 1, ...}
-//   ...the refill...
-//   %snw, %ow = dot_wait %sn, %o {pending = 0}
-//   yield %ow, ..., %snw
+//   %snw = dot_wait %sn {pending = 1}
+//   ...the softmax of %snw, its exponentials %e...
+//   %ow = dot_wait %o {pending = 0}
+//   %pn = cast %e                       the next A, once %o no longer reads %p
+//   yield %ow, ..., %pn
+//
+// A dot in flight reads its A registers (%p, carried) until it retires:
+// the casts making the next iteration's A move after the last wait, or
+// the target's assembler would wait for the dot where they start.
 //
 // Left synchronous: dots whose operands come in registers (staged through
 // the dot's scratch, which the next op may reuse), whose accumulator or

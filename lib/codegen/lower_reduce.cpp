@@ -12,7 +12,7 @@ namespace tl::codegen::lowering {
 
 // Within a partition of a warp_specialize, a barrier of its threads.
 void Lowerer::barrier() {
-  if (partition_.threads) t_.named_barrier(b_, partition_.barrier_id, partition_.threads);
+  if (partition_.threads) t_.named_barrier(b_, b_.getInt32(partition_.barrier_id), partition_.threads);
   else t_.barrier(b_);
   ++op_barriers_;
 }

@@ -4,6 +4,8 @@
 
 #include <unordered_map>
 #include <unordered_set>
+#include <algorithm>
+#include <functional>
 
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -15,6 +17,18 @@ using ir::OpKind;
 using ir::Value;
 
 namespace {
+
+// Calls `fn` on `o` and every op nested in its regions.
+void walk_op(Op* o, const std::function<void(Op*)>& fn) {
+  fn(o);
+  for (auto& sub : o->regions) ir::walk(*sub, fn);
+}
+
+bool defined_in_op(const Value* v, const Op& o) {
+  for (const auto& sub : o.regions)
+    if (ir::defined_in(v, *sub)) return true;
+  return false;
+}
 
 class OverlapDots {
  public:
@@ -158,12 +172,14 @@ class OverlapDots {
     Value* iv_next = in.create1(OpKind::Add, {body.args[0].get(), step}, index->type);
     Value* more = in.create1(OpKind::Cmp, {iv_next, hi}, i1, {{"pred", std::string("lt")}});
     Value* s_next = copy(body, at, slice, index, iv_next, more, dot->result());
-    // It goes around the loop; this iteration reads the one carried in.
-    loop.operands.push_back(s0);
-    loop.add_result(s0->type);
-    Value* s = body.add_arg(s0->type);
-    ir::replace_uses(body, dot->result(), s);
-    body.ops.back()->operands.push_back(s_next);
+    if (!rotate(r, it, dot, s0, s_next, first, more, iv_next)) {
+      // It goes around the loop; this iteration reads the one carried in.
+      loop.operands.push_back(s0);
+      loop.add_result(s0->type);
+      Value* s = body.add_arg(s0->type);
+      ir::replace_uses(body, dot->result(), s);
+      body.ops.back()->operands.push_back(s_next);
+    }
     // The originals nothing reads now.
     for (auto o = slice.rbegin(); o != slice.rend(); ++o) {
       bool used = false;
@@ -171,6 +187,189 @@ class OverlapDots {
       if (!used) body.erase(*o);
     }
     return 1;
+  }
+
+  // Every value `o` reads, its regions' ops included, that is defined
+  // outside it.
+  static std::vector<Value*> reads(Op* o) {
+    std::vector<Value*> out;
+    walk_op(o, [&](Op* n) {
+      for (Value* v : n->operands)
+        if (!defined_in_op(v, *o)) out.push_back(v);
+    });
+    return out;
+  }
+
+  // Whether `o` and its regions only compute (no memory, no products).
+  static bool computes_only(Op* o) {
+    bool ok = true;
+    walk_op(o, [&](Op* n) {
+      ok = ok && (n->kind == OpKind::If || n->kind == OpKind::Yield || (ir::op_is_pure(n->kind) && n->kind != OpKind::Dot));
+    });
+    return ok;
+  }
+
+  // The second step (overlap_dots.h): where the body, once iteration
+  // j + 1's first product `dot` is issued at its top, reads that product's
+  // carried value through pure work (B: the softmax) into a second
+  // warpgroup product (D2: O += P V) and into carried values of its own
+  // (the running max and sum), B moves after D2 and computes iteration
+  // j + 1's values from the product just issued. The loop then carries
+  // B's values that D2's side reads (P and the rescale, not S); B's
+  // carried values are selected by whether iteration j + 1 exists. Before
+  // the loop B runs once on iteration lo's product. Returns false, with
+  // nothing changed, for a body not of that shape.
+  bool rotate(ir::Region& r, ir::Region::iterator it, Op* dot, Value* s0, Value* s_next, Value* first, Value* more,
+              Value* iv_next) {
+    Op& loop = **it;
+    ir::Region& body = *loop.regions[0];
+    Op* yield = body.ops.back().get();
+    if (yield->kind != OpKind::Yield) return false;
+    const Value* index = body.args[0].get();
+    const Value* s = dot->result();
+    // The ops of the body (top level) that read, through other ops,
+    // `from` or the result of an op already in the set.
+    auto reaching = [&](std::unordered_set<const Value*> from) {
+      std::unordered_set<Op*> set;
+      for (auto& o : body.ops) {
+        if (o.get() == yield) continue;
+        for (Value* v : reads(o.get()))
+          if (from.count(v)) {
+            set.insert(o.get());
+            for (auto& res : o->results) from.insert(res.get());
+            break;
+          }
+      }
+      return set;
+    };
+    std::unordered_set<Op*> on_s = reaching({s});
+    Op* d2 = nullptr;
+    for (auto& o : body.ops)
+      if (on_s.count(o.get()) && on_warpgroups(*o)) {
+        d2 = o.get();
+        break;
+      }
+    if (!d2) return false;
+    // D2 accumulates into a carried value; nothing but the yield reads it.
+    int acc = -1;
+    for (size_t k = 0; k < yield->operands.size(); ++k)
+      if (yield->operands[k] == d2->result()) acc = int(k);
+    if (acc < 0 || ir::count_uses(body, d2->result()) != 1) return false;
+    std::unordered_set<Op*> c_side = reaching({body.args[size_t(acc) + 1].get(), d2->result()});
+    c_side.insert(d2);
+    std::vector<Op*> b;
+    for (auto& o : body.ops)
+      if (on_s.count(o.get()) && !c_side.count(o.get())) {
+        if (!computes_only(o.get())) return false;
+        b.push_back(o.get());
+      }
+    if (b.empty()) return false;
+    std::unordered_map<const Value*, std::vector<Op*>> users;  // top-level users
+    for (auto& o : body.ops)
+      for (Value* v : reads(o.get())) users[v].push_back(o.get());
+    // Shape ops only D2's side reads stay there (a broadcast rescale is
+    // carried as its [BM] source, not as [BM, D] registers).
+    for (auto o = b.rbegin(); o != b.rend(); ++o) {
+      OpKind k = (*o)->kind;
+      if (k != OpKind::ExpandDims && k != OpKind::Broadcast && k != OpKind::ConvertLayout && k != OpKind::Splat &&
+          k != OpKind::Reshape)
+        continue;
+      bool only_c = true;
+      for (Op* u : users[(*o)->result()]) only_c = only_c && c_side.count(u);
+      if (only_c) c_side.insert(*o);
+    }
+    std::erase_if(b, [&](Op* o) { return c_side.count(o) != 0; });
+    std::unordered_set<Op*> in_b(b.begin(), b.end());
+    // The carried values B updates; B reads no other carried value, and
+    // nothing else reads those (it would see the next iteration's).
+    std::vector<int> updated;
+    for (size_t k = 0; k < yield->operands.size(); ++k) {
+      Value* v = yield->operands[k];
+      if (!v->is_arg() && in_b.count(v->def)) updated.push_back(int(k));
+    }
+    auto updated_arg = [&](const Value* v) {
+      for (int k : updated)
+        if (v == body.args[size_t(k) + 1].get()) return true;
+      return false;
+    };
+    for (Op* o : b)
+      for (Value* v : reads(o))
+        if (v->is_arg() && v->owner == &body && v != index && !updated_arg(v)) return false;
+    for (auto& o : body.ops)
+      if (!in_b.count(o.get()))
+        for (Value* v : reads(o.get()))
+          if (updated_arg(v)) return false;
+    // What B reads from other ops of the body: pure work on the index and
+    // values from before the loop (the mask's key indices), recomputed
+    // with B.
+    std::unordered_set<Op*> deps;
+    std::vector<Op*> work(b.begin(), b.end());
+    while (!work.empty()) {
+      Op* o = work.back();
+      work.pop_back();
+      for (Value* v : reads(o)) {
+        if (v->is_arg() || v == s || v->def->parent != &body || in_b.count(v->def) || deps.count(v->def)) continue;
+        if (!computes_only(v->def) || on_s.count(v->def) || c_side.count(v->def)) return false;
+        deps.insert(v->def);
+        work.push_back(v->def);
+      }
+    }
+    std::vector<Op*> order;  // B and its dependencies in program order
+    for (auto& o : body.ops)
+      if (in_b.count(o.get()) || deps.count(o.get())) order.push_back(o.get());
+    // The values crossing from B to D2's side, to be carried.
+    std::vector<Value*> cross;
+    for (Op* o : b)
+      for (auto& res : o->results) {
+        bool read = false;
+        for (Op* u : users[res.get()]) read = read || c_side.count(u);
+        if (read) cross.push_back(res.get());
+      }
+
+    // Iteration lo's B before the loop, on the product made there.
+    std::unordered_map<const Value*, Value*> pre{{index, loop.operands[0]}, {s, s0}};
+    for (int k : updated) pre[body.args[size_t(k) + 1].get()] = loop.operands[size_t(k) + 3];
+    for (Op* o : order) r.insert(it, ir::clone_op(*o, pre));
+    // Iteration j + 1's B after D2, on the product issued at the top.
+    std::unordered_map<const Value*, Value*> next{{index, iv_next}, {s, s_next}};
+    auto at = std::next(body.find(d2));
+    for (Op* o : order) body.insert(at, ir::clone_op(*o, next));
+
+    // B's values D2's side reads go around the loop.
+    for (Value* x : cross) {
+      loop.operands.push_back(pre.at(x));
+      loop.add_result(x->type);
+      Value* a = body.add_arg(x->type);
+      for (Op* o : c_side)
+        walk_op(o, [&](Op* n) { std::replace(n->operands.begin(), n->operands.end(), x, a); });
+      yield->operands.push_back(next.at(x));
+    }
+    // B's carried values: the new one where its iteration exists.
+    auto choose = [](ir::Builder& bld, Value* cond, Value* yes, Value* no) {
+      Value* c = cond;
+      if (yes->type.is_tile()) c = bld.create1(OpKind::Splat, {cond}, ir::Type{DType::i1, false, yes->type.shape});
+      return bld.create1(OpKind::Select, {c, yes, no}, yes->type);
+    };
+    ir::Builder before(&r, it);
+    before.loc = loop.loc;
+    ir::Builder end(&body, body.find(yield));
+    end.loc = loop.loc;
+    for (int k : updated) {
+      Value* v = yield->operands[size_t(k)];
+      Value*& init = loop.operands[size_t(k) + 3];
+      init = choose(before, first, pre.at(v), init);
+      yield->operands[size_t(k)] = choose(end, more, next.at(v), body.args[size_t(k) + 1].get());
+    }
+    // The originals nothing reads now: B and what only it read (the
+    // caller removes the product's slice).
+    for (auto o = b.rbegin(); o != b.rend(); ++o) body.erase(*o);
+    for (auto o = order.rbegin(); o != order.rend(); ++o) {
+      if (!deps.count(*o)) continue;
+      bool used = false;
+      for (const auto& res : (*o)->results) used = used || ir::count_uses(body, res.get()) > 0;
+      if (!used) body.erase(*o);
+    }
+    return true;
   }
 
   const TargetInfo& t_;

@@ -12,10 +12,32 @@
 //     yield ..., %sn
 //   }
 //
-// async-dots then issues %sn without waiting for it (async_dots.h), so the
-// tensor cores multiply the next block while this one's exponentials run
-// (FlashAttention-3's intra-warpgroup overlap, found in the kernel rather
-// than written in it).
+// Then, where the work between the two products (B: the softmax, pure)
+// reads the carried product and updates carried values of its own (the
+// running max and sum) and what the second product's side (D2 and the
+// ops that read its accumulator: the rescale of O) reads of B is all it
+// needs, B moves after D2 and runs on the product just issued, for the
+// next iteration:
+//
+//   %s0 = dot ...; B(%s0, lo) -> %p0, %a0, %m0     before the loop
+//   for %j ... (%m, %acc, %a = %a0, %p = %p0) {   (%m: select(lo < hi, %m0, init))
+//     %sn = dot %q, trans(load K[%j + st]), 0
+//     %o = dot %p, V[%j], %acc * col(%a)
+//     B(%sn, %j + st) -> %pn, %an, %mn
+//     yield select(%j + st < hi, %mn, %m), %o, %an, %pn
+//   }
+//
+// so both products are issued back to back and B runs while the second
+// is in flight; the loop carries B's values that D2's side reads (P, the
+// [BM] rescale; shape ops only D2's side reads stay with it) instead of
+// the product, and B's own carried values take the new value only where
+// iteration j + st exists. B must not read other carried values, nothing
+// outside B may read the ones it updates, and B neither loads nor
+// multiplies; otherwise only the first step is done. async-dots then
+// issues both products without waiting, waits for %sn before B with the
+// second still pending, and retires it before the yield (async_dots.h):
+// FlashAttention-3's intra-warpgroup overlap, found in the kernel rather
+// than written in it.
 //
 // The product moved is the first warpgroup dot of the loop's body whose
 // result a later warpgroup dot of the body reads (through any ops), and

@@ -248,8 +248,12 @@ class Target : public TargetInfo {
   }
 
   // A barrier of the `threads` threads (a multiple of the warp size) that
-  // reach barrier `id` (1-15); false when the target has none.
-  virtual bool named_barrier(llvm::IRBuilder<>& b, int id, int threads) const { return false; }
+  // reach barrier `id` (1-15, an i32 the same in each warp); with `arrive`
+  // the thread counts itself in and goes on without waiting. False when
+  // the target has none.
+  virtual bool named_barrier(llvm::IRBuilder<>& b, llvm::Value* id, int threads, bool arrive = false) const {
+    return false;
+  }
 
   // Device-side printf (format, args) and assertion failure (message,
   // file, line). Printing may be unsupported: then throw tl::Error.

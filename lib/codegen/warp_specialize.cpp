@@ -189,13 +189,13 @@ class Specializer {
             break;
           }
     if (dots.empty()) return "no asynchronous dot (async-dots) reads its ring";
+    std::set<const Op*> issued;  // the dots before the op at hand
     for (const auto& o : body.ops) {
+      if (std::find(dots.begin(), dots.end(), o.get()) != dots.end()) issued.insert(o.get());
       if (o->kind != OpKind::DotWait) continue;
-      auto retires = [&](const Op* d) {
-        return std::find(o->operands.begin(), o->operands.end(), d->result()) != o->operands.end();
-      };
       if (dots.size() == 1 && o->operands[0] == dots[0]->result() && o->attr_int("pending") == 1) p.dot_wait = o.get();
-      if (o->attr_int("pending") == 0 && std::all_of(dots.begin(), dots.end(), retires)) {
+      // {pending = 0} retires every dot issued before it.
+      if (o->attr_int("pending") == 0 && issued.size() == dots.size()) {
         p.dot_wait = o.get();
         p.release_current = true;
       }
@@ -511,6 +511,7 @@ class Specializer {
       Value* later = rel.create1(OpKind::Cmp, {body.args[0].get(), loop.operands[0]}, kI1, {{"pred", std::string("ne")}});
       release(rel, later, empty, prev, p.bar_view);
     }
+    pingpong(*consumers, p);
     if (p.outer) {
       ir::Region& ob = *p.outer->regions[0];
       loop.operands[3 + slot_k] = carry(*p.outer, zero_at(fn_.body, ws));
@@ -537,6 +538,35 @@ class Specializer {
         post.create(OpKind::MbarrierInval, {slot_view(post, r, post.constant_int(kI32, s), p.bar_view, s)}, {});
     // What only the refill and the prologue read is dead now.
     transforms::dce(fn_);
+  }
+
+  // Two consumer warpgroups whose step issues two or more products and
+  // then works while the last is in flight (attention: S for the next
+  // block and P V, then the softmax): each warpgroup issues its products
+  // in its turn and hands the turn over, so that one's softmax runs while
+  // the other's products keep the tensor cores busy (FlashAttention-3's
+  // ping-pong). A pair of named barriers after the partitions' own.
+  void pingpong(ir::Region& consumers, const Pipeline& p) {
+    if (plan_.num_warps != 8 || p.outer) return;
+    ir::Region& body = *p.loop->regions[0];
+    std::vector<Op*> dots;
+    Op* overlapped = nullptr;  // a wait with a later product still pending
+    for (auto& o : body.ops) {
+      if (o->kind == OpKind::Dot && o->attr_int_or("async", 0)) dots.push_back(o.get());
+      if (o->kind == OpKind::DotWait && o->attr_int("pending") > 0 && dots.size() >= 2) overlapped = o.get();
+    }
+    if (!overlapped) return;
+    const int id = 1 + 2;  // after the two partitions' barriers
+    auto turn = [&](ir::Region& r, ir::Region::iterator at, const char* what) {
+      ir::Builder b(&r, at);
+      b.loc = p.loop->loc;
+      b.create(OpKind::NamedBarrier, {}, {},
+               {{"id", int64_t(id)}, {"threads", int64_t(256)}, {"pingpong", std::string(what)}});
+    };
+    turn(body, body.find(dots.front()), "wait");
+    turn(body, std::next(body.find(dots.back())), "pass");
+    turn(consumers, consumers.find(p.loop), "start");
+    turn(consumers, std::next(consumers.find(p.loop)), "finish");
   }
 
   // An i32 zero before `before` in `r`.

@@ -38,10 +38,29 @@
 // issuing the copies could still be waiting on an mbarrier the consumers
 // have ended (and whose bytes the epilogue reuses).
 //
-// A loop whose dots all retire at one `dot_wait {pending = 0}` in the body
+// A loop whose dots all retire by a `dot_wait {pending = 0}` in the body
 // (attention's two products, async_dots.h) lets each step's own slot go
 // right after that wait instead of the previous step's (and nothing is
 // left to let go after the loop).
+//
+// Ping-pong: where the consumers are two warpgroups and their step issues
+// two or more products and then works while one is still in flight (a
+// `dot_wait {pending > 0}` after them: attention's softmax of the next S
+// with P V running, overlap_dots.h), the warpgroups take turns issuing
+// their products, so that one's softmax runs under the other's products
+// instead of both softmaxes at once with the tensor cores idle
+// (FlashAttention-3's inter-warpgroup overlap). A pair of named barriers
+// after the partitions' own (3 and 4) carries the turn:
+//
+//   named_barrier {id = 3, pingpong = "start"}    warpgroup 1 gives 0 its first turn
+//   for ... {
+//     named_barrier {id = 3, pingpong = "wait"}   wait on barrier 3 + g for the turn
+//     ...the products...
+//     named_barrier {id = 3, pingpong = "pass"}   arrive on the other's barrier
+//     ...
+//   }
+//   named_barrier {id = 3, pingpong = "finish"}   warpgroup 0 takes the last turn
+//                                               (every arrival is waited for)
 //
 // Code before the loop that the producer's warps must not run (a block
 // copied once, a store, a dot: attention's Q and its first product) starts

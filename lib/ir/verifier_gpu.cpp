@@ -4,6 +4,8 @@
 // and the GPU IR's own ops (buffers, async copies and waits, barriers,
 // conversions).
 #include <algorithm>
+#include <set>
+#include <string>
 #include <unordered_set>
 
 #include "ir/verifier_rules.h"
@@ -346,6 +348,15 @@ void GpuRules::op(const Op& op) const {
               std::to_string(int_attr(op, "id")));
       require(int_attr(op, "threads") > 0 && int_attr(op, "threads") % 32 == 0, op,
               "'threads' a positive multiple of 32", std::to_string(int_attr(op, "threads")));
+      if (op.has_attr("pingpong")) {
+        static const std::set<std::string> turns = {"wait", "pass", "start", "finish"};
+        require(turns.count(op.attr_str("pingpong")) != 0, op, "'pingpong' of wait, pass, start or finish",
+                op.attr_str("pingpong"));
+        require(int_attr(op, "id") <= 14, op, "a pingpong 'id' of 1 to 14 (it takes id and id + 1)",
+                std::to_string(int_attr(op, "id")));
+        require(int_attr(op, "threads") == 256, op, "a pingpong between two warpgroups (threads = 256)",
+                std::to_string(int_attr(op, "threads")));
+      }
       break;
     case OpKind::DotWait:
       pending();

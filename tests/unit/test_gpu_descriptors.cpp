@@ -126,6 +126,37 @@ void chained_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float>
   store(out + head * (BM * D) + col(m) * D + row(d), acc);
 }
 
+// The same loop with an online softmax between the products (attention's
+// shape: a running max and sum carried, keys past n masked, the
+// accumulator rescaled): overlap-dots moves the softmax after P V, on the
+// next block's S, carrying P and the rescale.
+template <int BM, int BN, int D>
+void softmax_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float> out, scalar<int32_t> heads,
+                   scalar<int32_t> n, scalar<int32_t> head_stride) {
+  auto head = program_id(0);
+  auto blocks = [&](ptr<bf16> x, int64_t rows) {  // [H, n, D], a [1, rows, D] box
+    return make_tensor_descriptor(x, {heads, n, D}, {head_stride, D, 1}, {1, rows, D});
+  };
+  auto dq = blocks(q_ptr, BM), dk = blocks(k_ptr, BN), dv = blocks(v_ptr, BN);
+  auto q = reshape(dq.load({head, 0, 0}), {BM, D});           // [BM, D]
+  auto m_i = full<float>({BM}, -INFINITY);                    // [BM]
+  auto l_i = zeros<float>({BM});                              // [BM]
+  auto acc = zeros<float>({BM, D});                           // [BM, D]
+  for (auto j : range(0, n, BN)) {
+    auto k = reshape(dk.load({head, j, 0}), {BN, D});         // [BN, D]
+    auto v = reshape(dv.load({head, j, 0}), {BN, D});         // [BN, D]
+    auto s = where(row(j + arange(0, BN) < n), dot(q, trans(k)) * 0.125f, -INFINITY);  // [BM, BN]
+    auto m_new = maximum(m_i, max(s, 1));                     // [BM]
+    auto p = exp2(s - col(m_new));                            // [BM, BN]
+    auto alpha = exp2(m_i - m_new);                           // [BM]
+    l_i = l_i * alpha + sum(p, 1);
+    acc = dot(cast<bf16>(p), v, acc * col(alpha));
+    m_i = m_new;
+  }
+  auto m = arange(0, BM), d = arange(0, D);
+  store(out + head * (BM * D) + col(m) * D + row(d), acc / col(maximum(l_i, 1e-30f)));
+}
+
 // The idioms a user also writes: B stored N x K and transposed for the dot
 // (attention's K), f16 or f32 (tf32 dots) elements, and a block read once
 // before the loop (attention's Q) by every iteration's dot.
@@ -534,8 +565,9 @@ TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32,
 // Without a GPU: attention's loop on rank-3 descriptors becomes a
 // warp-specialized pipeline of 3-D tensor copies (K and V in one ring, Q
 // copied once by the consumers before the loop), both products on wgmma
-// (the second with A from registers), retired by one wait a step, after
-// which each consumer warp lets the step's slot go.
+// (the second with A from registers), the next S waited for while P V is
+// in flight and P V retired before the step ends, after which each
+// consumer warp lets the step's slot go.
 TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-specialized, two products a step",
           "[codegen][descriptor]") {
   using namespace codegen_checks;
@@ -555,7 +587,16 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
     CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.2d)") == 0);
     CHECK(count(ptx, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+40;)") == 1);
     CHECK(count(ptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16[^;]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd)") > 0);
-    CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned [1-9])") == 0);
+    // Two consumer warpgroups take turns issuing their products: each
+    // waits on its own barrier (3 or 4) and hands over on the other's;
+    // the second starts the first, the first takes the last turn.
+    CHECK(count(ptx, R"(bar\.sync \t%r\d+, 256;)") == (warps == 8 ? 1 : 0));
+    CHECK(count(ptx, R"(bar\.arrive \t%r\d+, 256;)") == (warps == 8 ? 1 : 0));
+    CHECK(count(ptx, R"(bar\.arrive \t3, 256;)") == (warps == 8 ? 1 : 0));
+    CHECK(count(ptx, R"(bar\.sync \t3, 256;)") == (warps == 8 ? 1 : 0));
+    // The next S waited for with P V in flight, then P V before the yield.
+    CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);
+    CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
     check_assembles(ptx, "sm_90a");
     if (auto log = ptxas(ptx, "sm_90a")) {
       CHECK(count(*log, "C7514") == 0);
@@ -571,14 +612,17 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
   check_assembles(ampere.assembly, "sm_80");
 }
 
-TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads",
+TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
+          "with and without an online softmax",
           "[gpu][descriptor]") {
   REQUIRE_GPU();
   constexpr int BM = 128, D = 64, H = 3;
-  for (int warps : {4, 8}) {
-    Kernel k = compile(chained_heads<BM, 64, D>, {.name = "chained_heads", .num_warps = warps});
+  for (int warps : {4, 8})
+  for (bool softmax : {false, true}) {
+    Kernel k = softmax ? compile(softmax_heads<BM, 64, D>, {.name = "softmax_heads", .num_warps = warps})
+                       : compile(chained_heads<BM, 64, D>, {.name = "chained_heads", .num_warps = warps});
     for (int n : {0, 1, 64, 100, 128, 187, 576}) {
-      INFO(warps << " warps, " << n << " keys");
+      INFO(warps << " warps, " << n << " keys" << (softmax ? ", online softmax" : ""));
       // Each head's n rows, then the next head's (ragged: keys past n
       // belong to the next head and must read as zero). Q has BM rows a
       // head (n of them valid in the map: rows past n read as zero).
@@ -591,7 +635,7 @@ TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 
         d(k, Grid{uint32_t(H)}, q, kk, v, out, H, n, rows * D);
         d.synchronize();
         return std::vector<std::vector<float>>{out.download<float>()};
-      }, 0, 0);
+      }, softmax ? 1e-2 : 0, softmax ? 1e-2 : 0);
     }
   }
 }

@@ -251,14 +251,16 @@ TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   // The loop of a chain on sm_90a (overlap_dots.h, async_dots.h): each
   // warpgroup (64 rows) issues the first product once before the loop (4
   // instructions, K = 64), then in the body the next iteration's (4) and
-  // this one's second (4), both asynchronous and retired by one
-  // wait_group 0; ptxas keeps them asynchronous (no C7514) and does not
-  // spill.
+  // this one's second (4), both asynchronous: the first retired by a
+  // wait_group 1 before the work that reads it (the second in flight),
+  // the second by a wait_group 0 before the yield; ptxas keeps them
+  // asynchronous (no C7514).
   Kernel chain = compile(chained_loop<128, 64, 64>, {.name = "chained_loop", .num_warps = 8});
   std::string cptx = codegen::emit_stage(*chain.impl(), aligned(chain), "sm_90a", codegen::Stage::Asm);
   CHECK(count(cptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16)") == 12);  // 4 before, 4 + 4 in the body
   CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 2);          // the first product's, the body's
-  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned [1-9])") == 0);
+  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);         // the next S, P V in flight
+  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
   check_assembles(cptx, "sm_90a");
   if (auto log = ptxas(cptx, "sm_90a")) CHECK(count(*log, "C7514") == 0);
   // f8 needs sm_89: on sm_80 the FMA form stands in.
