@@ -41,7 +41,7 @@ void attend_block(const tl::tile<T>& q, const tl::tile<T>& k, const tl::tile<T>&
                   const tl::scalar<int32_t>& start_m, const tl::scalar<int32_t>& start_n,
                   const tl::scalar<int32_t>& seq_len, const tl::scalar<float>& qk_scale, tl::tile<float>& m_i,
                   tl::tile<float>& l_i, tl::tile<float>& acc) {
-  auto qk = tl::dot(q, tl::trans(k)) * qk_scale;                // [BM, BN] f32
+  auto qk = tl::dot(q, tl::trans(k));                           // [BM, BN] f32, unscaled
   auto mask = [&] {
     auto cols = start_n + tl::arange(0, BN);                    // [BN] i32: key indices
     auto key_ok = tl::row(cols < seq_len);                      // [1, BN] i1
@@ -60,9 +60,11 @@ void attend_block(const tl::tile<T>& q, const tl::tile<T>& k, const tl::tile<T>&
 
   // Key 0 is valid for every row (seq_len >= 1, and a causal row i sees
   // keys 0..i), and the first block contains it, so m_new is finite from
-  // the first iteration on: no inf - inf below.
-  auto m_new = tl::maximum(m_i, tl::max(qk, 1));                // [BM] f32
-  auto p = tl::exp2(qk - tl::col(m_new));                       // [BM, BN] f32
+  // the first iteration on: no inf - inf below. The scale (> 0) applies
+  // to the row max and inside the exponential, one fused multiply-add an
+  // element, as Triton's tutorial kernel does.
+  auto m_new = tl::maximum(m_i, tl::max(qk, 1) * qk_scale);     // [BM] f32, log2 units
+  auto p = tl::exp2(qk * qk_scale - tl::col(m_new));            // [BM, BN] f32
   auto alpha = tl::exp2(m_i - m_new);                           // [BM] f32: rescales the old state
   l_i = l_i * alpha + tl::sum(p, 1);
   // P is rounded to the input type for the tensor-core product, as in
@@ -174,17 +176,18 @@ struct AttentionConfig {
 
 // The configuration for head dim `head_dim` on `target` (Device::target()):
 // TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when
-// set, for every head dim and target. Else on sm_90a the descriptor form,
-// 128x64 with 8 warps (two consumer warpgroups of 64 query rows beside the
-// compiler's producer), 3 stages: the fastest on the H200 at d 64 and 128
-// (docs/perf.md run 61); elsewhere 128x64 with 4 warps (d = 64) or 8
+// set, for every head dim and target. Else on sm_90a the descriptor form
+// with 8 warps (two consumer warpgroups of 64 query rows beside the
+// compiler's producer) and 3 stages, 128x64 at d = 128 and 128x128 at d =
+// 64 (twice the keys a step for the same shared memory): the fastest on
+// the H200 (docs/perf.md runs 61 and 67); elsewhere 128x64 with 4 warps (d = 64) or 8
 // warps (d = 128), 3 stages: the shapes FlashAttention-2 and Triton's
 // tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
 inline AttentionConfig attention_config(int head_dim, const std::string& target = "") {
   AttentionConfig c{128, 64, head_dim == 64 ? 4 : 8, 3};
-  if (target == "sm_90a") c = {128, 64, 8, 3, true};
+  if (target == "sm_90a") c = {128, head_dim == 64 ? 128 : 64, 8, 3, true};
   const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
   if (!env || !*env) return c;
   char form[8] = "";
@@ -209,6 +212,9 @@ struct AttentionKernel {
   AttentionKernel(const AttentionConfig& c, tl::CompileOptions options) : descriptors(c.descriptors) {
     options.num_warps = c.num_warps;
     options.num_stages = c.num_stages;
+    // exp2 of a softmax whose result is below 2^-126 counts as 0 (as
+    // FlashAttention's fast-math build): one instruction per exponential.
+    options.flush_denormals = true;
     kernel = descriptors ? tl::compile(attention_fwd_desc<T, BM, BN, D, CAUSAL>, options)
                          : tl::compile(attention_fwd<T, BM, BN, D, CAUSAL>, options);
   }

@@ -48,6 +48,12 @@ struct CompileOptions {
   // (one rounding instead of two), as Triton's enable_fp_fusion does by
   // default. The interpreter rounds twice; results then differ by an ulp.
   bool fp_fusion = true;
+  // Lets f32 operations flush subnormal inputs and results to zero (CUDA's
+  // -ftz=true): on NVIDIA exp2 is then one instruction instead of four
+  // (ex2.approx.ftz), what an online softmax spends most of its issue on.
+  // Values below 2^-126 in magnitude read and compute as zero; the
+  // interpreter keeps them.
+  bool flush_denormals = false;
   // CTAs a program spans (a thread-block cluster on sm_90 and later: 1, 2,
   // 4 or 8). Its tiles are split across the CTAs along their slowest
   // dimension and reductions over the split combine through distributed

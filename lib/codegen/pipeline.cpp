@@ -62,9 +62,11 @@ void assign_layouts_pass(GpuContext& c) {
                           [&c](const ir::Op& dot) { return chosen_instr(dot, c.target, c.num_warps); }, c.num_ctas);
   c.plan->num_stages = c.num_stages;
   c.plan->fp_fusion = c.fp_fusion;
+  c.plan->flush_denormals = c.flush_denormals;
   // The kernel options the lowering reads, so that the text is all it needs.
   c.fn.attrs["num_stages"] = int64_t(c.num_stages);
   c.fn.attrs["fp_fusion"] = int64_t(c.fp_fusion);
+  if (c.flush_denormals) c.fn.attrs["flush_denormals"] = int64_t(1);
   convert_layouts(c.fn, *c.plan, c.target.has_matrix_load_8x8);
   c.axis.emplace(c.fn, c.args);  // the conversions' values too
 }
@@ -216,6 +218,7 @@ LayoutPlan plan_from_ir(const ir::Function& fn, const TargetInfo& t) {
   };
   p.num_stages = option("num_stages", p.num_stages);
   p.fp_fusion = option("fp_fusion", p.fp_fusion) != 0;
+  p.flush_denormals = option("flush_denormals", p.flush_denormals) != 0;
   if (p.warp_size != t.warp_size)
     throw Error("@" + fn.name + ": expected GPU IR for the " + std::to_string(t.warp_size) + "-lane warps of " + t.name +
                 ", found warp_size = " + std::to_string(p.warp_size));

@@ -99,6 +99,14 @@ void mul_add(ptr<float> out, ptr<float> a, ptr<float> b) {
   store(out + 128 + offs, fma(x, y, y));
 }
 
+// 2^x of 128 floats, and x + a subnormal constant.
+void exp2_add(ptr<float> out, ptr<float> a) {
+  auto offs = arange(0, 128);  // [128] i32
+  auto x = load(a + offs);     // [128] f32
+  store(out + offs, exp2(x));
+  store(out + 128 + offs, x * 0.5f + 1e-39f);
+}
+
 // A bf16 row scaled by f32 weights: 16-byte accesses would put 8 bf16 but
 // 4 f32 in a thread.
 void scale_row(ptr<bf16> out, ptr<bf16> in, ptr<float> w) {
@@ -407,6 +415,29 @@ TEST_CASE("multiplies feed adds as fused multiply-adds unless fp_fusion is off",
   CHECK(count(uptx, R"(fma\.rn\.f32)") == 4);  // the explicit fma only
   CHECK(count(uptx, R"(mul\.rn\.f32)") == 4);
   CHECK(count(uptx, R"(add\.rn\.f32)") == 4);
+}
+
+TEST_CASE("flush_denormals gives f32 operations their flushing forms", "[codegen]") {
+  // Without the option exp2 is ex2.approx.f32 (ptxas adds a range check
+  // and two multiplies to keep subnormal results) and nothing flushes.
+  Kernel keep = compile(exp2_add, {.name = "exp2_add"});
+  std::string ptx = codegen::compile(*keep.impl(), aligned(keep), "sm_90a").assembly;
+  CHECK(count(ptx, R"(ex2\.approx\.f32)") == 4);
+  CHECK(count(ptx, R"(\.ftz\.)") == 0);
+  // With it, ex2.approx.ftz.f32 and the flushing fma; the GPU IR records it.
+  Kernel flush = compile(exp2_add, {.name = "exp2_add", .flush_denormals = true});
+  auto c = codegen::compile(*flush.impl(), aligned(flush), "sm_90a");
+  CHECK(count(c.assembly, R"(ex2\.approx\.ftz\.f32)") == 4);
+  CHECK(count(c.assembly, R"(fma\.rn\.ftz\.f32)") == 4);
+  CHECK(count(c.assembly, R"(ex2\.approx\.f32)") == 0);
+  check_assembles(c.assembly, "sm_90a");
+  std::string gpu = codegen::emit_stage(*flush.impl(), aligned(flush), "sm_90a", codegen::Stage::Gpu);
+  CHECK(gpu.find("flush_denormals = 1") != std::string::npos);
+  CHECK(codegen::emit_stage(*keep.impl(), aligned(keep), "sm_90a", codegen::Stage::Gpu).find("flush_denormals") ==
+        std::string::npos);
+  // AMD: the function's f32 denormal mode.
+  auto amd = codegen::compile(*flush.impl(), aligned(flush), "gfx942");
+  CHECK(!amd.assembly.empty());
 }
 
 TEST_CASE("shared memory is addressed with 32-bit registers", "[codegen]") {

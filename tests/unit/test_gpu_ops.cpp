@@ -153,7 +153,42 @@ void split_scalars(ptr<int64_t> out, ptr<int64_t> in) {
   store(out, lo * 1000 + hi);
 }
 
+// 2^x of 128 floats.
+void exp2_of(ptr<float> out, ptr<float> a) {
+  auto offs = arange(0, 128);  // [128] i32
+  store(out + offs, exp2(load(a + offs)));
+}
+
 }  // namespace
+
+TEST_CASE("flush_denormals flushes subnormal exp2 results on the GPU, the interpreter keeps them", "[gpu]") {
+  REQUIRE_GPU();
+  std::vector<float> x(128);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -120.0f - float(i) * 0.25f;  // 2^-120 .. 2^-151.75
+  auto run = [&](Device& d, bool flush) {
+    Kernel k = compile(exp2_of, {.name = "exp2_of", .flush_denormals = flush});
+    auto in = d.upload(x);
+    auto out = d.alloc<float>(x.size());
+    d(k, Grid{1}, out, in);
+    d.synchronize();
+    return out.download<float>();
+  };
+  Device gpu = Device::get("cuda"), interp = Device::get("interp");
+  auto flushed = run(gpu, true), kept = run(gpu, false), ref = run(interp, true);
+  for (size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x[i]);
+    float want = std::exp2(x[i]);
+    CHECK(ref[i] == Approx(want).epsilon(1e-6).margin(3e-45));  // within an ulp, subnormals kept
+    if (x[i] >= -126.0f) {  // normal results: the same either way
+      CHECK(flushed[i] == Approx(want).epsilon(1e-5));
+      CHECK(kept[i] == Approx(want).epsilon(1e-5));
+      continue;
+    }
+    CHECK(flushed[i] == 0.0f);
+    if (x[i] >= -140.0f) CHECK(kept[i] == Approx(want).epsilon(1e-2));  // 9 or more bits left
+    if (x[i] >= -148.0f) CHECK(kept[i] > 0.0f);
+  }
+}
 
 TEST_CASE("bf16 argmax, join/reshape into a dot and split to scalars match the interpreter", "[gpu]") {
   REQUIRE_GPU();
