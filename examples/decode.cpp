@@ -12,7 +12,10 @@
 // head) over its chunk of keys for the head's G query heads at once (the
 // rows of one product: every key is read once for the group), leaving an
 // unnormalized partial output and its running max and sum per split;
-// decode_combine then merges the splits of each query head. The work is
+// decode_combine then merges the splits of each query head. On a GPU the
+// split kernel's step, warps, pipeline depth and number of splits are
+// tuned for the shape by tl::Autotuner (winners kept beside the kernel
+// cache; TILEDSL_PRINT_AUTOTUNING=1 prints the candidates). The work is
 // the reading of K and V: the example reports GB/s of cache read against a
 // copy of the same bytes timed in the same run.
 #include <cmath>
@@ -26,16 +29,18 @@ namespace {
 
 // Program (split, kv): query heads kv * group .. + group (rows of G, the
 // first `group` real), keys [split * chunk, min(+chunk, L)) of key/value
-// head kv (b * KV + kv head). Writes acc [G, D] (unnormalized) to
+// head kv (b * KV + kv head), chunk the cache's length over the splits
+// (the grid's first dimension) rounded up to BN. Writes acc [G, D] (unnormalized) to
 // o_part[head, split] and the rows' running max (log2 units) and sum to
 // m_part, l_part; a split with no keys writes -inf, 0 and 0.
 template <class T, int G, int BN, int D>
 void decode_split(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<float> o_part, tl::ptr<float> m_part,
-                  tl::ptr<float> l_part, tl::scalar<int32_t> cache_len, tl::scalar<int32_t> chunk,
-                  tl::scalar<int32_t> group, tl::scalar<float> sm_scale) {
+                  tl::ptr<float> l_part, tl::scalar<int32_t> cache_len, tl::scalar<int32_t> group,
+                  tl::scalar<float> sm_scale) {
   auto split = tl::program_id(0);                               // scalar i32: chunk of keys
   auto kv = tl::program_id(1);                                  // scalar i32: batch * KV + key/value head
   auto splits = tl::num_programs(0);                            // scalar i32
+  auto chunk = ((cache_len + splits - 1) / splits + BN - 1) / BN * BN;  // scalar i32
   auto rows = tl::arange(0, G);                                 // [G] i32: query heads of the group
   auto row_ok = rows < group;                                   // [G] i1
   auto heads = kv * group + rows;                               // [G] i32: batch * H + head
@@ -120,38 +125,76 @@ std::vector<double> reference(const Case& c, float sm_scale, const std::vector<d
   return out;
 }
 
+// The split kernel's configurations a GPU run tunes over (tl::Autotuner,
+// winners kept beside the kernel cache): BN keys a step, warps, pipeline
+// stages, and programs a multiprocessor (how many splits the cache gets:
+// "SPLITS" a batch x key/value head, at most kMaxSplits). The first is the
+// one the interpreter and --emit run.
+constexpr int kMaxSplits = 64;
+constexpr int kMultiprocessors = 132;  // an H200's
+
+template <class T, int G, int D>
+std::vector<tl::TuneConfig> split_configs(int heads) {
+  std::vector<tl::TuneConfig> configs;
+  auto add = [&]<int BN>(int warps, int stages, int per_sm) {
+    int splits = std::clamp(int(tl::cdiv(per_sm * kMultiprocessors, heads)), 1, kMaxSplits);
+    configs.push_back({std::to_string(BN) + ":" + std::to_string(warps) + ":" + std::to_string(stages) + "x" +
+                           std::to_string(per_sm),
+                       [=] {
+                         return tl::compile(decode_split<T, G, BN, D>,
+                                            {.name = "decode_split", .num_warps = warps, .num_stages = stages});
+                       },
+                       {{"SPLITS", splits}}});
+  };
+  add.template operator()<64>(4, 4, 4);
+  add.template operator()<64>(4, 3, 2);
+  add.template operator()<64>(4, 3, 4);
+  add.template operator()<64>(4, 3, 8);
+  add.template operator()<32>(4, 4, 4);
+  add.template operator()<32>(4, 4, 8);
+  add.template operator()<128>(4, 2, 4);
+  add.template operator()<64>(8, 3, 4);
+  return configs;
+}
+
 template <int D>
 int run(examples::Setup& s, const Case& c) {
-  constexpr int G = 16, BN = 64, S = 64;  // query rows a program (group <= 16), keys a step, splits at most
+  constexpr int G = 16, S = kMaxSplits;  // query rows a program (group <= 16), splits at most
   using T = tl::bf16;
   if (c.group() > G || c.H % c.KV)
     throw tl::Error("decode: expected KV dividing H with at most " + std::to_string(G) +
                     " query heads a key/value head, found H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV));
   if (int64_t(c.B) * c.KV * c.L * D >= int64_t(1) << 31)
     throw tl::Error("decode: the cache has 2^31 or more elements a tensor; the kernel's offsets are 32-bit");
-  // Splits: about four programs a multiprocessor (132 on an H200: two
-  // gave 0.68 of the copy rate at B 8, KV 8, L 32768), each a multiple of
-  // BN keys, at most S.
-  int splits = std::clamp(int(tl::cdiv(528, c.B * c.KV)), 1, S);
-  int chunk = int(tl::cdiv(tl::cdiv(c.L, splits), BN)) * BN;
-  splits = int(tl::cdiv(c.L, chunk));
-
-  tl::Kernel split_k = tl::compile(decode_split<T, G, BN, D>, {.name = "decode_split", .num_warps = 4, .num_stages = 4});
+  // The configurations' splits depend on the number of heads: a tuner
+  // (and a results file) per count, each key's winner kept on disk.
+  const int heads = c.B * c.KV;
+  const auto configs = split_configs<T, G, D>(heads);
+  tl::Autotuner tuner("decode_split_d" + std::to_string(D) + "_h" + std::to_string(heads), configs);
+  const bool tune = !s.on_interp && !examples::inspecting;
+  tl::Kernel split_k = tune ? tl::Kernel{} : configs.front().compile();
   tl::Kernel combine_k = tl::compile(decode_combine<T, S, D>, {.name = "decode_combine", .num_warps = 4});
-  std::printf("decode: B=%d H=%d KV=%d L=%d D=%d bf16, %d splits of %d keys on %s\n", c.B, c.H, c.KV, c.L, D, splits,
-              chunk, s.dev.name().c_str());
 
   size_t nq = size_t(c.B) * c.H * D, nkv = size_t(c.B) * c.KV * c.L * D;
   auto hq = examples::random_vector<T>(nq, 21), hk = examples::random_vector<T>(nkv, 22),
        hv = examples::random_vector<T>(nkv, 23);
   tl::Buffer q = s.dev.upload(hq), k = s.dev.upload(hk), v = s.dev.upload(hv), o = s.dev.alloc<T>(nq);
-  size_t parts = size_t(c.B) * c.H * splits;
+  size_t parts = size_t(c.B) * c.H * S;  // room for any configuration's splits
   tl::Buffer o_part = s.dev.alloc<float>(parts * D), m_part = s.dev.alloc<float>(parts),
              l_part = s.dev.alloc<float>(parts);
   const float sm_scale = 1.0f / std::sqrt(float(D));
+  auto grid = [&](const tl::TuneConfig& cfg) { return tl::Grid{uint32_t(cfg.meta.at("SPLITS")), uint32_t(heads)}; };
+  // On a GPU the first launch tunes the split kernel for this shape (or
+  // reads its winner); the combine reads as many splits as the pick made.
+  const tl::TuneConfig& pick =
+      tune ? tuner.pick(s.dev, grid, {q, k, v, o_part, m_part, l_part, c.L, c.group(), sm_scale}) : configs.front();
+  const int splits = int(pick.meta.at("SPLITS"));
+  std::printf("decode: B=%d H=%d KV=%d L=%d D=%d bf16, %d splits (split kernel BN:warps:stages x programs a "
+              "multiprocessor: %s%s) on %s\n",
+              c.B, c.H, c.KV, c.L, D, splits, pick.name.c_str(), tune ? ", tuned" : "", s.dev.name().c_str());
   double ms = examples::time_ms(s, [&] {
-    s.dev(split_k, tl::Grid{uint32_t(splits), uint32_t(c.B * c.KV)}, q, k, v, o_part, m_part, l_part, c.L, chunk,
-          c.group(), sm_scale);
+    if (tune) tuner(s.dev, grid, q, k, v, o_part, m_part, l_part, c.L, c.group(), sm_scale);
+    else s.dev(split_k, grid(pick), q, k, v, o_part, m_part, l_part, c.L, c.group(), sm_scale);
     s.dev(combine_k, tl::Grid{uint32_t(c.B * c.H)}, o_part, m_part, l_part, o, splits);
   });
   if (examples::inspecting) return 0;
