@@ -101,12 +101,15 @@ void gemm_bound_loaded(ptr<bf16> a, ptr<bf16> b, ptr<float> c, ptr<int32_t> k_pt
   store(c + col(m0 + arange(0, BM)) * N + row(n0 + arange(0, BN)), acc);
 }
 
-// Attention's loop without the softmax through rank-3 descriptors of [H,
-// n, D] (a [1, rows, D] box of head program_id(0)): S = Q K_j^T, P = S / 8
-// (exact in bf16 for small integers), O += P V_j over key blocks j < n,
-// keys past n read as zero within the head (the next head's rows are
-// there in memory: a 2-D map over [H * n, D] would read them).
-template <int BM, int BN, int D>
+// Attention's loop through rank-3 descriptors of [H, n, D] (a [1, rows, D]
+// box of head program_id(0)), keys past n read as zero within the head
+// (the next head's rows are there in memory: a 2-D map over [H * n, D]
+// would read them). Without SOFTMAX: S = Q K_j^T, P = S / 8 (exact in
+// bf16 for small integers), O += P V_j over key blocks j < n. With it, an
+// online softmax between the products (a running max and sum carried,
+// keys past n masked, the accumulator rescaled; overlap-dots moves it
+// after P V, on the next block's S, carrying P and the rescale).
+template <int BM, int BN, int D, bool SOFTMAX = false>
 void chained_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float> out, scalar<int32_t> heads,
                    scalar<int32_t> n, scalar<int32_t> head_stride) {
   auto head = program_id(0);
@@ -115,46 +118,27 @@ void chained_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float>
   };
   auto dq = blocks(q_ptr, BM), dk = blocks(k_ptr, BN), dv = blocks(v_ptr, BN);
   auto q = reshape(dq.load({head, 0, 0}), {BM, D});           // [BM, D]
+  auto m_i = full<float>({BM}, -INFINITY);                    // [BM] (SOFTMAX)
+  auto l_i = zeros<float>({BM});                              // [BM] (SOFTMAX)
   auto acc = zeros<float>({BM, D});                           // [BM, D]
   for (auto j : range(0, n, BN)) {
     auto k = reshape(dk.load({head, j, 0}), {BN, D});         // [BN, D]
     auto v = reshape(dv.load({head, j, 0}), {BN, D});         // [BN, D]
-    auto p = cast<bf16>(dot(q, trans(k)) * 0.125f);           // [BM, BN]
-    acc = dot(p, v, acc);                                     // [BM, D]
+    if constexpr (SOFTMAX) {
+      auto s = where(row(j + arange(0, BN) < n), dot(q, trans(k)) * 0.125f, -INFINITY);  // [BM, BN]
+      auto m_new = maximum(m_i, max(s, 1));                   // [BM]
+      auto p = exp2(s - col(m_new));                          // [BM, BN]
+      auto alpha = exp2(m_i - m_new);                         // [BM]
+      l_i = l_i * alpha + sum(p, 1);
+      acc = dot(cast<bf16>(p), v, acc * col(alpha));
+      m_i = m_new;
+    } else {
+      acc = dot(cast<bf16>(dot(q, trans(k)) * 0.125f), v, acc);
+    }
   }
   auto m = arange(0, BM), d = arange(0, D);
+  if constexpr (SOFTMAX) acc = acc / col(maximum(l_i, 1e-30f));
   store(out + head * (BM * D) + col(m) * D + row(d), acc);
-}
-
-// The same loop with an online softmax between the products (attention's
-// shape: a running max and sum carried, keys past n masked, the
-// accumulator rescaled): overlap-dots moves the softmax after P V, on the
-// next block's S, carrying P and the rescale.
-template <int BM, int BN, int D>
-void softmax_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float> out, scalar<int32_t> heads,
-                   scalar<int32_t> n, scalar<int32_t> head_stride) {
-  auto head = program_id(0);
-  auto blocks = [&](ptr<bf16> x, int64_t rows) {  // [H, n, D], a [1, rows, D] box
-    return make_tensor_descriptor(x, {heads, n, D}, {head_stride, D, 1}, {1, rows, D});
-  };
-  auto dq = blocks(q_ptr, BM), dk = blocks(k_ptr, BN), dv = blocks(v_ptr, BN);
-  auto q = reshape(dq.load({head, 0, 0}), {BM, D});           // [BM, D]
-  auto m_i = full<float>({BM}, -INFINITY);                    // [BM]
-  auto l_i = zeros<float>({BM});                              // [BM]
-  auto acc = zeros<float>({BM, D});                           // [BM, D]
-  for (auto j : range(0, n, BN)) {
-    auto k = reshape(dk.load({head, j, 0}), {BN, D});         // [BN, D]
-    auto v = reshape(dv.load({head, j, 0}), {BN, D});         // [BN, D]
-    auto s = where(row(j + arange(0, BN) < n), dot(q, trans(k)) * 0.125f, -INFINITY);  // [BM, BN]
-    auto m_new = maximum(m_i, max(s, 1));                     // [BM]
-    auto p = exp2(s - col(m_new));                            // [BM, BN]
-    auto alpha = exp2(m_i - m_new);                           // [BM]
-    l_i = l_i * alpha + sum(p, 1);
-    acc = dot(cast<bf16>(p), v, acc * col(alpha));
-    m_i = m_new;
-  }
-  auto m = arange(0, BM), d = arange(0, D);
-  store(out + head * (BM * D) + col(m) * D + row(d), acc / col(maximum(l_i, 1e-30f)));
 }
 
 // The idioms a user also writes: B stored N x K and transposed for the dot
@@ -619,7 +603,7 @@ TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 
   constexpr int BM = 128, D = 64, H = 3;
   for (int warps : {4, 8})
   for (bool softmax : {false, true}) {
-    Kernel k = softmax ? compile(softmax_heads<BM, 64, D>, {.name = "softmax_heads", .num_warps = warps})
+    Kernel k = softmax ? compile(chained_heads<BM, 64, D, true>, {.name = "softmax_heads", .num_warps = warps})
                        : compile(chained_heads<BM, 64, D>, {.name = "chained_heads", .num_warps = warps});
     for (int n : {0, 1, 64, 100, 128, 187, 576}) {
       INFO(warps << " warps, " << n << " keys" << (softmax ? ", online softmax" : ""));
