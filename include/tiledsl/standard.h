@@ -373,4 +373,123 @@ tile<E> gather(const tile<E>& src, const tile<I>& index, int axis, std::source_l
   return bitcast<E>(picked, w);
 }
 
+// ---- Triton's options on existing functions (issue 17) ----
+
+// dtype= of sum and cumsum: the input cast to T and accumulated in T, with
+// no widening (an i8 sum wraps in i8; a bf16 sum rounds each partial sum to
+// bf16): tl::sum(x, 1, tl::dtype<double>), tl::cumsum(x, 0, tl::dtype<int64_t>).
+template <class T>
+struct dtype_tag {};
+template <class T>
+inline constexpr dtype_tag<T> dtype{};
+
+template <class T, class E>
+  requires(!detail::elem_info<E>::is_ptr && !detail::elem_info<T>::is_ptr)
+tile<T> sum(const tile<E>& x, int axis, dtype_tag<T>, std::source_location w = std::source_location::current()) {
+  return reduce(cast<T>(x, w), axis, [](const tile<T>& a, const tile<T>& b) { return tile<T>(a + b); }, w);
+}
+template <class T, class E>
+  requires(!detail::elem_info<E>::is_ptr && !detail::elem_info<T>::is_ptr)
+tile<T> cumsum(const tile<E>& x, int axis, bool reverse, dtype_tag<T>,
+               std::source_location w = std::source_location::current()) {
+  return associative_scan(cast<T>(x, w), axis, [](const tile<T>& a, const tile<T>& b) { return tile<T>(a + b); },
+                          reverse, w);
+}
+template <class T, class E>
+  requires(!detail::elem_info<E>::is_ptr && !detail::elem_info<T>::is_ptr)
+tile<T> cumsum(const tile<E>& x, int axis, dtype_tag<T> t, std::source_location w = std::source_location::current()) {
+  return cumsum(x, axis, false, t, w);
+}
+
+// tie_break_left of argmax and argmin: false lets the highest index win
+// ties (true, the default, is the plain argmax / argmin: the lowest).
+struct ArgOptions {
+  bool tie_break_left = true;
+};
+
+namespace detail {
+template <class E>
+tile<int32_t> arg_pick(const tile<E>& x, int axis, bool is_max, const ArgOptions& o, std::source_location w) {
+  if (o.tie_break_left) return is_max ? tl::argmax(x, axis, w) : tl::argmin(x, axis, w);
+  ir::Loc loc = to_loc(w);
+  const auto& shape = x.type().shape;
+  if (x.type().is_scalar()) fail(loc, is_max ? "argmax" : "argmin", "expected a tile, found " + x.type().str());
+  int ax = normalize_axis(axis, int(shape.size()), loc, is_max ? "argmax" : "argmin");
+  std::vector<int64_t> line(shape.size(), 1);  // [1, .., n, .., 1]
+  line[size_t(ax)] = shape[size_t(ax)];
+  auto at = tl::broadcast_to(tl::reshape(tl::arange(0, shape[size_t(ax)], w), line, w), shape, w);  // x's shape, i32
+  auto [best, index] = tl::reduce(
+      std::make_tuple(x, at), ax,
+      [is_max](auto a, auto b) {
+        auto [va, ia] = a;
+        auto [vb, ib] = b;
+        auto better = is_max ? (va > vb) : (va < vb);
+        auto take_a = better | ((va == vb) & (ia > ib));  // the higher index wins ties
+        return std::make_tuple(tl::where(take_a, va, vb), tl::where(take_a, ia, ib));
+      },
+      w);
+  return index;
+}
+}  // namespace detail
+
+template <class E>
+  requires(!detail::elem_info<E>::is_ptr)
+tile<int32_t> argmax(const tile<E>& x, int axis, const ArgOptions& o,
+                     std::source_location w = std::source_location::current()) {
+  return detail::arg_pick(x, axis, true, o, w);
+}
+template <class E>
+  requires(!detail::elem_info<E>::is_ptr)
+tile<int32_t> argmin(const tile<E>& x, int axis, const ArgOptions& o,
+                     std::source_location w = std::source_location::current()) {
+  return detail::arg_pick(x, axis, false, o, w);
+}
+
+// propagate_nan of minimum, maximum, min and max: PropagateNan::all makes a
+// NaN operand give NaN (none, the default, is the plain form: a NaN loses
+// to a number).
+enum class PropagateNan { none, all };
+
+namespace detail {
+template <class E>
+tile<E> nan_or(const tile<E>& a, const tile<E>& b, const tile<E>& r, PropagateNan p, std::source_location w) {
+  static_assert(is_float(elem_info<E>::dtype), "propagate_nan: float tiles");
+  if (p == PropagateNan::none) return r;
+  return tl::where(located<bool>((a != a) | (b != b), w), tile<E>(a + b), r);  // a + b: NaN when either is
+}
+}  // namespace detail
+
+template <class E>
+tile<E> maximum(const tile<E>& a, const tile<E>& b, PropagateNan p,
+                std::source_location w = std::source_location::current()) {
+  return detail::nan_or(a, b, maximum(a, b, w), p, w);
+}
+template <class E>
+tile<E> minimum(const tile<E>& a, const tile<E>& b, PropagateNan p,
+                std::source_location w = std::source_location::current()) {
+  return detail::nan_or(a, b, minimum(a, b, w), p, w);
+}
+template <class E>
+tile<E> max(const tile<E>& x, int axis, PropagateNan p, std::source_location w = std::source_location::current()) {
+  if (p == PropagateNan::none) return max(x, axis, w);
+  return reduce(x, axis, [](const tile<E>& a, const tile<E>& b) { return maximum(a, b, PropagateNan::all); }, w);
+}
+template <class E>
+tile<E> min(const tile<E>& x, int axis, PropagateNan p, std::source_location w = std::source_location::current()) {
+  if (p == PropagateNan::none) return min(x, axis, w);
+  return reduce(x, axis, [](const tile<E>& a, const tile<E>& b) { return minimum(a, b, PropagateNan::all); }, w);
+}
+
+// div_rn: the correctly rounded quotient of f32 (or narrower) floats,
+// computed in f64 and rounded once more: f64's 53 bits are at least 2 x 24
+// + 2, so the second rounding gives the f32 result of one rounding of the
+// exact quotient (Figueroa). (`/` on f32 is div.full on NVIDIA, within 2
+// ulp, as Triton's.) f64 inputs: their own division, correctly rounded.
+// (Triton's sqrt_rn is tl::sqrt, correctly rounded already.)
+template <class E>
+  requires(is_float(detail::elem_info<E>::dtype))
+tile<E> div_rn(const tile<E>& x, const tile<E>& y, std::source_location w = std::source_location::current()) {
+  return cast<E>(tile<double>(cast<double>(x, w) / cast<double>(y, w)), w);
+}
+
 }  // namespace tl

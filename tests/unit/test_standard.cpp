@@ -100,6 +100,14 @@ std::vector<float> awkward_floats(size_t n, unsigned seed) {
   for (auto& e : x) e = pick(rng) < 2 ? special[size_t(v(rng) + 6) % 5] : float(v(rng)) * 0.5f;
   return x;
 }
+std::vector<float> random_floats(size_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
 template <class T>
 std::vector<T> random_ints(size_t n, int lo, int hi, unsigned seed) {
   std::mt19937 rng(seed);
@@ -429,10 +437,113 @@ void shuffle(ptr<int32_t> a, ptr<int32_t> out) {
   store(out + 512 + offsets<8, 64>(), interleave(x, y));  // [8, 64]
   store(out + 1024 + offs, sort(x, 0, true));             // [8, 32]
 }
+// Triton's options (issue 17) on [8, 32] rows: argmax/argmin with the
+// highest index winning ties, sum and cumsum in a given type (i8 wrapping,
+// f64), NaN-propagating maximum and max, div_rn, sqrt (correctly rounded,
+// Triton's sqrt_rn).
+void options(ptr<float> a, ptr<float> b, ptr<int32_t> idx, ptr<int8_t> i8, ptr<double> f64, ptr<float> out) {
+  auto offs = offsets<8, 32>();                           // [8, 32] i32
+  auto x = load(a + offs), y = load(b + offs);            // [8, 32] f32
+  auto r = arange(0, 8), c = arange(0, 32);               // [8], [32] i32
+  auto q = cast<int32_t>(floor(x * 2.0f));                // [8, 32] i32: many ties
+  store(idx + r, argmax(q, 1, {.tie_break_left = false}));
+  store(idx + 8 + c, argmin(q, 0, {.tie_break_left = false}));
+  store(idx + 40 + r, argmax(q, 1));
+  auto bytes = cast<int8_t>(q * 37);                      // [8, 32] i8
+  store(i8 + r, sum(bytes, 1, dtype<int8_t>));
+  store(i8 + 8 + offs, cumsum(bytes, 1, dtype<int8_t>));
+  store(i8 + 264 + offs, cumsum(bytes, 0, true, dtype<int8_t>));
+  store(f64 + r, sum(x, 1, dtype<double>));
+  auto xn = where(col(r) == row(c) * 2, y / 0.0f * 0.0f, x);  // [8, 32] f32: a NaN in some rows
+  store(out + offs, maximum(xn, y, PropagateNan::all));
+  store(out + 256 + offs, minimum(xn, y, PropagateNan::all));
+  store(out + 512 + r, max(xn, 1, PropagateNan::all));
+  store(out + 520 + r, min(xn, 1, PropagateNan::none));
+  store(out + 528 + offs, div_rn(x, y));
+  store(out + 784 + offs, sqrt(abs(x)));                  // Triton's sqrt_rn
+}
 }  // namespace
 
+TEST_CASE("Triton's options: tie_break_left, dtype of sum and cumsum, propagate_nan, div_rn, sqrt_rn",
+          "[standard][interp]") {
+  Device d = Device::get("interp");
+  Kernel k = compile(options, {.name = "options"});
+  auto xs = random_floats(256, -4.0f, 4.0f, 81), ys = random_floats(256, 0.5f, 3.0f, 82);
+  auto x = d.upload(xs), y = d.upload(ys);
+  auto idx = d.alloc<int32_t>(48);
+  auto i8 = d.alloc<int8_t>(520);
+  auto f64 = d.alloc<double>(8);
+  auto out = d.alloc<float>(1040);
+  d(k, Grid{1}, x, y, idx, i8, f64, out);
+  auto gi = idx.download<int32_t>();
+  auto gb = i8.download<int8_t>();
+  auto gd = f64.download<double>();
+  auto go = out.download<float>();
+  auto q = [&](int r, int c) { return int(std::floor(xs[size_t(r * 32 + c)] * 2.0f)); };
+  for (int r = 0; r < 8; ++r) {
+    int hi = 0, lo = 0;
+    for (int c = 0; c < 32; ++c) {
+      if (q(r, c) >= q(r, hi)) hi = c;  // the highest index among the maxima
+      if (q(r, c) > q(r, lo)) lo = c;   // the lowest
+    }
+    CHECK(gi[size_t(r)] == hi);
+    CHECK(gi[size_t(40 + r)] == lo);
+    int8_t total = 0;
+    double wide = 0;
+    for (int c = 0; c < 32; ++c) {
+      total = int8_t(total + int8_t(q(r, c) * 37));
+      wide += double(xs[size_t(r * 32 + c)]);
+      CHECK(gb[size_t(8 + r * 32 + c)] == total);  // wraps in i8
+    }
+    CHECK(gb[size_t(r)] == total);
+    CHECK(gd[size_t(r)] == Approx(wide).epsilon(1e-12));
+  }
+  for (int c = 0; c < 32; ++c) {
+    int at = 0;
+    for (int r = 0; r < 8; ++r)
+      if (q(r, c) <= q(at, c)) at = r;
+    CHECK(gi[size_t(8 + c)] == at);
+    int8_t total = 0;
+    for (int r = 7; r >= 0; --r) {
+      total = int8_t(total + int8_t(q(r, c) * 37));
+      CHECK(gb[size_t(264 + r * 32 + c)] == total);
+    }
+  }
+  for (int r = 0; r < 8; ++r) {
+    bool nan_row = r % 2 == 0 && r / 2 < 32;
+    float mx = -INFINITY, mn = INFINITY;
+    for (int c = 0; c < 32; ++c) {
+      size_t i = size_t(r * 32 + c);
+      bool nan = r == 2 * c;
+      float xv = xs[i], yv = ys[i];
+      CHECK(std::isnan(go[i]) == nan);
+      CHECK(std::isnan(go[256 + i]) == nan);
+      if (!nan) {
+        CHECK(go[i] == std::max(xv, yv));
+        CHECK(go[256 + i] == std::min(xv, yv));
+        mn = std::min(mn, xv);
+      }
+      mx = std::max(mx, xv);
+      CHECK(go[528 + i] == float(double(xv) / double(yv)));  // correctly rounded
+      CHECK(go[784 + i] == std::sqrt(std::fabs(xv)));
+    }
+    CHECK(std::isnan(go[512 + size_t(r)]) == nan_row);
+    if (!nan_row) CHECK(go[512 + size_t(r)] == mx);
+    CHECK(go[520 + size_t(r)] == mn);  // none: the NaN loses
+  }
+}
+
+TEST_CASE("Triton's options: errors name the line", "[standard][frontend]") {
+  auto bad = [](ptr<float> a) {
+    auto x = load(a + arange(0, 32));
+    store(a + arange(0, 32), cast<float>(argmax(x, 1, {.tie_break_left = false})));  // rank 1 has no axis 1
+  };
+  CHECK_THROWS_WITH(compile(bad, {.name = "bad"}), Catch::Contains("test_standard.cpp") && Catch::Contains("axis"));
+}
+
 TEST_CASE("standard functions compile for sm_90a and gfx942", "[standard][codegen]") {
-  for (Kernel k : {compile(route, {.name = "route"}), compile(shuffle, {.name = "shuffle"})}) {
+  for (Kernel k : {compile(route, {.name = "route"}), compile(shuffle, {.name = "shuffle"}),
+                   compile(options, {.name = "options"})}) {
     codegen_checks::check_stores_on_sm90a_and_gfx942(k);
   }
 }
@@ -447,6 +558,23 @@ TEST_CASE("standard functions: the same results on the GPU as on the interpreter
     d.synchronize();
     return std::vector<std::vector<float>>{top.download<float>(), sorted.download<float>(), flipped.download<float>()};
   }, 0, 0);
+  Kernel ko = compile(options, {.name = "options"});
+  auto xs = random_floats(256, -4.0f, 4.0f, 81), ys = random_floats(256, 0.5f, 3.0f, 82);
+  gpu_oracle::same_on_both<float>([&](Device& d) {
+    auto x = d.upload(xs), y = d.upload(ys);
+    auto idx = d.alloc<int32_t>(48);
+    auto i8 = d.alloc<int8_t>(520);
+    auto f64 = d.alloc<double>(8);
+    auto out = d.alloc<float>(1040);
+    d(ko, Grid{1}, x, y, idx, i8, f64, out);
+    d.synchronize();
+    std::vector<float> ints;
+    for (int32_t v : idx.download<int32_t>()) ints.push_back(float(v));
+    for (int8_t v : i8.download<int8_t>()) ints.push_back(float(v));
+    std::vector<float> sums;
+    for (double v : f64.download<double>()) sums.push_back(float(v));
+    return std::vector<std::vector<float>>{ints, sums, out.download<float>()};
+  }, 1e-6, 0);  // the f64 sums may add in another order
   Kernel ks = compile(shuffle, {.name = "shuffle", .num_warps = 2});
   gpu_oracle::same_on_both<int32_t>([&](Device& d) {
     auto a = d.upload(random_ints<int32_t>(256, -1000, 1000, 62));
