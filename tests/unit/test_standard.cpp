@@ -462,6 +462,24 @@ void options(ptr<float> a, ptr<float> b, ptr<int32_t> idx, ptr<int8_t> i8, ptr<d
   store(out + 528 + offs, div_rn(x, y));
   store(out + 784 + offs, sqrt(abs(x)));                  // Triton's sqrt_rn
 }
+
+// The options kernel's results on `d` for inputs xs, ys.
+struct OptionsRun {
+  std::vector<int32_t> idx;
+  std::vector<int8_t> i8;
+  std::vector<double> f64;
+  std::vector<float> out;
+};
+OptionsRun run_options(Device& d, const Kernel& k, const std::vector<float>& xs, const std::vector<float>& ys) {
+  auto x = d.upload(xs), y = d.upload(ys);
+  auto idx = d.alloc<int32_t>(48);
+  auto i8 = d.alloc<int8_t>(520);
+  auto f64 = d.alloc<double>(8);
+  auto out = d.alloc<float>(1040);
+  d(k, Grid{1}, x, y, idx, i8, f64, out);
+  d.synchronize();
+  return {idx.download<int32_t>(), i8.download<int8_t>(), f64.download<double>(), out.download<float>()};
+}
 }  // namespace
 
 TEST_CASE("Triton's options: tie_break_left, dtype of sum and cumsum, propagate_nan, div_rn, sqrt_rn",
@@ -469,16 +487,7 @@ TEST_CASE("Triton's options: tie_break_left, dtype of sum and cumsum, propagate_
   Device d = Device::get("interp");
   Kernel k = compile(options, {.name = "options"});
   auto xs = random_floats(256, -4.0f, 4.0f, 81), ys = random_floats(256, 0.5f, 3.0f, 82);
-  auto x = d.upload(xs), y = d.upload(ys);
-  auto idx = d.alloc<int32_t>(48);
-  auto i8 = d.alloc<int8_t>(520);
-  auto f64 = d.alloc<double>(8);
-  auto out = d.alloc<float>(1040);
-  d(k, Grid{1}, x, y, idx, i8, f64, out);
-  auto gi = idx.download<int32_t>();
-  auto gb = i8.download<int8_t>();
-  auto gd = f64.download<double>();
-  auto go = out.download<float>();
+  auto [gi, gb, gd, go] = run_options(d, k, xs, ys);
   auto q = [&](int r, int c) { return int(std::floor(xs[size_t(r * 32 + c)] * 2.0f)); };
   for (int r = 0; r < 8; ++r) {
     int hi = 0, lo = 0;
@@ -561,19 +570,10 @@ TEST_CASE("standard functions: the same results on the GPU as on the interpreter
   Kernel ko = compile(options, {.name = "options"});
   auto xs = random_floats(256, -4.0f, 4.0f, 81), ys = random_floats(256, 0.5f, 3.0f, 82);
   gpu_oracle::same_on_both<float>([&](Device& d) {
-    auto x = d.upload(xs), y = d.upload(ys);
-    auto idx = d.alloc<int32_t>(48);
-    auto i8 = d.alloc<int8_t>(520);
-    auto f64 = d.alloc<double>(8);
-    auto out = d.alloc<float>(1040);
-    d(ko, Grid{1}, x, y, idx, i8, f64, out);
-    d.synchronize();
-    std::vector<float> ints;
-    for (int32_t v : idx.download<int32_t>()) ints.push_back(float(v));
-    for (int8_t v : i8.download<int8_t>()) ints.push_back(float(v));
-    std::vector<float> sums;
-    for (double v : f64.download<double>()) sums.push_back(float(v));
-    return std::vector<std::vector<float>>{ints, sums, out.download<float>()};
+    OptionsRun r = run_options(d, ko, xs, ys);
+    std::vector<float> ints(r.idx.begin(), r.idx.end()), sums(r.f64.begin(), r.f64.end());
+    ints.insert(ints.end(), r.i8.begin(), r.i8.end());
+    return std::vector<std::vector<float>>{ints, sums, r.out};
   }, 1e-6, 0);  // the f64 sums may add in another order
   Kernel ks = compile(shuffle, {.name = "shuffle", .num_warps = 2});
   gpu_oracle::same_on_both<int32_t>([&](Device& d) {
