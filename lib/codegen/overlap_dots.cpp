@@ -308,6 +308,9 @@ class OverlapDots {
       Op* o = work.back();
       work.pop_back();
       for (Value* v : reads(o)) {
+        // A carried value (but the index) read by what B reads would be
+        // read before the loop and one iteration late.
+        if (v->is_arg() && v->owner == &body && v != index && !in_b.count(o)) return false;
         if (v->is_arg() || v == s || v->def->parent != &body || in_b.count(v->def) || deps.count(v->def)) continue;
         if (!computes_only(v->def) || on_s.count(v->def) || c_side.count(v->def)) return false;
         deps.insert(v->def);

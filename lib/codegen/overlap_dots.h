@@ -31,9 +31,10 @@
 // is in flight; the loop carries B's values that D2's side reads (P, the
 // [BM] rescale; shape ops only D2's side reads stay with it) instead of
 // the product, and B's own carried values take the new value only where
-// iteration j + st exists. B must not read other carried values, nothing
-// outside B may read the ones it updates, and B neither loads nor
-// multiplies; otherwise only the first step is done. async-dots then
+// iteration j + st exists. B, and what it reads of the body's other ops,
+// must not read carried values but the index and B's own, nothing outside
+// B may read the ones it updates, and B neither loads nor multiplies;
+// otherwise only the first step is done. async-dots then
 // issues both products without waiting, waits for %sn before B with the
 // second still pending, and retires it before the yield (async_dots.h):
 // FlashAttention-3's intra-warpgroup overlap, found in the kernel rather
