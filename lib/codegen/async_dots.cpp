@@ -2,7 +2,6 @@
 #include "codegen/async_dots.h"
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 
 namespace tl::codegen {
@@ -12,12 +11,6 @@ using ir::OpKind;
 using ir::Value;
 
 namespace {
-
-// Calls `fn` on `o` and every op nested in its regions.
-void walk_nested(Op* o, const std::function<void(Op*)>& fn) {
-  fn(o);
-  for (auto& sub : o->regions) ir::walk(*sub, fn);
-}
 
 class AsyncDots {
  public:
@@ -81,7 +74,7 @@ class AsyncDots {
       for (auto o = std::next(body.find(dot)); o != body.ops.end(); ++o) {
         if (o->get() == &yield) return nullptr;
         bool reads = false;
-        walk_nested(o->get(), [&](Op* n) {
+        ir::walk(**o, [&](Op* n) {
           reads = reads || std::find(n->operands.begin(), n->operands.end(), dot->result()) != n->operands.end();
         });
         if (reads) return o->get();

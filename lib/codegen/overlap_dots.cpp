@@ -2,10 +2,9 @@
 // overlap_dots.h).
 #include "codegen/overlap_dots.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
-#include <algorithm>
-#include <functional>
 
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -17,12 +16,6 @@ using ir::OpKind;
 using ir::Value;
 
 namespace {
-
-// Calls `fn` on `o` and every op nested in its regions.
-void walk_op(Op* o, const std::function<void(Op*)>& fn) {
-  fn(o);
-  for (auto& sub : o->regions) ir::walk(*sub, fn);
-}
 
 bool defined_in_op(const Value* v, const Op& o) {
   for (const auto& sub : o.regions)
@@ -193,7 +186,7 @@ class OverlapDots {
   // outside it.
   static std::vector<Value*> reads(Op* o) {
     std::vector<Value*> out;
-    walk_op(o, [&](Op* n) {
+    ir::walk(*o, [&](Op* n) {
       for (Value* v : n->operands)
         if (!defined_in_op(v, *o)) out.push_back(v);
     });
@@ -203,7 +196,7 @@ class OverlapDots {
   // Whether `o` and its regions only compute (no memory, no products).
   static bool computes_only(Op* o) {
     bool ok = true;
-    walk_op(o, [&](Op* n) {
+    ir::walk(*o, [&](Op* n) {
       ok = ok && (n->kind == OpKind::If || n->kind == OpKind::Yield || (ir::op_is_pure(n->kind) && n->kind != OpKind::Dot));
     });
     return ok;
@@ -344,7 +337,7 @@ class OverlapDots {
       loop.add_result(x->type);
       Value* a = body.add_arg(x->type);
       for (Op* o : c_side)
-        walk_op(o, [&](Op* n) { std::replace(n->operands.begin(), n->operands.end(), x, a); });
+        ir::walk(*o, [&](Op* n) { std::replace(n->operands.begin(), n->operands.end(), x, a); });
       yield->operands.push_back(next.at(x));
     }
     // B's carried values: the new one where its iteration exists.

@@ -42,12 +42,6 @@ const Op* copy_on(const Op& o, const Value* full) {
 
 bool is_arg_of(const Value* v, const ir::Region& r) { return v->is_arg() && v->owner == &r; }
 
-// `f` on `op` and every op in its regions.
-void walk_op(Op& op, const std::function<void(Op*)>& f) {
-  f(&op);
-  for (auto& r : op.regions) ir::walk(*r, f);
-}
-
 // What the pass found in a loop it can specialize.
 struct Pipeline {
   Op* outer = nullptr;        // a persistent program's loop around `loop` (at the top level), or null
@@ -174,7 +168,7 @@ class Specializer {
     p.fill_slot = copy->operands[2]->def->operands[1];
     // The asynchronous dot and its waits, the ring's only reader.
     std::set<const Value*> ring;
-    walk_op(*p.refill, [&](Op* o) {
+    ir::walk(*p.refill, [&](Op* o) {
       if (o->kind == OpKind::TmaLoad) ring.insert(buffer_of(o->operands[1]));
     });
     // The asynchronous dots reading the ring, and the wait that lets their
@@ -213,7 +207,7 @@ class Specializer {
     // What the refill reads in the body: from the iteration and the slot
     // only, so that the producer can compute it alone.
     std::vector<const Value*> work;
-    walk_op(*p.refill, [&](Op* o) { work.insert(work.end(), o->operands.begin(), o->operands.end()); });
+    ir::walk(*p.refill, [&](Op* o) { work.insert(work.end(), o->operands.begin(), o->operands.end()); });
     std::string no = slice_of(body, work, {p.iv_lead, p.fill_slot}, nullptr, p.slice);
     if (!no.empty()) return "its copies depend on " + no;
     // Around the loop, in the region holding it: the ring, the prologue's
@@ -251,7 +245,7 @@ class Specializer {
       // the loop and what its copies read from the outer body.
       std::vector<const Value*> need(loop.operands.begin(), loop.operands.begin() + 3);
       for (const Op* o : p.slice) need.insert(need.end(), o->operands.begin(), o->operands.end());
-      walk_op(*p.refill, [&](Op* o) { need.insert(need.end(), o->operands.begin(), o->operands.end()); });
+      ir::walk(*p.refill, [&](Op* o) { need.insert(need.end(), o->operands.begin(), o->operands.end()); });
       std::set<const Value*> hoisted;
       for (const Op* a : p.allocs) hoisted.insert(a->result());
       no = slice_of(*p.host, need, hoisted, outer->regions[0]->args[0].get(), p.outer_slice);
@@ -296,7 +290,7 @@ class Specializer {
     // bounds and its copies' operands.
     std::vector<const Value*> need(loop.operands.begin(), loop.operands.begin() + 3);
     for (const Op* o : p.slice) need.insert(need.end(), o->operands.begin(), o->operands.end());
-    walk_op(*p.refill, [&](Op* o) { need.insert(need.end(), o->operands.begin(), o->operands.end()); });
+    ir::walk(*p.refill, [&](Op* o) { need.insert(need.end(), o->operands.begin(), o->operands.end()); });
     std::set<const Value*> given;
     for (const auto& a : fn_.body.args) given.insert(a.get());
     for (auto o = fn_.body.ops.begin(); o->get() != p.split; ++o)

@@ -128,6 +128,11 @@ void walk(Region& r, const std::function<void(Op*)>& fn) {
   }
 }
 
+void walk(Op& op, const std::function<void(Op*)>& fn) {
+  fn(&op);
+  for (auto& sub : op.regions) walk(*sub, fn);
+}
+
 void replace_uses(Region& r, Value* from, Value* to) {
   walk(r, [&](Op* op) {
     for (auto& v : op->operands)

@@ -157,6 +157,8 @@ class Builder {
 
 // Walks every op in pre-order (an op before the ops of its regions).
 void walk(Region& r, const std::function<void(Op*)>& fn);
+// The same from `op`: it, then the ops nested in its regions.
+void walk(Op& op, const std::function<void(Op*)>& fn);
 // Replaces every use of `from` by `to` in ops nested in `r`. Walks all of
 // `r`: a pass replacing many values uses Replacements instead.
 void replace_uses(Region& r, Value* from, Value* to);
