@@ -53,7 +53,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   if (ws) t_.cap_registers(*fn_, register_cap_);
   if (plan_.num_ctas > 1) start_cluster(fn);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
-  // f32 subnormals flushed (the .ftz forms on NVPTX).
+  // f32 subnormals flushed (the target picks its flushing instructions).
   if (plan_.flush_denormals) fn_->addFnAttr("denormal-fp-math-f32", "preserve-sign,preserve-sign");
   if (plan_.fp_fusion) {
     llvm::FastMathFlags contract;

@@ -177,16 +177,18 @@ void Lowerer::lower_tensor_map(const Op& op) {}
 void Lowerer::lower_named_barrier(const Op& op) {
   int id = int(op.attr_int("id")), threads = int(op.attr_int("threads"));
   std::string turn = op.attr_str_or("pingpong", "");
-  bool ok = true;
   if (turn.empty()) {
-    ok = t_.named_barrier(b_, b_.getInt32(id), threads);
-  } else if (turn == "wait" || turn == "pass") {
-    llvm::Value* group = b_.CreateLShr(warp_, 2);  // the warpgroup within the partition: 0 or 1
+    if (!t_.named_barrier(b_, b_.getInt32(id), threads))
+      unsupported(op, "needs named barriers, which " + t_.name + " does not have");
+    return;
+  }
+  llvm::Value* group = b_.CreateLShr(warp_, 2);  // the warpgroup within the partition: 0 or 1
+  bool ok = true;
+  if (turn == "wait" || turn == "pass") {
     llvm::Value* own = b_.CreateAdd(b_.getInt32(id), group);
     llvm::Value* other = b_.CreateSub(b_.getInt32(id + 1), group);
     ok = t_.named_barrier(b_, turn == "wait" ? own : other, threads, turn == "pass");
   } else {
-    llvm::Value* group = b_.CreateLShr(warp_, 2);
     auto* then = llvm::BasicBlock::Create(ctx_, "pingpong." + turn, fn_);
     auto* after = llvm::BasicBlock::Create(ctx_, "pingpong." + turn + ".after", fn_);
     b_.CreateCondBr(b_.CreateICmpEQ(group, b_.getInt32(turn == "start" ? 1 : 0)), then, after);
