@@ -33,7 +33,8 @@ TOKENS = 16384       # B * N
 MODEL_WIDTH = 2048   # H * D
 # ATTN_LENGTHS=4096,16384 measures only those (a short device call).
 LENGTHS = [int(n) for n in os.environ.get("ATTN_LENGTHS", "").split(",") if n] or [1024, 2048, 4096, 8192, 16384]
-HEAD_DIMS = [64, 128]
+# ATTN_HEAD_DIMS=128 measures only that head dim.
+HEAD_DIMS = [int(d) for d in os.environ.get("ATTN_HEAD_DIMS", "").split(",") if d] or [64, 128]
 # (BM, BN, warps, stages) tried for triton_best.
 TRITON_CONFIGS = [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 32, 4, 4), (64, 64, 4, 3),
                   (128, 64, 4, 4)]

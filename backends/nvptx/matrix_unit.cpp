@@ -182,24 +182,44 @@ std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K
 }
 
 std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, const WarpgroupA& a,
-                                         llvm::Value* b_desc, bool trans_b, const std::vector<llvm::Value*>& c) {
+                                         const SmemOperand& b_op, bool trans_b, const std::vector<llvm::Value*>& c,
+                                         bool accumulate) {
   // Operands: $0 .. $(n-1) the accumulators (results, tied to the inputs
-  // after A, B's descriptor and scale-d, which is 1: D = A x B + D). A is
+  // after A, B's descriptor and scale-d: 1 for D = A x B + D, 0 for D = A x
+  // B, where the inputs are undefined: no registers set to zero). A is
   // a descriptor, or its fragment packed into 32-bit words; an A in
-  // registers is K-major by definition (no trans-a immediate).
+  // registers is K-major by definition (no trans-a immediate). A
+  // descriptor's constant offset is added to its address field (the low
+  // 14 bits, in 16-byte units) in the statement: a shared address stays
+  // below 2^18 bytes, so the field never carries into the next.
   size_t n = c.size();
-  std::vector<llvm::Value*> args = a.desc ? std::vector<llvm::Value*>{a.desc} : pack(b, instr.in, a.elems);
+  const bool a_smem = a.smem.desc != nullptr;
+  std::vector<llvm::Value*> args = a_smem ? std::vector<llvm::Value*>{a.smem.desc} : pack(b, instr.in, a.elems);
   size_t na = args.size();
   auto arg = [](size_t i) { return "$" + std::to_string(i); };
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + arg(n + na + 1) + ", 0;\n" + instr.name + " {";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + arg(n + na + 1) + ", 0;\n";
+  // The descriptor operand `x` moved by `offset` bytes: `x` itself, or a
+  // local register `name` set here.
+  auto moved = [&](const std::string& x, int64_t offset, const std::string& name) {
+    if (offset == 0) return x;
+    if (offset % 16 != 0 || offset < 0 || offset >= (int64_t(1) << 18))
+      throw Error("internal: wgmma descriptor offset " + std::to_string(offset) + " is not a multiple of 16 below 2^18");
+    text += ".reg .b64 " + name + ";\n.reg .b32 " + name + "_lo, " + name + "_hi;\nmov.b64 {" + name + "_lo, " + name +
+            "_hi}, " + x + ";\nadd.s32 " + name + "_lo, " + name + "_lo, " + std::to_string(offset >> 4) +
+            ";\nmov.b64 " + name + ", {" + name + "_lo, " + name + "_hi};\n";
+    return name;
+  };
+  std::string a_text = a_smem ? moved(arg(n), a.smem.offset, "da") : "";
+  std::string b_text = moved(arg(n + na), b_op.offset, "db");
+  text += instr.name + " {";
   std::string cons;
   for (size_t i = 0; i < n; ++i) {
     text += (i ? ", " : "") + arg(i);
     cons += i ? ",=f" : "=f";
   }
   text += "}, ";
-  if (a.desc) {
-    text += arg(n);
+  if (a_smem) {
+    text += a_text;
     cons += ",l";
   } else {
     text += "{";
@@ -209,13 +229,13 @@ std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr
     }
     text += "}";
   }
-  text += ", " + arg(n + na) + ", p, 1, 1, " + (a.desc ? std::string(a.trans ? "1, " : "0, ") : std::string()) +
+  text += ", " + b_text + ", p, 1, 1, " + (a_smem ? std::string(a.trans ? "1, " : "0, ") : std::string()) +
           (trans_b ? "1" : "0") + ";\n}";
   cons += ",l,r";
   for (size_t i = 0; i < n; ++i) cons += "," + std::to_string(i);
-  args.push_back(b_desc);
-  args.push_back(b.getInt32(1));
-  args.insert(args.end(), c.begin(), c.end());
+  args.push_back(b_op.desc);
+  args.push_back(b.getInt32(accumulate ? 1 : 0));
+  for (llvm::Value* v : c) args.push_back(accumulate ? v : llvm::UndefValue::get(v->getType()));
   std::vector<llvm::Type*> arg_types;
   for (auto* v : args) arg_types.push_back(v->getType());
   auto* ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type*>(n, b.getFloatTy()));

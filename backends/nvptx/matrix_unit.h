@@ -29,7 +29,8 @@ std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K
 // wgmma.mma_async with B in shared memory and A there or in registers
 // (target.h).
 std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, const WarpgroupA& a,
-                                         llvm::Value* b_desc, bool trans_b, const std::vector<llvm::Value*>& c);
+                                         const SmemOperand& b_op, bool trans_b, const std::vector<llvm::Value*>& c,
+                                         bool accumulate);
 // wgmma.fence, commit_group, and wait_group with the accumulators passed
 // through; fence.proxy.async for shared memory.
 void wgmma_fence(llvm::IRBuilder<>& b);

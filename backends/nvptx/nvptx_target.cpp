@@ -460,9 +460,9 @@ class NvptxTarget final : public Target {
     return nvptx::wgmma_descriptor(b, addr, row_bytes, panel_bytes, k_major);
   }
   std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr, const WarpgroupA& a,
-                                               llvm::Value* b_desc, bool trans_b,
-                                               const std::vector<llvm::Value*>& c) const override {
-    return nvptx::wgmma_multiply(b, instr, a, b_desc, trans_b, c);
+                                               const SmemOperand& b_op, bool trans_b,
+                                               const std::vector<llvm::Value*>& c, bool accumulate) const override {
+    return nvptx::wgmma_multiply(b, instr, a, b_op, trans_b, c, accumulate);
   }
   void warpgroup_fence(llvm::IRBuilder<>& b) const override { nvptx::wgmma_fence(b); }
   void warpgroup_commit(llvm::IRBuilder<>& b) const override { nvptx::wgmma_commit(b); }

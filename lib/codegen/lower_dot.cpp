@@ -3,6 +3,7 @@
 // memory with 8x8 matrix loads one K step ahead of the multiplies, or the
 // FMA form where no instruction fits.
 #include "codegen/lowerer.h"
+#include "codegen/pipeline_plan.h"
 
 namespace tl::codegen::lowering {
 
@@ -99,6 +100,10 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
     barrier();
   }
   for (auto*& v : c) v = cast(v, acc, mi.acc, op);
+  // A zero accumulator is not added: the first K step's instructions set
+  // the registers (+0 and -0 alike: a sum of products is not compared by
+  // the sign of an exact zero).
+  const bool zero_acc = is_zero_constant(op.operands[2]);
   // This warp's group's first row: the warp bits above the group's own.
   llvm::Value* group_m = b_.getInt32(0);
   const LinearLayout& cl = d.c;
@@ -122,15 +127,15 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
         for (int r = 0; r < a_frags.regs; ++r) a.elems.push_back((*a_regs)[a_frags.reg(i, s, r)]);
       } else {
         int32_t m = reg_coords(cl, d.c_reg(i, 0, 0))[0];  // the instructions' first row in the group
-        a.desc = operand_descriptor(tile[0], 0, b_.CreateAdd(group_m, b_.getInt32(m)), s * mi.k);
+        a.smem = operand_descriptor(tile[0], 0, group_m, m, s * mi.k);
         a.trans = !k_major(tile[0], 0);
       }
       for (int j = 0; j < d.reps_n; ++j) {
         int32_t n = reg_coords(cl, d.c_reg(i, j, 0))[1];  // and first column
-        llvm::Value* b_desc = operand_descriptor(tile[1], 1, b_.getInt32(n), s * mi.k);
+        SmemOperand b_op = operand_descriptor(tile[1], 1, nullptr, n, s * mi.k);
         Regs cf(nc);
         for (int r = 0; r < nc; ++r) cf[r] = c[d.c_reg(i, j, r)];
-        cf = t_.warpgroup_multiply(b_, mi, a, b_desc, !k_major(tile[1], 1), cf);
+        cf = t_.warpgroup_multiply(b_, mi, a, b_op, !k_major(tile[1], 1), cf, s > 0 || !zero_acc);
         for (int r = 0; r < nc; ++r) c[d.c_reg(i, j, r)] = cf[r];
       }
     }
@@ -167,26 +172,32 @@ bool Lowerer::k_major(const SmemTile& t, int i) {
 }
 
 // Operand `i` of a warpgroup instruction, as the target describes it
-// (warpgroup_operand): the part it reads, rows from `mn0` along M (A) or
-// N (B) and K from `k0`, of a stored tile of swizzled panels (SmemTile)
-// `row_bytes` wide and `rows` high.
-llvm::Value* Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int k0) {
+// (warpgroup_operand): the part it reads, rows from `mn0` + `mn0_c` along
+// M (A) or N (B) (`mn0` a run-time part, or null) and K from `k0`, of a
+// stored tile of swizzled panels (SmemTile) `row_bytes` wide and `rows`
+// high. What is constant goes into the operand's offset, so that the
+// instructions of one product share the descriptor of one address.
+SmemOperand Lowerer::operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int64_t mn0_c, int64_t k0) {
   int64_t panel = t.panel_elems(), row_bytes = panel * t.elem_bytes;
   int64_t rows = t.shape[1 - t.contiguous];  // stored rows (a panel's height)
-  llvm::Value* offset;
+  llvm::Value* addr = b_.CreatePtrToInt(t.base, b_.getInt32Ty());
+  int64_t offset;
   if (k_major(t, i)) {
     // Rows are M (N); K runs along the panel rows: the instruction's K
     // columns start k0 elements into panel k0 / panel.
-    offset = b_.CreateAdd(b_.CreateMul(mn0, b_.getInt32(int32_t(row_bytes))),
-                          b_.getInt32(int32_t((k0 / panel) * rows * row_bytes + (k0 % panel) * t.elem_bytes)));
+    if (mn0) addr = b_.CreateAdd(addr, b_.CreateMul(mn0, b_.getInt32(int32_t(row_bytes))));
+    offset = mn0_c * row_bytes + (k0 / panel) * rows * row_bytes + (k0 % panel) * t.elem_bytes;
   } else {
     // Rows are K; M (N) runs along the panel rows, from panel mn0 / panel.
-    llvm::Value* p = b_.CreateUDiv(mn0, b_.getInt32(int32_t(panel)));
-    offset = b_.CreateAdd(b_.CreateMul(p, b_.getInt32(int32_t(rows * row_bytes))),
-                          b_.getInt32(int32_t(k0 * row_bytes)));
+    offset = k0 * row_bytes;
+    if (mn0) {
+      llvm::Value* p = b_.CreateUDiv(b_.CreateAdd(mn0, b_.getInt32(int32_t(mn0_c))), b_.getInt32(int32_t(panel)));
+      addr = b_.CreateAdd(addr, b_.CreateMul(p, b_.getInt32(int32_t(rows * row_bytes))));
+    } else {
+      offset += mn0_c / panel * rows * row_bytes;
+    }
   }
-  llvm::Value* addr = b_.CreateAdd(b_.CreatePtrToInt(t.base, b_.getInt32Ty()), offset);
-  return t_.warpgroup_operand(b_, addr, row_bytes, rows * row_bytes, k_major(t, i));
+  return {t_.warpgroup_operand(b_, addr, row_bytes, rows * row_bytes, k_major(t, i)), offset};
 }
 
 // Where operand `i` of a matrix-unit dot can be read with matrix loads:

@@ -239,7 +239,7 @@ class Lowerer {
   Regs fma_dot(const Op& op, const DotLayouts& d, const Regs& a, const Regs& bm, Regs c);
   Regs warpgroup_dot(const Op& op, const DotLayouts& d, Regs c);
   static bool k_major(const SmemTile& t, int i);
-  llvm::Value* operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int k0);
+  SmemOperand operand_descriptor(const SmemTile& t, int i, llvm::Value* mn0, int64_t mn0_c, int64_t k0);
 
   // ------------------------------------------------------------ control flow
   Regs pack_narrow(const Regs& regs, int f);

@@ -41,12 +41,22 @@ inline llvm::AtomicOrdering llvm_ordering(MemOrder o) {
   return llvm::AtomicOrdering::AcquireRelease;
 }
 
-// Operand A of a warpgroup instruction: in shared memory (`desc`, from
-// warpgroup_operand; `trans`: stored M-major instead of K-major), or, when
-// `desc` is null, in registers: this thread's elements of instr.a's
-// fragment, in its register order.
-struct WarpgroupA {
+// An operand of a warpgroup instruction in shared memory: the descriptor
+// of a base address (warpgroup_operand) and a constant byte offset from it
+// (a multiple of 16) that the instruction adds. The K steps of a product
+// share one base: a descriptor each would be a live 64-bit register each
+// (a loop-invariant operand's are hoisted out of its loop).
+struct SmemOperand {
   llvm::Value* desc = nullptr;
+  int64_t offset = 0;
+};
+
+// Operand A of a warpgroup instruction: in shared memory (`smem.desc` set;
+// `trans`: stored M-major instead of K-major), or, when `smem.desc` is
+// null, in registers: this thread's elements of instr.a's fragment, in its
+// register order.
+struct WarpgroupA {
+  SmemOperand smem;
   bool trans = false;
   std::vector<llvm::Value*> elems;
 };
@@ -128,14 +138,15 @@ class Target : public TargetInfo {
                                          int64_t panel_bytes, bool k_major) const {
     throw Error("internal: target " + name + " has no warpgroup instructions");
   }
-  // Issues a warpgroup instruction: c + A x B with B described by a
-  // shared-memory descriptor (warpgroup_operand) and A by one too or by
-  // this thread's registers (WarpgroupA); `trans_b`: B is stored N-major
-  // instead of K-major. The result is only valid after warpgroup_wait,
-  // which takes and returns the accumulators.
+  // Issues a warpgroup instruction: c + A x B (A x B when not
+  // `accumulate`: c's registers are then only where the result goes) with
+  // B described by a shared-memory descriptor (warpgroup_operand) and A by
+  // one too or by this thread's registers (WarpgroupA); `trans_b`: B is
+  // stored N-major instead of K-major. The result is only valid after
+  // warpgroup_wait, which takes and returns the accumulators.
   virtual std::vector<llvm::Value*> warpgroup_multiply(llvm::IRBuilder<>& b, const MatrixInstr& instr,
-                                                       const WarpgroupA& a, llvm::Value* b_desc, bool trans_b,
-                                                       const std::vector<llvm::Value*>& c) const {
+                                                       const WarpgroupA& a, const SmemOperand& b_op, bool trans_b,
+                                                       const std::vector<llvm::Value*>& c, bool accumulate) const {
     throw Error("internal: target " + name + " has no warpgroup instructions");
   }
   // Before the first warpgroup instruction that reads registers written

@@ -16,8 +16,8 @@ using ir::OpKind;
 using ir::Type;
 using ir::Value;
 
-int consumer_registers(int consumer_warps, int block_registers) {
-  int left = block_registers - kProducerRegisters * 4 * 32;
+int consumer_registers(int consumer_warps, int producer_registers, int block_registers) {
+  int left = block_registers - producer_registers * 4 * 32;
   return std::min(248, left / (consumer_warps * 32) / 8 * 8);
 }
 
@@ -428,10 +428,12 @@ class Specializer {
     Op& first = p.split ? *p.split : top;
     ir::Builder ws_at(&fn_.body, fn_.body.find(&first));
     ws_at.loc = top.loc;
-    Op* ws = ws_at.create(OpKind::WarpSpecialize, {}, {},
-                          {{"warps", std::vector<int64_t>{warps, 1}},
-                           {"registers", std::vector<int64_t>{consumer_registers(warps, t_.block_registers),
-                                                              kProducerRegisters}}});
+    const int producer_registers = p.outer ? kPersistentProducerRegisters : kProducerRegisters;
+    Op* ws = ws_at.create(
+        OpKind::WarpSpecialize, {}, {},
+        {{"warps", std::vector<int64_t>{warps, 1}},
+         {"registers", std::vector<int64_t>{consumer_registers(warps, producer_registers, t_.block_registers),
+                                            producer_registers}}});
     ir::Region* consumers = ws->add_region();
     ir::Region* producer = ws->add_region();
     consumers->ops.splice(consumers->ops.end(), fn_.body.ops, fn_.body.find(&first), fn_.body.ops.end());

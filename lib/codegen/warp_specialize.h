@@ -104,16 +104,20 @@ namespace tl::codegen {
 
 struct TargetInfo;
 
-// The registers a thread of the producer keeps (setmaxnreg's floor is 24).
-inline constexpr int kProducerRegisters = 40;
+// The registers a thread of the producer keeps: setmaxnreg's floor (24)
+// for one loop's copies (a slot, a phase and the copies' coordinates);
+// more for a persistent program's, which also walks the tiles (their
+// order's division and remainders).
+inline constexpr int kProducerRegisters = 24;
+inline constexpr int kPersistentProducerRegisters = 40;
 
 // `mode`: -1 decide, 0 never, 1 always (an error where it cannot).
 void warp_specialize(ir::Function& fn, const LayoutPlan& plan, const TargetInfo& target, int mode);
 
 // The registers a thread of `consumer_warps` warps may take beside a
-// producer warpgroup at kProducerRegisters, within a block's registers
+// producer warpgroup at `producer_registers`, within a block's registers
 // (a multiple of 8, at most 248: a thread has at most 255; with 4
 // consumer warps that is the entry cap, and they keep it).
-int consumer_registers(int consumer_warps, int block_registers);
+int consumer_registers(int consumer_warps, int producer_registers, int block_registers);
 
 }  // namespace tl::codegen
