@@ -471,6 +471,19 @@ class NvptxTarget final : public Target {
     return nvptx::wgmma_wait(b, pending, acc);
   }
   void async_proxy_fence(llvm::IRBuilder<>& b) const override { nvptx::fence_proxy_async(b); }
+  // Empty inline assembly a 32-bit register at a time (`v` a multiple of
+  // 32 bits; else `v` itself): ptxas sees nothing.
+  llvm::Value* opaque(llvm::IRBuilder<>& b, llvm::Value* v) const override {
+    const llvm::DataLayout& dl = b.GetInsertBlock()->getModule()->getDataLayout();
+    uint64_t bits = dl.getTypeSizeInBits(v->getType()).getFixedValue();
+    if (bits == 0 || bits % 32) return v;
+    llvm::Value* words = b.CreateBitCast(v, llvm::FixedVectorType::get(b.getInt32Ty(), unsigned(bits / 32)));
+    auto* barrier =
+        llvm::InlineAsm::get(llvm::FunctionType::get(b.getInt32Ty(), {b.getInt32Ty()}, false), "", "=r,0", false);
+    for (unsigned k = 0; k < bits / 32; ++k)
+      words = b.CreateInsertElement(words, b.CreateCall(barrier, {b.CreateExtractElement(words, k)}), k);
+    return b.CreateBitCast(words, v->getType());
+  }
   std::vector<llvm::Value*> load_matrix_8x8(llvm::IRBuilder<>& b, llvm::Value* row_ptr, int count,
                                             bool trans) const override {
     return nvptx::ldmatrix(b, row_ptr, count, trans);

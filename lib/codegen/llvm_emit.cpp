@@ -84,7 +84,9 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.addPass(llvm::createModuleToFunctionPassAdaptor(SinkToColdBlocks()));
+  mpm.run(m, mam);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/assign_layouts.h"
@@ -40,6 +41,12 @@ void branch_masked_store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* 
 
 // The O3 pipeline and code emission with a target machine.
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm);
+// Cheap loop-invariant values used only in blocks a loop seldom runs,
+// computed again there (sink_to_cold_blocks.cpp); optimize_module runs it
+// after the O3 pipeline.
+struct SinkToColdBlocks : llvm::PassInfoMixin<SinkToColdBlocks> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);
+};
 std::string emit_assembly_text(llvm::Module& m, llvm::TargetMachine& tm);
 std::vector<uint8_t> emit_object_file(llvm::Module& m, llvm::TargetMachine& tm);
 

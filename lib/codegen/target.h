@@ -163,6 +163,10 @@ class Target : public TargetInfo {
   // have landed) visible to the asynchronous proxy the warpgroup
   // instructions read through; a barrier then extends that to the block.
   virtual void async_proxy_fence(llvm::IRBuilder<>& b) const {}
+  // `v` through an instruction the optimizer cannot see into and that
+  // emits nothing (an empty inline assembly statement): a value it must
+  // not rewrite in terms of what it was made from. Default: `v` itself.
+  virtual llvm::Value* opaque(llvm::IRBuilder<>& b, llvm::Value* v) const { return v; }
 
   // ---- Shared memory helpers for matrix operands and pipelining.
   // Loads `count` (1, 2 or 4) 8x8 matrices of 16-bit elements from shared

@@ -16,6 +16,7 @@
 #include <set>
 #include <type_traits>
 
+#include "../../examples/kernels/attention.h"
 #include "../../examples/kernels/gemm.h"
 #include "codegen_checks.h"
 #include "gpu_oracle.h"
@@ -612,6 +613,32 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
   auto ampere = codegen::compile(*k.impl(), aligned(k), "sm_80");
   CHECK(ampere.tensor_maps.empty());
   check_assembles(ampere.assembly, "sm_80");
+}
+
+// Without a GPU: the example's attention with 128-key blocks at head dim
+// 128 (two warpgroups of 64 x 128 scores) fits the consumers' registers:
+// the loop carries P as bf16, not the f32 it was rounded from (the
+// optimizer's phi(cast a, cast b) -> cast(phi(a, b)) would double it), and
+// the edge masks' column indices are computed in the edge block, not held
+// across the loop (sink-to-cold-blocks). Spilled, ptxas serialized every
+// product of the loop (perf.md run 69).
+TEST_CASE("attention's 128-key blocks at head dim 128: P carried narrow, no spills", "[codegen][descriptor]") {
+  using namespace codegen_checks;
+  for (bool causal : {false, true}) {
+    INFO((causal ? "causal" : "non-causal"));
+    CompileOptions options{.name = "attention", .num_warps = 8, .num_stages = 2, .flush_denormals = true};
+    Kernel k = causal ? compile(kernels::attention_fwd_desc<bf16, 128, 128, 128, true>, options)
+                      : compile(kernels::attention_fwd_desc<bf16, 128, 128, 128, false>, options);
+    std::string ir = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Llvm);
+    // P, 64 bf16 a thread, goes round as 32 words (and nothing as f32 pairs).
+    CHECK(count(ir, R"(= phi i32 )") >= 32);
+    CHECK(count(ir, R"(phi <\d+ x float>)") == 0);
+    std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
+    if (auto log = ptxas(ptx, "sm_90a")) {
+      CHECK(count(*log, R"( 0 bytes spill stores)") == 1);
+      CHECK(count(*log, "C7514") == 0);
+    }
+  }
 }
 
 TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
