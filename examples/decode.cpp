@@ -128,16 +128,16 @@ std::vector<double> reference(const Case& c, float sm_scale, const std::vector<d
 // The split kernel's configurations a GPU run tunes over (tl::Autotuner,
 // winners kept beside the kernel cache): BN keys a step, warps, pipeline
 // stages, and programs a multiprocessor (how many splits the cache gets:
-// "SPLITS" a batch x key/value head, at most kMaxSplits). The first is the
-// one the interpreter and --emit run.
+// "SPLITS" a batch x key/value head, at most kMaxSplits, for a device of
+// `processors` multiprocessors). The first is the one the interpreter and
+// --emit run.
 constexpr int kMaxSplits = 64;
-constexpr int kMultiprocessors = 132;  // an H200's
 
 template <class T, int G, int D>
-std::vector<tl::TuneConfig> split_configs(int heads) {
+std::vector<tl::TuneConfig> split_configs(int heads, int processors) {
   std::vector<tl::TuneConfig> configs;
   auto add = [&]<int BN>(int warps, int stages, int per_sm) {
-    int splits = std::clamp(int(tl::cdiv(per_sm * kMultiprocessors, heads)), 1, kMaxSplits);
+    int splits = std::clamp(int(tl::cdiv(per_sm * processors, heads)), 1, kMaxSplits);
     configs.push_back({std::to_string(BN) + ":" + std::to_string(warps) + ":" + std::to_string(stages) + "x" +
                            std::to_string(per_sm),
                        [=] {
@@ -169,7 +169,7 @@ int run(examples::Setup& s, const Case& c) {
   // The configurations' splits depend on the number of heads: a tuner
   // (and a results file) per count, each key's winner kept on disk.
   const int heads = c.B * c.KV;
-  const auto configs = split_configs<T, G, D>(heads);
+  const auto configs = split_configs<T, G, D>(heads, s.dev.processor_count());
   tl::Autotuner tuner("decode_split_d" + std::to_string(D) + "_h" + std::to_string(heads), configs);
   const bool tune = !s.on_interp && !examples::inspecting;
   tl::Kernel split_k = tune ? tl::Kernel{} : configs.front().compile();
