@@ -480,6 +480,32 @@ tile<E> min(const tile<E>& x, int axis, PropagateNan p, std::source_location w =
   return reduce(x, axis, [](const tile<E>& a, const tile<E>& b) { return minimum(a, b, PropagateNan::all); }, w);
 }
 
+// fp_downcast_rounding of cast: Rounding::rtz rounds a float narrowed to a
+// smaller float toward zero (Triton's "rtz"); rtne, the default, is the
+// plain cast (to nearest, ties to even). Other conversions ignore it.
+enum class Rounding { rtne, rtz };
+struct CastOptions {
+  Rounding fp_downcast_rounding = Rounding::rtne;
+};
+// rtz is the nearest result stepped one unit toward zero where it rounded
+// away from zero (its magnitude above x's): a decrement of its bits (sign
+// and magnitude), which also takes an overflow to infinity back to the
+// largest finite value. NaN, infinities, zeros and exact results stay.
+template <class T, class E>
+tile<T> cast(const tile<E>& x, CastOptions o, std::source_location w = std::source_location::current()) {
+  tile<T> y = cast<T>(x, w);
+  constexpr DType from = detail::elem_info<E>::dtype, to = detail::elem_info<T>::dtype;
+  if constexpr (is_float(from) && is_float(to) && bit_width(to) < bit_width(from)) {
+    if (o.fp_downcast_rounding == Rounding::rtz) {
+      using I = detail::same_width_int_t<T>;
+      auto away = abs(cast<E>(y, w), w) > abs(x, w);                            // x's shape, i1
+      auto bits = bitcast<I>(y, w);                                             // x's shape, I
+      y = bitcast<T>(where(away, bits - I(1), bits), w);
+    }
+  }
+  return y;
+}
+
 // div_rn: the correctly rounded quotient of f32 (or narrower) floats,
 // computed in f64 and rounded once more: f64's 53 bits are at least 2 x 24
 // + 2, so the second rounding gives the f32 result of one rounding of the

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -463,6 +464,42 @@ void options(ptr<float> a, ptr<float> b, ptr<int32_t> idx, ptr<int8_t> i8, ptr<d
   store(out + 784 + offs, sqrt(abs(x)));                  // Triton's sqrt_rn
 }
 
+// fp_downcast_rounding: f32 to bf16 and f16, f64 to f32, toward zero and
+// to nearest.
+void downcasts(ptr<float> a, ptr<double> b, ptr<bf16> ob, ptr<f16> oh, ptr<float> of) {
+  auto i = arange(0, 256);                                // [256] i32
+  auto x = load(a + i);                                   // [256] f32
+  auto y = load(b + i);                                   // [256] f64
+  store(ob + i, cast<bf16>(x, {.fp_downcast_rounding = Rounding::rtz}));
+  store(ob + 256 + i, cast<bf16>(x, CastOptions{}));
+  store(oh + i, cast<f16>(x, {.fp_downcast_rounding = Rounding::rtz}));
+  store(oh + 256 + i, cast<f16>(x, {.fp_downcast_rounding = Rounding::rtne}));
+  store(of + i, cast<float>(y, {.fp_downcast_rounding = Rounding::rtz}));
+}
+
+// Inputs for it: specials (NaN, infinities, zeros), values past f16's
+// range and in its subnormals, exact ones, and random ones of both signs.
+std::vector<float> downcast_inputs() {
+  std::vector<float> v = {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.5f,
+                          65504.0f, 65519.0f, 65520.0f, 1e6f, -1e6f, 3.4e38f, -3.4e38f, 6e-8f, -6e-8f, 1e-7f, 3e-5f,
+                          1.00390625f, -1.00390625f, 1e-40f};
+  std::mt19937 rng(91);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> expo(-30, 20), sign(0, 1);
+  while (v.size() < 256) v.push_back((sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), expo(rng)));
+  return v;
+}
+
+// Whether `r` is x rounded toward zero among the values `next` steps
+// through: |r| <= |x|, the same sign, and the next value above |r| past |x|.
+template <class Next>
+bool toward_zero(double x, double r, Next next) {
+  if (std::isnan(x)) return std::isnan(r);
+  if (std::isinf(x)) return r == x;
+  return std::fabs(r) <= std::fabs(x) && (r == 0 || std::signbit(r) == std::signbit(x)) &&
+         next(std::fabs(r)) > std::fabs(x);
+}
+
 // The options kernel's results on `d` for inputs xs, ys.
 struct OptionsRun {
   std::vector<int32_t> idx;
@@ -542,6 +579,41 @@ TEST_CASE("Triton's options: tie_break_left, dtype of sum and cumsum, propagate_
   }
 }
 
+TEST_CASE("Triton's options: fp_downcast_rounding rtz and rtne", "[standard][interp]") {
+  Device d = Device::get("interp");
+  Kernel k = compile(downcasts, {.name = "downcasts"});
+  std::vector<float> xs = downcast_inputs();
+  std::vector<double> ys;
+  for (float x : xs) ys.push_back(double(x) * (1.0 + 1e-9));  // between two floats
+  auto a = d.upload(xs);
+  auto b = d.upload(ys);
+  auto ob = d.alloc<bf16>(512);
+  auto oh = d.alloc<f16>(512);
+  auto of = d.alloc<float>(256);
+  d(k, Grid{1}, a, b, ob, oh, of);
+  d.synchronize();
+  auto gb = ob.download<bf16>();
+  auto gh = oh.download<f16>();
+  auto gf = of.download<float>();
+  auto next_bf16 = [](double m) { return double(bf16::from_bits(uint16_t(bf16(float(m)).bits + 1))); };
+  auto next_f16 = [](double m) { return double(f16::from_bits(uint16_t(f16(float(m)).bits + 1))); };
+  auto next_f32 = [](double m) { return double(std::nextafter(float(m), INFINITY)); };
+  for (size_t i = 0; i < xs.size(); ++i) {
+    INFO("x = " << xs[i]);
+    CHECK(toward_zero(xs[i], float(gb[i]), next_bf16));
+    if (!std::isnan(xs[i])) CHECK(gb[i].bits == uint16_t(std::bit_cast<uint32_t>(xs[i]) >> 16));  // truncated
+    CHECK(gb[256 + i].bits == bf16(xs[i]).bits);
+    CHECK(toward_zero(xs[i], float(gh[i]), next_f16));
+    CHECK((std::isnan(xs[i]) ? std::isnan(float(gh[256 + i])) : gh[256 + i].bits == f16(xs[i]).bits));
+    CHECK(toward_zero(ys[i], gf[i], next_f32));
+  }
+  // Past f16's range toward zero is its largest finite value, not infinity.
+  CHECK(float(gh[8]) == 65504.0f);
+  CHECK(float(gh[10]) == 65504.0f);
+  CHECK(float(gh[11]) == -65504.0f);
+  CHECK(float(gh[256 + 9]) == INFINITY);  // 65520 to nearest
+}
+
 TEST_CASE("Triton's options: errors name the line", "[standard][frontend]") {
   auto bad = [](ptr<float> a) {
     auto x = load(a + arange(0, 32));
@@ -552,7 +624,7 @@ TEST_CASE("Triton's options: errors name the line", "[standard][frontend]") {
 
 TEST_CASE("standard functions compile for sm_90a and gfx942", "[standard][codegen]") {
   for (Kernel k : {compile(route, {.name = "route"}), compile(shuffle, {.name = "shuffle"}),
-                   compile(options, {.name = "options"})}) {
+                   compile(options, {.name = "options"}), compile(downcasts, {.name = "downcasts"})}) {
     codegen_checks::check_stores_on_sm90a_and_gfx942(k);
   }
 }
@@ -575,6 +647,30 @@ TEST_CASE("standard functions: the same results on the GPU as on the interpreter
     ints.insert(ints.end(), r.i8.begin(), r.i8.end());
     return std::vector<std::vector<float>>{ints, sums, r.out};
   }, 1e-6, 0);  // the f64 sums may add in another order
+  Kernel kd = compile(downcasts, {.name = "downcasts"});
+  gpu_oracle::same_on_both<float>([&](Device& d) {
+    std::vector<float> xs = downcast_inputs();
+    std::vector<double> ys;
+    for (float x : xs) ys.push_back(double(x) * (1.0 + 1e-9));
+    auto a = d.upload(xs);
+    auto b = d.upload(ys);
+    auto ob = d.alloc<bf16>(512);
+    auto oh = d.alloc<f16>(512);
+    auto of = d.alloc<float>(256);
+    d(kd, Grid{1}, a, b, ob, oh, of);
+    d.synchronize();
+    // Every result's bits, exactly; a NaN as -1 (its payload is the
+    // target's: 0x7fff from NVIDIA's cvt, 0x7fc0 from the interpreter).
+    std::vector<float> bits;
+    for (bf16 v : ob.download<bf16>()) bits.push_back(std::isnan(float(v)) ? -1.0f : float(v.bits));
+    for (f16 v : oh.download<f16>()) bits.push_back(std::isnan(float(v)) ? -1.0f : float(v.bits));
+    for (float v : of.download<float>()) {
+      uint32_t b = std::bit_cast<uint32_t>(v);
+      bits.push_back(std::isnan(v) ? -1.0f : float(b >> 16));
+      bits.push_back(std::isnan(v) ? -1.0f : float(b & 0xffffu));
+    }
+    return std::vector<std::vector<float>>{bits};
+  }, 0, 0);
   Kernel ks = compile(shuffle, {.name = "shuffle", .num_warps = 2});
   gpu_oracle::same_on_both<int32_t>([&](Device& d) {
     auto a = d.upload(random_ints<int32_t>(256, -1000, 1000, 62));
