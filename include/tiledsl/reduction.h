@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "tiledsl/math.h"
 #include "tiledsl/tile.h"
 
 namespace tl {
@@ -186,24 +187,53 @@ tile<detail::accumulation_elem_t<E>> cumprod(const tile<E>& x, int axis, bool re
 }
 
 struct DotOptions {
-  // "tf32" (f32 inputs rounded to 10 mantissa bits, the tensor-core default)
-  // or "ieee" (exact f32 products). Ignored for narrower inputs.
+  // "tf32" (f32 inputs rounded to 10 mantissa bits, the tensor-core
+  // default), "tf32x3" (each f32 input split into a tf32 part and the rest,
+  // three tf32 products summed: about f32 accuracy for three times the
+  // work; finite inputs) or "ieee" (exact f32 products). Ignored for
+  // narrower inputs.
   std::string input_precision = "tf32";
 };
+
+namespace detail {
+// a x b (+ acc, when not null) with input_precision "tf32x3" on f32 tiles:
+// x = big + small, big being x with the 13 low mantissa bits cleared (a
+// tf32 value) and small = x - big (exact); small·big + big·small + big·big
+// on tf32 products, the small terms first; small·small (2^-22 of the
+// product) is dropped, as Triton's tf32x3 does.
+inline Value* dot_tf32x3(const tile<float>& a, const tile<float>& b, Value* acc, std::source_location w) {
+  auto big = [&](const tile<float>& x) { return bitcast<float>(bitcast<int32_t>(x, w) & int32_t(0xFFFFE000), w); };
+  tile<float> a_big = big(a), b_big = big(b);
+  tile<float> a_small = a - a_big, b_small = b - b_big;
+  const ir::Loc loc = to_loc(w);
+  Value* r = dot(a_small.value(), b_big.value(), acc, "tf32", loc);
+  r = dot(a_big.value(), b_small.value(), r, "tf32", loc);
+  return dot(a_big.value(), b_big.value(), r, "tf32", loc);
+}
+// The precision the dot op takes: "tf32x3" on anything but f32 is "tf32"
+// (both ignored there).
+inline std::string op_precision(const std::string& p) { return p == "tf32x3" ? "tf32" : p; }
+}  // namespace detail
 
 // [M, K] x [K, N] -> [M, N]: bf16/f16/f8 and f32 inputs give f32, i8 gives i32.
 template <class E>
   requires(!detail::elem_info<E>::is_ptr)
 tile<detail::dot_acc_t<E>> dot(const tile<E>& a, const tile<E>& b, const DotOptions& opts = {},
                                std::source_location w = std::source_location::current()) {
-  return tile<detail::dot_acc_t<E>>(detail::dot(a.value(), b.value(), nullptr, opts.input_precision, detail::to_loc(w)));
+  if constexpr (std::is_same_v<E, float>)
+    if (opts.input_precision == "tf32x3") return tile<float>(detail::dot_tf32x3(a, b, nullptr, w));
+  return tile<detail::dot_acc_t<E>>(
+      detail::dot(a.value(), b.value(), nullptr, detail::op_precision(opts.input_precision), detail::to_loc(w)));
 }
 // a x b + acc (acc [M, N], a float dtype for float inputs, i32 for i8 inputs).
 template <class E, class C>
   requires(!detail::elem_info<E>::is_ptr)
 tile<C> dot(const tile<E>& a, const tile<E>& b, const tile<C>& acc, const DotOptions& opts = {},
             std::source_location w = std::source_location::current()) {
-  return tile<C>(detail::dot(a.value(), b.value(), acc.value(), opts.input_precision, detail::to_loc(w)));
+  if constexpr (std::is_same_v<E, float>)
+    if (opts.input_precision == "tf32x3") return tile<C>(detail::dot_tf32x3(a, b, acc.value(), w));
+  return tile<C>(
+      detail::dot(a.value(), b.value(), acc.value(), detail::op_precision(opts.input_precision), detail::to_loc(w)));
 }
 
 }  // namespace tl

@@ -497,7 +497,7 @@ Value* dot(Value* a, Value* b, Value* acc, const std::string& input_precision, c
   if (!float_in && ta.dtype != DType::i8 && ta.dtype != DType::u8)
     fail(loc, "dot", "expected float or 8-bit integer inputs, found " + elem_str(ta));
   if (input_precision != "tf32" && input_precision != "ieee")
-    fail(loc, "dot", "expected input_precision \"tf32\" or \"ieee\", found \"" + input_precision + "\"");
+    fail(loc, "dot", "expected input_precision \"tf32\", \"tf32x3\" or \"ieee\", found \"" + input_precision + "\"");
   Shape out{ta.shape[0], tb.shape[1]};
   // Triton's defaults: f64 inputs accumulate in f64, other floats in f32.
   DType acc_dtype = ta.dtype == DType::f64 ? DType::f64 : float_in ? DType::f32 : DType::i32;

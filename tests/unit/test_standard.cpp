@@ -477,6 +477,15 @@ void downcasts(ptr<float> a, ptr<double> b, ptr<bf16> ob, ptr<f16> oh, ptr<float
   store(of + i, cast<float>(y, {.fp_downcast_rounding = Rounding::rtz}));
 }
 
+// input_precision "tf32x3" beside "tf32", with and without an accumulator.
+void dots3(ptr<float> a, ptr<float> b, ptr<float> out) {
+  auto offs = offsets<32, 32>();                          // [32, 32] i32
+  auto x = load(a + offs), y = load(b + offs);            // [32, 32] f32
+  store(out + offs, dot(x, y, {.input_precision = "tf32x3"}));
+  store(out + 1024 + offs, dot(x, y, {.input_precision = "tf32"}));
+  store(out + 2048 + offs, dot(x, y, full<float>({32, 32}, 1.0f), {.input_precision = "tf32x3"}));
+}
+
 // Inputs for it: specials (NaN, infinities, zeros), values past f16's
 // range and in its subnormals, exact ones, and random ones of both signs.
 std::vector<float> downcast_inputs() {
@@ -614,6 +623,41 @@ TEST_CASE("Triton's options: fp_downcast_rounding rtz and rtne", "[standard][int
   CHECK(float(gh[256 + 9]) == INFINITY);  // 65520 to nearest
 }
 
+// The error of each result against the exact sum, in units of the sum of
+// the products' magnitudes: tf32x3 within 2^-20 of it (f32 rounding of a
+// 32-term sum), tf32 alone well outside (2^-11 a product).
+std::vector<double> dot_errors(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& got,
+                               double plus) {
+  std::vector<double> err;
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 32; ++j) {
+      double exact = plus, mag = std::fabs(plus);
+      for (int k = 0; k < 32; ++k) {
+        exact += double(a[size_t(i * 32 + k)]) * double(b[size_t(k * 32 + j)]);
+        mag += std::fabs(double(a[size_t(i * 32 + k)]) * double(b[size_t(k * 32 + j)]));
+      }
+      err.push_back(std::fabs(double(got[size_t(i * 32 + j)]) - exact) / mag);
+    }
+  return err;
+}
+
+TEST_CASE("Triton's options: dot's input_precision tf32x3", "[standard][interp]") {
+  Device d = Device::get("interp");
+  Kernel k = compile(dots3, {.name = "dots3"});
+  auto xs = random_floats(1024, -2.0f, 2.0f, 93), ys = random_floats(1024, -2.0f, 2.0f, 94);
+  auto a = d.upload(xs), b = d.upload(ys);
+  auto out = d.alloc<float>(3072);
+  d(k, Grid{1}, a, b, out);
+  d.synchronize();
+  auto got = out.download<float>();
+  std::vector<float> x3(got.begin(), got.begin() + 1024), t(got.begin() + 1024, got.begin() + 2048),
+      x3_acc(got.begin() + 2048, got.end());
+  auto worst = [](const std::vector<double>& e) { return *std::max_element(e.begin(), e.end()); };
+  CHECK(worst(dot_errors(xs, ys, x3, 0.0)) < std::ldexp(1.0, -20));
+  CHECK(worst(dot_errors(xs, ys, x3_acc, 1.0)) < std::ldexp(1.0, -20));
+  CHECK(worst(dot_errors(xs, ys, t, 0.0)) > std::ldexp(1.0, -16));  // the plain tf32 dot is coarser
+}
+
 TEST_CASE("Triton's options: errors name the line", "[standard][frontend]") {
   auto bad = [](ptr<float> a) {
     auto x = load(a + arange(0, 32));
@@ -624,7 +668,8 @@ TEST_CASE("Triton's options: errors name the line", "[standard][frontend]") {
 
 TEST_CASE("standard functions compile for sm_90a and gfx942", "[standard][codegen]") {
   for (Kernel k : {compile(route, {.name = "route"}), compile(shuffle, {.name = "shuffle"}),
-                   compile(options, {.name = "options"}), compile(downcasts, {.name = "downcasts"})}) {
+                   compile(options, {.name = "options"}), compile(downcasts, {.name = "downcasts"}),
+                   compile(dots3, {.name = "dots3", .num_warps = 4})}) {
     codegen_checks::check_stores_on_sm90a_and_gfx942(k);
   }
 }
@@ -671,6 +716,16 @@ TEST_CASE("standard functions: the same results on the GPU as on the interpreter
     }
     return std::vector<std::vector<float>>{bits};
   }, 0, 0);
+  Kernel k3 = compile(dots3, {.name = "dots3", .num_warps = 4});
+  gpu_oracle::same_on_both<float>([&](Device& d) {
+    auto a = d.upload(random_floats(1024, -2.0f, 2.0f, 93)), b = d.upload(random_floats(1024, -2.0f, 2.0f, 94));
+    auto out = d.alloc<float>(3072);
+    d(k3, Grid{1}, a, b, out);
+    d.synchronize();
+    auto got = out.download<float>();
+    got.resize(1024);  // tf32x3 (the tf32 products may round differently on the tensor cores)
+    return std::vector<std::vector<float>>{got};
+  }, 1e-5, 1e-5);
   Kernel ks = compile(shuffle, {.name = "shuffle", .num_warps = 2});
   gpu_oracle::same_on_both<int32_t>([&](Device& d) {
     auto a = d.upload(random_ints<int32_t>(256, -1000, 1000, 62));
