@@ -175,8 +175,9 @@ std::vector<Combo> combos_of(Family f, const std::string& target) {
         if (!is_f8(d) || f8_matrix_unit(target))
           add({.op = Op::Dot, .in = d, .shape = {64, 32, 64}, .mode = "tf32", .result = acc_of(d),
                .kind = OpKind::Dot});
-      add({.op = Op::Dot, .in = DType::f32, .shape = {16, 16, 16}, .mode = "tf32x3", .result = DType::f32,
-           .kind = OpKind::Dot});
+      for (const char* prec : {"tf32x3", "tf32x6"})
+        add({.op = Op::Dot, .in = DType::f32, .shape = {16, 16, 16}, .mode = prec, .result = DType::f32,
+             .kind = OpKind::Dot});
       for (DType d : {DType::i8, DType::f16, DType::bf16, DType::f32}) {
         add({.op = Op::DotTrans, .in = d, .shape = {32, 32, 32}, .mode = "tf32", .result = acc_of(d),
              .kind = OpKind::Dot});
@@ -292,8 +293,8 @@ const std::vector<Expected> kExpected = {
      [](const Combo& c) { return (c.in == DType::i8 || c.in == DType::u8) && c.has_to && c.to != DType::i32; }},
     {"a dot of floats accumulates in a float", Family::Dot, Stage::Trace, "dot: expected a float accumulator for",
      [](const Combo& c) { return is_float(c.in) && c.has_to && !is_float(c.to); }},
-    {"input_precision is tf32 or ieee", Family::Dot, Stage::Trace, "dot: expected input_precision",
-     [](const Combo& c) { return c.mode == "tf32x3" && c.in == DType::f32; }},
+    {"input_precision is tf32, tf32x3 or ieee", Family::Dot, Stage::Trace, "dot: expected input_precision",
+     [](const Combo& c) { return c.mode == "tf32x6" && c.in == DType::f32; }},
     {"loads take the cache hints .ca .cg .cs .lu .cv", Family::Memory, Stage::Trace,
      "'load' expects 'cache' to be one of", [](const Combo& c) { return c.op == Op::Load && c.mode == "cache=.wb"; }},
     {"stores take the cache hints .wb .cg .cs .wt", Family::Memory, Stage::Trace,
