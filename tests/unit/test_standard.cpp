@@ -509,6 +509,32 @@ bool toward_zero(double x, double r, Next next) {
          next(std::fabs(r)) > std::fabs(x);
 }
 
+// The downcasts kernel's results on `d`: bf16 (rtz, then rtne), f16 (the
+// same), f32; its inputs are downcast_inputs() and, in f64, the same a
+// hair larger (between two floats).
+struct DowncastRun {
+  std::vector<float> xs;
+  std::vector<double> ys;
+  std::vector<bf16> b;
+  std::vector<f16> h;
+  std::vector<float> f;
+};
+DowncastRun run_downcasts(Device& d, const Kernel& k) {
+  DowncastRun r{downcast_inputs()};
+  for (float x : r.xs) r.ys.push_back(double(x) * (1.0 + 1e-9));
+  auto a = d.upload(r.xs);
+  auto b = d.upload(r.ys);
+  auto ob = d.alloc<bf16>(512);
+  auto oh = d.alloc<f16>(512);
+  auto of = d.alloc<float>(256);
+  d(k, Grid{1}, a, b, ob, oh, of);
+  d.synchronize();
+  r.b = ob.download<bf16>();
+  r.h = oh.download<f16>();
+  r.f = of.download<float>();
+  return r;
+}
+
 // The options kernel's results on `d` for inputs xs, ys.
 struct OptionsRun {
   std::vector<int32_t> idx;
@@ -591,19 +617,7 @@ TEST_CASE("Triton's options: tie_break_left, dtype of sum and cumsum, propagate_
 TEST_CASE("Triton's options: fp_downcast_rounding rtz and rtne", "[standard][interp]") {
   Device d = Device::get("interp");
   Kernel k = compile(downcasts, {.name = "downcasts"});
-  std::vector<float> xs = downcast_inputs();
-  std::vector<double> ys;
-  for (float x : xs) ys.push_back(double(x) * (1.0 + 1e-9));  // between two floats
-  auto a = d.upload(xs);
-  auto b = d.upload(ys);
-  auto ob = d.alloc<bf16>(512);
-  auto oh = d.alloc<f16>(512);
-  auto of = d.alloc<float>(256);
-  d(k, Grid{1}, a, b, ob, oh, of);
-  d.synchronize();
-  auto gb = ob.download<bf16>();
-  auto gh = oh.download<f16>();
-  auto gf = of.download<float>();
+  auto [xs, ys, gb, gh, gf] = run_downcasts(d, k);
   auto next_bf16 = [](double m) { return double(bf16::from_bits(uint16_t(bf16(float(m)).bits + 1))); };
   auto next_f16 = [](double m) { return double(f16::from_bits(uint16_t(f16(float(m)).bits + 1))); };
   auto next_f32 = [](double m) { return double(std::nextafter(float(m), INFINITY)); };
@@ -694,22 +708,13 @@ TEST_CASE("standard functions: the same results on the GPU as on the interpreter
   }, 1e-6, 0);  // the f64 sums may add in another order
   Kernel kd = compile(downcasts, {.name = "downcasts"});
   gpu_oracle::same_on_both<float>([&](Device& d) {
-    std::vector<float> xs = downcast_inputs();
-    std::vector<double> ys;
-    for (float x : xs) ys.push_back(double(x) * (1.0 + 1e-9));
-    auto a = d.upload(xs);
-    auto b = d.upload(ys);
-    auto ob = d.alloc<bf16>(512);
-    auto oh = d.alloc<f16>(512);
-    auto of = d.alloc<float>(256);
-    d(kd, Grid{1}, a, b, ob, oh, of);
-    d.synchronize();
+    DowncastRun r = run_downcasts(d, kd);
     // Every result's bits, exactly; a NaN as -1 (its payload is the
     // target's: 0x7fff from NVIDIA's cvt, 0x7fc0 from the interpreter).
     std::vector<float> bits;
-    for (bf16 v : ob.download<bf16>()) bits.push_back(std::isnan(float(v)) ? -1.0f : float(v.bits));
-    for (f16 v : oh.download<f16>()) bits.push_back(std::isnan(float(v)) ? -1.0f : float(v.bits));
-    for (float v : of.download<float>()) {
+    for (bf16 v : r.b) bits.push_back(std::isnan(float(v)) ? -1.0f : float(v.bits));
+    for (f16 v : r.h) bits.push_back(std::isnan(float(v)) ? -1.0f : float(v.bits));
+    for (float v : r.f) {
       uint32_t b = std::bit_cast<uint32_t>(v);
       bits.push_back(std::isnan(v) ? -1.0f : float(b >> 16));
       bits.push_back(std::isnan(v) ? -1.0f : float(b & 0xffffu));
