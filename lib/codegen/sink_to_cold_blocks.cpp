@@ -35,7 +35,7 @@ bool cheap(const llvm::Instruction& i) {
   if (llvm::isa<llvm::BinaryOperator>(i) || llvm::isa<llvm::ICmpInst>(i) || llvm::isa<llvm::CastInst>(i))
     return i.getType()->isIntOrIntVectorTy() || i.getType()->isPointerTy();
   if (const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i))  // thread and block indices
-    return call->getFunction() && call->doesNotAccessMemory() && call->arg_size() == 0;
+    return call->doesNotAccessMemory() && call->arg_size() == 0;
   return false;
 }
 
@@ -83,8 +83,8 @@ bool sink_into(llvm::Loop& loop, llvm::LoopInfo& li, llvm::DominatorTree& dt) {
     if (auto it = copies.find({i, bb}); it != copies.end()) return static_cast<llvm::Value*>(it->second);
     llvm::Instruction* copy = i->clone();
     for (unsigned k = 0; k < copy->getNumOperands(); ++k) copy->setOperand(k, in_block(copy->getOperand(k), bb));
-    auto [at, fresh] = anchor.try_emplace(bb, &*bb->getFirstNonPHIIt());
-    copy->insertBefore(at->second->getIterator());
+    llvm::Instruction* at = anchor.try_emplace(bb, &*bb->getFirstNonPHIIt()).first->second;
+    copy->insertBefore(at->getIterator());
     copy->setName(i->getName());
     copies[{i, bb}] = copy;
     return static_cast<llvm::Value*>(copy);
