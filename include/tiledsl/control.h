@@ -2,6 +2,7 @@
 //
 //   for (auto k : tl::range(0, K, BK, {.num_stages = 3})) { acc = ...; }
 //   tl::if_(pid == 0, [&] { x = x + 1; }, [&] { y = y * 2; });
+//   tl::while_([&] { return i < n; }, [&] { i = i + step; });
 //
 // The loop body is traced once: the first `!=` of the range-for opens a `for`
 // op, `++` closes it. Traced variables that exist before the loop and are
@@ -14,6 +15,7 @@
 
 #include <optional>
 #include <exception>
+#include <limits>
 #include <source_location>
 #include <type_traits>
 
@@ -37,17 +39,31 @@ struct RangeOptions {
 };
 
 namespace detail {
-// A loop bound: a C++ integer or a traced scalar<i32>.
+// A loop bound: a C++ integer or a traced scalar<int32_t> / scalar<int64_t>.
 struct bound {
   Operand op;
   template <class N>
     requires std::is_integral_v<N>
   bound(N n) : op(Operand::number(n)) {}
   bound(const tile<int32_t>& t) : op(t.value()) {}
+  bound(const tile<int64_t>& t) : op(t.value()) {}
 };
+// A range's induction type: i64 when a bound is a traced i64 scalar.
+template <class... B>
+using range_index_t = std::conditional_t<(std::is_same_v<std::decay_t<B>, tile<int64_t>> || ...), int64_t, int32_t>;
 }  // namespace detail
 
+// for (auto i : tl::range(lo, hi, step)): `i` is a scalar<int32_t>, or a
+// scalar<int64_t> when a bound is one (or for tl::range<int64_t>, whose C++
+// integer bounds may then pass 32 bits; an i32 scalar bound is widened).
+// The trip count is ceil((hi - lo) / step) for a positive step, 0 when
+// hi <= lo; a negative step must be a C++ integer: i runs lo, lo + step, ...
+// while i > hi (Python's range(10, 0, -3) is 10, 7, 4, 1).
+template <class Index = int32_t>
 class range {
+  static_assert(std::is_same_v<Index, int32_t> || std::is_same_v<Index, int64_t>,
+                "tl::range: the induction variable is int32_t or int64_t");
+
  public:
   range(detail::bound lo, detail::bound hi, detail::bound step = 1, RangeOptions opts = {},
         std::source_location w = std::source_location::current())
@@ -65,7 +81,7 @@ class range {
     explicit iterator(range* r) : r_(r) {}
     bool operator!=(sentinel) const { return r_->advance(); }
     void operator++() { r_->close(); }
-    scalar<int32_t> operator*() const { return scalar<int32_t>(r_->iv_); }
+    scalar<Index> operator*() const { return scalar<Index>(r_->iv_); }
 
    private:
     range* r_;
@@ -75,6 +91,7 @@ class range {
 
  private:
   enum class State { Fresh, Open, Closed };
+  static constexpr DType kIndex = std::is_same_v<Index, int64_t> ? DType::i64 : DType::i32;
   // First call opens the loop (the body follows); after `++` it ends the C++ loop.
   bool advance() {
     if (state_ == State::Closed) return false;
@@ -83,10 +100,26 @@ class range {
     // Any value but the default is recorded, so that tl::compile rejects a bad one at this line.
     if (opts_.num_stages != -1) attrs["num_stages"] = int64_t(opts_.num_stages);
     if (opts_.warp_specialize) attrs["warp_specialize"] = int64_t(*opts_.warp_specialize);
-    detail::Value* lo = detail::loop_bound(lo_, loc_, "lower bound");
-    detail::Value* hi = detail::loop_bound(hi_, loc_, "upper bound");
-    detail::Value* step = detail::loop_bound(step_, loc_, "step");
-    frame_ = detail::loop_begin(lo, hi, step, attrs, loc_, &iv_);
+    // A negative step (a C++ integer) runs the loop from hi up by -step;
+    // the body maps that index i' back: i = lo - (i' - hi).
+    bool down = step_.is_literal() && step_.lit == detail::LitKind::Int && !step_.big_unsigned && step_.i < 0;
+    if (step_.is_literal() && step_.i == 0 && !down)
+      detail::fail(loc_, "range", "expected a nonzero step, found 0");
+    if (down) {
+      if (step_.i == std::numeric_limits<int64_t>::min() ||
+          (kIndex == DType::i32 && step_.i < std::numeric_limits<int32_t>::min()))
+        detail::fail(loc_, "range", "expected a step whose negation fits the induction type, found " +
+                                        std::to_string(step_.i));
+      step_.i = -step_.i;
+    }
+    detail::Value* lo = detail::loop_bound(lo_, kIndex, loc_, "lower bound");
+    detail::Value* hi = detail::loop_bound(hi_, kIndex, loc_, "upper bound");
+    detail::Value* step = detail::loop_bound(step_, kIndex, loc_, "step");
+    frame_ = down ? detail::loop_begin(hi, lo, step, attrs, loc_, &iv_) : detail::loop_begin(lo, hi, step, attrs, loc_, &iv_);
+    if (down) {
+      detail::Value* k = detail::emit1(ir::OpKind::Sub, {iv_, hi}, ir::scalar_type(kIndex), {}, loc_);
+      iv_ = detail::emit1(ir::OpKind::Sub, {lo, k}, ir::scalar_type(kIndex), {}, loc_);
+    }
     uncaught_at_open_ = std::uncaught_exceptions();
     state_ = State::Open;
     return true;
@@ -104,6 +137,31 @@ class range {
   int uncaught_at_open_ = 0;
   detail::Value* iv_ = nullptr;
 };
+
+template <class Lo, class Hi>
+range(Lo, Hi) -> range<detail::range_index_t<Lo, Hi>>;
+template <class Lo, class Hi, class Step>
+range(Lo, Hi, Step) -> range<detail::range_index_t<Lo, Hi, Step>>;
+template <class Lo, class Hi, class Step>
+range(Lo, Hi, Step, RangeOptions) -> range<detail::range_index_t<Lo, Hi, Step>>;
+template <class Lo, class Hi, class Step>
+range(Lo, Hi, Step, RangeOptions, std::source_location) -> range<detail::range_index_t<Lo, Hi, Step>>;
+
+// Traced while loop: `cond` returns a scalar<bool> computed from the
+// variables as they are before each iteration (it may have effects, as a
+// spin lock's atomic_cas; it must not assign variables from outside it),
+// and `body` runs while it is true. As in tl::range, variables the body
+// assigns are carried from one iteration to the next and hold their final
+// values after the loop.
+//   tl::while_([&] { return i < n; }, [&] { acc = acc * x; i = i + 1; });
+template <class Cond, class Body>
+void while_(Cond&& cond, Body&& body, std::source_location w = std::source_location::current()) {
+  static_assert(std::is_same_v<std::decay_t<std::invoke_result_t<Cond&>>, tile<bool>>,
+                "tl::while_: the condition must return a scalar<bool> (a traced comparison)");
+  auto cond_value = [&]() -> detail::Value* { return cond().value(); };
+  detail::trace_while(detail::to_loc(w), detail::function_ref<detail::Value*()>(cond_value),
+                      detail::function_ref<void()>(body));
+}
 
 // Traced conditional on a scalar bool. Variables assigned in a branch become
 // the if's results (the other branch keeps their old value).

@@ -342,6 +342,7 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
     case OpKind::Assert:
     case OpKind::Print:
     case OpKind::For:
+    case OpKind::While:
     case OpKind::If:
     case OpKind::Yield:
       if (op.kind == OpKind::Load && !op.results.empty() && is_tile(op.result())) return res(0);
@@ -428,15 +429,13 @@ class Assigner {
         for (const Value* v : op->operands) join(op->operands[0], v);
         for (const auto& res : op->results) join(op->operands[0], res.get());
       }
-      if (op->kind == OpKind::For) {
-        const ir::Region& body = *op->regions[0];
-        const Op* yield = body.terminator();
+      if (ir::is_loop(*op))
         for (size_t k = 0; k < op->results.size(); ++k) {
-          join(op->operands[3 + k], body.args[k + 1].get());
-          join(op->operands[3 + k], op->results[k].get());
-          if (yield) join(op->operands[3 + k], yield->operands[k]);
+          const Value* init = op->operands[ir::carried_init_index(*op) + k];
+          for (const Value* arg : ir::carried_args(*op, k)) join(init, arg);
+          join(init, op->results[k].get());
+          if (const Value* y = ir::carried_yield(*op, k)) join(init, y);
         }
-      }
       if (op->kind == OpKind::If)
         for (size_t k = 0; k < op->results.size(); ++k)
           for (const auto& sub : op->regions)
@@ -468,25 +467,24 @@ class Assigner {
   void backward(const ir::Region& r) {
     for (auto it = r.ops.rbegin(); it != r.ops.rend(); ++it) {
       const Op& op = **it;
-      if (op.kind == OpKind::For) {
-        // Carried values: one layout for init, region arg, yield and result.
-        const ir::Region& body = *op.regions[0];
-        backward(body);
-        const Op* yield = body.terminator();
+      if (ir::is_loop(op)) {
+        // Carried values: one layout for init, region args, yield and result.
+        for (auto sub = op.regions.rbegin(); sub != op.regions.rend(); ++sub) backward(**sub);
         for (size_t k = 0; k < op.results.size(); ++k) {
-          const Value* arg = body.args[k + 1].get();
           const Value* res = op.results[k].get();
           if (!is_tile(res)) continue;
-          if (plan_.has(arg)) set(res, plan_.of(arg));
-          else if (plan_.has(res)) set(arg, plan_.of(res));
-          else if (yield && plan_.has(yield->operands[k])) {
-            set(arg, plan_.of(yield->operands[k]));
-            set(res, plan_.of(yield->operands[k]));
-          }
-          if (plan_.has(arg)) {
-            set(op.operands[3 + k], plan_.of(arg));
-            if (yield) set(yield->operands[k], plan_.of(arg));
-          }
+          std::vector<Value*> args = ir::carried_args(op, k);
+          const Value* yield = ir::carried_yield(op, k);
+          std::optional<LinearLayout> l;
+          for (const Value* v : args)
+            if (!l && plan_.has(v)) l = plan_.of(v);
+          if (!l && plan_.has(res)) l = plan_.of(res);
+          if (!l && yield && plan_.has(yield)) l = plan_.of(yield);
+          if (!l) continue;
+          for (const Value* v : args) set(v, *l);
+          set(res, *l);
+          set(op.operands[ir::carried_init_index(op) + k], *l);
+          if (yield) set(yield, *l);
         }
         continue;
       }
@@ -523,16 +521,16 @@ class Assigner {
   // Definitions before users: place what the backward walk did not reach.
   void forward(const ir::Region& r) {
     for (const auto& op : r.ops) {
-      if (op->kind == OpKind::For) {
-        const ir::Region& body = *op->regions[0];
+      if (ir::is_loop(*op)) {
         for (size_t k = 0; k < op->results.size(); ++k) {
-          const Value* init = op->operands[3 + k];
+          const Value* init = op->operands[ir::carried_init_index(*op) + k];
           if (!is_tile(init)) continue;
+          std::vector<Value*> args = ir::carried_args(*op, k);
           LinearLayout l = plan_.has(init) ? plan_.of(init) : dflt(init);
-          set(body.args[k + 1].get(), l);
-          set(op->results[k].get(), plan_.of(body.args[k + 1].get()));
+          for (const Value* arg : args) set(arg, l);
+          set(op->results[k].get(), plan_.of(args.front()));
         }
-        forward(body);
+        for (const auto& sub : op->regions) forward(*sub);
         continue;
       }
       for (const auto& sub : op->regions) forward(*sub);

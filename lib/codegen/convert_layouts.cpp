@@ -130,7 +130,8 @@ class Converter {
       for (auto& sub : op.regions) region(*sub);
       if (staged_with_dot(op, users_, plan_)) continue;
       switch (op.kind) {
-        case OpKind::For: loop(r, it); break;
+        case OpKind::For:
+        case OpKind::While: loop(r, it); break;
         case OpKind::Yield: yield(r, it); break;
         case OpKind::Store: store(r, it); break;
         case OpKind::Reduce:
@@ -183,15 +184,15 @@ class Converter {
   // first) moves to its own layout after the loop.
   void loop(ir::Region& r, ir::Region::iterator it) {
     Op& op = **it;
-    ir::Region& body = *op.regions[0];
     auto after = std::next(it);
     for (size_t k = 0; k < op.results.size(); ++k) {
-      Value* arg = body.args[k + 1].get();
+      Value* arg = ir::carried_args(op, k).front();
       if (!arg->type.is_tile()) continue;
-      op.operands[3 + k] = convert(r, it, op.operands[3 + k], plan_.of(arg));
+      Value*& init = op.operands[ir::carried_init_index(op) + k];
+      init = convert(r, it, init, plan_.of(arg));
       move_result(r, after, op.result(int(k)), plan_.of(arg));
     }
-    hoist_dot_operands(r, it);
+    if (op.kind == OpKind::For) hoist_dot_operands(r, it);
   }
 
   // A dot's A or B defined before its loop reaches the dot's fragment
@@ -253,9 +254,10 @@ class Converter {
   void yield(ir::Region& r, ir::Region::iterator it) {
     Op& y = **it;
     const Op* parent = r.parent;
-    if (!parent || (parent->kind != OpKind::For && parent->kind != OpKind::If)) return;
+    if (!parent || (parent->kind != OpKind::For && parent->kind != OpKind::If && parent->kind != OpKind::While)) return;
+    if (parent->kind == OpKind::While && &r == parent->regions[0].get()) return;  // the condition's i1
     for (size_t k = 0; k < y.operands.size(); ++k) {
-      const Value* like = parent->kind == OpKind::For ? parent->regions[0]->args[k + 1].get() : parent->results[k].get();
+      const Value* like = ir::is_loop(*parent) ? ir::carried_args(*parent, k).front() : parent->results[k].get();
       if (like->type.is_tile()) y.operands[k] = convert(r, it, y.operands[k], plan_.of(like));
     }
   }

@@ -259,6 +259,7 @@ class Inserter {
     switch (o.kind) {
       case OpKind::Barrier: s.done.clear(); return;
       case OpKind::For: return loop(o, s);
+      case OpKind::While: return while_loop(o, s);
       case OpKind::If: {
         State other = s;
         region(*o.regions[0], s);
@@ -486,6 +487,25 @@ class Inserter {
     }
     // Past the loop its slots are any slots.
     header.each(shift(0));
+    s = std::move(header);
+  }
+
+  // A while loop: the condition runs from the entry or after the body;
+  // the loop ends after a condition.
+  void while_loop(Op& l, State& s) {
+    const State entry = s;
+    State header = entry;
+    for (int round = 0;; ++round) {
+      State end = header;
+      region(*l.regions[0], end);
+      region(*l.regions[1], end);
+      State next = entry;
+      next.join(end);
+      if (next == header) break;
+      if (round > 256) throw Error("internal: insert-barriers found no fixed point for the loop at " + l.loc.str());
+      header = std::move(next);
+    }
+    region(*l.regions[0], header);
     s = std::move(header);
   }
 

@@ -44,47 +44,75 @@ Regs Lowerer::unpack_narrow(const Regs& packed, int f) {
   return out;
 }
 
+// The carried values' initial ones (computed here, packed), then a branch to
+// the loop's header with a phi per register of each, which the loop's
+// region arguments and results read unpacked (after the induction
+// variable's, starting at `iv_init`, for a `for`).
+Lowerer::CarriedPhis Lowerer::open_carried(const Op& loop, llvm::BasicBlock* header, llvm::Value* iv_init) {
+  CarriedPhis c;
+  size_t nc = loop.results.size();
+  std::vector<Regs> init;
+  for (size_t k = 0; k < nc; ++k) {
+    const ir::Value* arg = ir::carried_args(loop, k).front();
+    init.push_back(in_layout(loop.operands[ir::carried_init_index(loop) + k], arg));
+    c.pack.push_back(arg->type.is_tile() ? pack_factor(init[k], plan_.of(arg)) : 1);
+    init[k] = pack_narrow(init[k], c.pack[k]);
+  }
+  c.pre = b_.GetInsertBlock();
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  if (iv_init) {
+    c.iv = b_.CreatePHI(iv_init->getType(), 2, "iv");
+    c.iv->addIncoming(iv_init, c.pre);
+  }
+  for (size_t k = 0; k < nc; ++k) {
+    c.phis.emplace_back();
+    for (auto* v : init[k]) {
+      auto* phi = b_.CreatePHI(v->getType(), 2);
+      phi->addIncoming(v, c.pre);
+      c.phis[k].push_back(phi);
+    }
+  }
+  for (size_t k = 0; k < nc; ++k) {
+    Regs carried = unpack_narrow(Regs(c.phis[k].begin(), c.phis[k].end()), c.pack[k]);
+    for (ir::Value* arg : ir::carried_args(loop, k)) vals_[arg] = carried;
+    vals_[loop.results[k].get()] = carried;
+  }
+  return c;
+}
+
+// At the end of the loop's body (the insertion point, which then branches
+// back): the yielded values into the phis.
+// A packed value goes round the loop through a barrier the optimizer
+// cannot see into (emitting nothing): else InstCombine carries phi(cast a,
+// cast b) as cast(phi(a, b)), the narrow tile in its wide source type (a
+// bf16 P of attention carried as f32: 64 registers instead of 32,
+// perf.md run 69).
+void Lowerer::close_carried(const Op& loop, const CarriedPhis& c) {
+  std::vector<Regs> next;
+  for (size_t k = 0; k < loop.results.size(); ++k) {
+    next.push_back(pack_narrow(in_layout(ir::carried_yield(loop, k), ir::carried_args(loop, k).front()), c.pack[k]));
+    if (c.pack[k] > 1)
+      for (auto*& v : next.back()) v = t_.opaque(b_, v);
+  }
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  for (size_t k = 0; k < next.size(); ++k)
+    for (size_t r = 0; r < c.phis[k].size(); ++r) c.phis[k][r]->addIncoming(next[k][r], latch);
+}
+
 void Lowerer::lower_for(const Op& op) {
   const ir::Region& body = *op.regions[0];
   llvm::Value* lo = get(op.operands[0])[0];
   llvm::Value* step = get(op.operands[2])[0];
-  size_t nc = op.results.size();
-  std::vector<Regs> init;
-  for (size_t k = 0; k < nc; ++k) init.push_back(in_layout(op.operands[3 + k], body.args[k + 1].get()));
   if (op.has_attr("stages"))
     unsupported(op, "with a pipeline schedule ('stages') is lowered once expand-pipelines has expanded it into "
                     "buffers, copies and waits, found it unexpanded");
 
-  std::vector<int> pack(nc);
-  for (size_t k = 0; k < nc; ++k) {
-    const ir::Value* arg = body.args[k + 1].get();
-    pack[k] = arg->type.is_tile() ? pack_factor(init[k], plan_.of(arg)) : 1;
-    init[k] = pack_narrow(init[k], pack[k]);
-  }
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
   auto* body_bb = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "for.exit", fn_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
-  iv->addIncoming(lo, pre);
-  auto make_phis = [&](const std::vector<Regs>& from) {
-    std::vector<std::vector<llvm::PHINode*>> out;
-    for (const Regs& regs : from) {
-      out.emplace_back();
-      for (auto* v : regs) {
-        auto* phi = b_.CreatePHI(v->getType(), 2);
-        phi->addIncoming(v, pre);
-        out.back().push_back(phi);
-      }
-    }
-    return out;
-  };
-  auto phis = make_phis(init);
-  std::vector<Regs> carried;
-  for (size_t k = 0; k < nc; ++k) carried.push_back(unpack_narrow(Regs(phis[k].begin(), phis[k].end()), pack[k]));
-  for (size_t k = 0; k < nc; ++k) vals_[body.args[k + 1].get()] = vals_[op.results[k].get()] = carried[k];
+  CarriedPhis carried = open_carried(op, header, lo);
+  llvm::PHINode* iv = carried.iv;
   vals_[body.args[0].get()] = {iv};
   llvm::Value* hi = get(op.operands[1])[0];
   b_.CreateCondBr(is_unsigned(op.operands[0]->type.dtype) ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi),
@@ -92,18 +120,7 @@ void Lowerer::lower_for(const Op& op) {
 
   b_.SetInsertPoint(body_bb);
   lower_region(body);
-  const Op* yield = body.terminator();
-  std::vector<Regs> next;
-  // A packed value goes round the loop through a barrier the optimizer
-  // cannot see into (emitting nothing): else InstCombine carries phi(cast a,
-  // cast b) as cast(phi(a, b)), the narrow tile in its wide source type (a
-  // bf16 P of attention carried as f32: 64 registers instead of 32,
-  // perf.md run 69).
-  for (size_t k = 0; k < nc; ++k) {
-    next.push_back(pack_narrow(in_layout(yield->operands[k], body.args[k + 1].get()), pack[k]));
-    if (pack[k] > 1)
-      for (auto*& v : next.back()) v = t_.opaque(b_, v);
-  }
+  close_carried(op, carried);
   llvm::Value* iv_next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   llvm::BranchInst* back = b_.CreateBr(header);
@@ -123,8 +140,24 @@ void Lowerer::lower_for(const Op& op) {
     back->setMetadata(llvm::LLVMContext::MD_loop, loop_md);
   }
   iv->addIncoming(iv_next, latch);
-  for (size_t k = 0; k < nc; ++k)
-    for (size_t r = 0; r < phis[k].size(); ++r) phis[k][r]->addIncoming(next[k][r], latch);
+  b_.SetInsertPoint(exit);
+}
+
+// The condition runs at the header, from the entry and after each body; its
+// value is the same in every thread of the program (a scalar), so the loop
+// is uniform.
+void Lowerer::lower_while(const Op& op) {
+  auto* header = llvm::BasicBlock::Create(ctx_, "while.cond", fn_);
+  auto* body_bb = llvm::BasicBlock::Create(ctx_, "while.body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "while.exit", fn_);
+  CarriedPhis carried = open_carried(op, header);
+  const ir::Region& cond = *op.regions[0];
+  lower_region(cond);
+  b_.CreateCondBr(get(cond.terminator()->operands[0])[0], body_bb, exit);
+  b_.SetInsertPoint(body_bb);
+  lower_region(*op.regions[1]);
+  close_carried(op, carried);
+  b_.CreateBr(header);
   b_.SetInsertPoint(exit);
 }
 

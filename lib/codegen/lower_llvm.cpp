@@ -555,6 +555,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::Print: return &Lowerer::lower_print;
     case OpKind::For: return &Lowerer::lower_for;
     case OpKind::If: return &Lowerer::lower_if;
+    case OpKind::While: return &Lowerer::lower_while;
     case OpKind::WarpSpecialize: return &Lowerer::lower_warp_specialize;
     case OpKind::Yield: return &Lowerer::lower_yield;
     case OpKind::ConvertLayout: return &Lowerer::lower_convert_layout;

@@ -244,7 +244,17 @@ class Lowerer {
   // ------------------------------------------------------------ control flow
   Regs pack_narrow(const Regs& regs, int f);
   Regs unpack_narrow(const Regs& packed, int f);
+  // A loop's carried values as phis at its header (narrow ones packed).
+  struct CarriedPhis {
+    llvm::BasicBlock* pre = nullptr;  // the block entering the header
+    llvm::PHINode* iv = nullptr;
+    std::vector<int> pack;
+    std::vector<std::vector<llvm::PHINode*>> phis;
+  };
+  CarriedPhis open_carried(const Op& loop, llvm::BasicBlock* header, llvm::Value* iv_init = nullptr);
+  void close_carried(const Op& loop, const CarriedPhis& c);
   void lower_for(const Op& op);
+  void lower_while(const Op& op);
   void lower_if(const Op& op);
   void lower_warp_specialize(const Op& op);
 

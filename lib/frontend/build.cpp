@@ -646,16 +646,20 @@ void device_print(const std::string& prefix, const std::vector<Value*>& values, 
 
 // ---- loops --------------------------------------------------------------------------
 
-Value* loop_bound(const Operand& b, const ir::Loc& loc, const char* which) {
+Value* loop_bound(const Operand& b, DType iv, const ir::Loc& loc, const char* which) {
+  std::string iv_name(dtype_name(iv));
   if (b.is_literal()) {
-    if (std::string_view(which) == "step" && b.i <= 0)
-      fail(loc, "range", "expected a positive step, found " + literal_str(b));
-    return constant(b, DType::i32, {}, loc, "range");
+    if (b.lit != LitKind::Int || !fits(b, iv))
+      fail(loc, "range",
+           "expected the " + std::string(which) + " to fit " + iv_name + ", found " + literal_str(b) +
+               (iv == DType::i32 ? " (a loop over 64-bit values: tl::range<int64_t>, or a scalar<int64_t> bound)" : ""));
+    return constant(b, iv, {}, loc, "range");
   }
   Type t = type_of(b.value);
-  if (!(t == ir::scalar_type(DType::i32)))
-    fail(loc, "range", std::string("expected an i32 scalar ") + which + ", found " + t.str());
-  return b.value;
+  if (t == ir::scalar_type(iv)) return b.value;
+  if (iv == DType::i64 && t == ir::scalar_type(DType::i32)) return cast(b.value, iv, loc, "range");
+  fail(loc, "range", "expected an " + iv_name + " scalar " + which + ", found " + t.str() +
+                         (iv == DType::i32 && t == ir::scalar_type(DType::i64) ? " (a 64-bit loop: tl::range<int64_t>)" : ""));
 }
 
 }  // namespace tl::detail

@@ -305,6 +305,101 @@ void loop_abandon(int64_t frame, bool record_error) noexcept {
   }
 }
 
+// ---- while ------------------------------------------------------------------
+
+void trace_while(const ir::Loc& loc, function_ref<Value*()> cond_fn, function_ref<void()> body_fn) {
+  Trace& t = require_trace(loc, "while_");
+  check_depth(t, loc, "while_");
+  t.builder.loc = loc;
+  ir::Op* op = t.builder.create(ir::OpKind::While, {}, {});
+  ir::Region* cond = op->add_region();
+  ir::Region* body = op->add_region();
+  Frame f{Frame::Kind::Loop, t.next_frame++, loc, op, {}};
+  std::vector<Value*> cond_args;
+  for (uint32_t index : live_in_order(t)) {
+    Slot& s = t.slots[index];
+    cond_args.push_back(cond->add_arg(s.value->type));
+    f.entries.push_back(Entry{index, s.value, body->add_arg(s.value->type)});
+  }
+  t.frames.push_back(std::move(f));
+  int64_t id = t.frames.back().id;
+  // Runs `trace` with the frame's slots reading `args` (per entry), and
+  // checks it left no loop of its own open.
+  auto traced = [&](ir::Region* r, const std::vector<Value*>& args, auto&& trace, const char* what) {
+    std::vector<Entry>& entries = t.frames.back().entries;
+    for (size_t i = 0; i < entries.size(); ++i) t.slots[entries[i].slot].value = args[i];
+    set_insertion_end(t, r);
+    try {
+      trace();
+      if (t.frames.empty() || t.frames.back().id != id)
+        fail(loc, "while_", std::string("expected every loop opened in the ") + what +
+                                " to be closed in it, found one left open");
+    } catch (...) {
+      if (!t.frames.empty() && t.frames.back().id == id) {
+        unwind_frame(t, t.frames.back());
+        t.frames.pop_back();
+      }
+      throw;
+    }
+  };
+  traced(cond, cond_args, [&] {
+    Value* c = cond_fn();
+    for (size_t i = 0; i < cond_args.size(); ++i) {
+      const Slot& s = t.slots[t.frames.back().entries[i].slot];
+      if (s.value != cond_args[i])
+        fail(loc, "while_", "expected the condition to leave variables unchanged, found one assigned at " +
+                                origin(s.value, s));
+    }
+    if (!(c->type == ir::scalar_type(DType::i1)))
+      fail(loc, "while_", "expected the condition to return a scalar bool, found " + c->type.str());
+    t.builder.loc = loc;
+    t.builder.create(ir::OpKind::Yield, {c}, {});
+  }, "condition");
+  std::vector<Value*> body_args;
+  for (const Entry& e : t.frames.back().entries) body_args.push_back(e.arg);
+  traced(body, body_args, [&] { body_fn(); }, "body");
+
+  Frame done = std::move(t.frames.back());
+  t.frames.pop_back();
+  std::vector<Value*> exits;
+  std::vector<bool> keep(done.entries.size(), false);
+  ir::Replacements unassigned;
+  for (size_t i = 0; i < done.entries.size(); ++i) {
+    const Entry& e = done.entries[i];
+    Slot& s = t.slots[e.slot];
+    if (s.value == e.arg) {
+      unassigned.add(e.arg, e.entry);
+      unassigned.add(cond_args[i], e.entry);
+      s.value = e.entry;
+      continue;
+    }
+    if (!(s.value->type == e.arg->type))
+      fail(loc, "while_",
+           "expected a loop-carried variable to keep its type " + e.arg->type.str() + " (value at loop entry from " +
+               origin(e.entry, s) + "), found " + s.value->type.str() + " (assigned at " + origin(s.value, s) + ")");
+    keep[i] = true;
+    exits.push_back(s.value);
+  }
+  t.builder.loc = loc;
+  t.builder.create(ir::OpKind::Yield, exits, {});
+  for (ir::Region* r : {cond, body}) {
+    unassigned.apply_all(*r);
+    std::vector<std::unique_ptr<Value>> args;
+    for (size_t i = 0; i < r->args.size(); ++i)
+      if (keep[i]) {
+        r->args[i]->index = int(args.size());
+        args.push_back(std::move(r->args[i]));
+      }
+    r->args = std::move(args);
+  }
+  for (size_t i = 0; i < done.entries.size(); ++i)
+    if (keep[i]) {
+      op->operands.push_back(done.entries[i].entry);
+      t.slots[done.entries[i].slot].value = op->add_result(done.entries[i].arg->type);
+    }
+  set_insertion_end(t, op->parent);
+}
+
 // ---- if ---------------------------------------------------------------------
 
 void trace_if(Value* cond, const ir::Loc& loc, function_ref<void()> then_fn, const function_ref<void()>* else_fn) {

@@ -79,7 +79,7 @@ class Compiler {
     in.op = &op;
     for (auto* v : op.operands) in.in.push_back(use(op, v));
     for (const auto& r : op.regions)
-      in.regions.push_back(block(*r, op.kind == K::For));
+      in.regions.push_back(block(*r, ir::is_loop(op) && r == op.regions.back()));
     for (const auto& r : op.results) in.out.push_back(define(r.get()));
     if (!op.results.empty()) in.out_dtype = elem_dtype(op.results[0]->type);
     in.dtype = op.operands.empty() ? in.out_dtype : elem_dtype(op.operands[0]->type);
@@ -199,6 +199,13 @@ class Compiler {
         need_operands(3, SIZE_MAX);
         if (in.regions.size() != 1) unsupported(op, "expects one region");
         if (in.regions[0].args.size() != op.operands.size() - 2 || in.regions[0].yields.size() != op.results.size())
+          unsupported(op, "region arguments or yields do not match its carried values");
+        break;
+      case K::While:
+        if (in.regions.size() != 2) unsupported(op, "expects two regions");
+        if (in.regions[0].args.size() != op.operands.size() || in.regions[1].args.size() != op.operands.size() ||
+            in.regions[0].yields.size() != 1 || in.regions[1].yields.size() != op.results.size() ||
+            op.results.size() != op.operands.size())
           unsupported(op, "region arguments or yields do not match its carried values");
         break;
       case K::If:

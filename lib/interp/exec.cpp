@@ -43,8 +43,9 @@ void Exec::run_block(const Block& b) {
 
 namespace {
 
-// Moves the loop body's yielded values into its carried arguments.
-void carry_yields(Exec& ex, const Block& body, std::vector<Slot>& scratch) {
+// Moves the loop body's yielded values into the carried arguments `args`
+// (from index `first`).
+void carry_yields(Exec& ex, const Block& body, const std::vector<int>& args, size_t first, std::vector<Slot>& scratch) {
   size_t n = body.yields.size();
   // First copy the values that cannot be swapped (region arguments, values
   // from outside the loop, values yielded twice) so a permutation of
@@ -55,7 +56,7 @@ void carry_yields(Exec& ex, const Block& body, std::vector<Slot>& scratch) {
       scratch[j].copy_from(ex.slots[size_t(body.yields[j])]);
     }
   for (size_t j = 0; j < n; ++j) {
-    Slot& arg = ex.slots[size_t(body.args[j + 1])];
+    Slot& arg = ex.slots[size_t(args[j + first])];
     std::swap(arg, body.yield_swappable[j] ? ex.slots[size_t(body.yields[j])] : scratch[j]);
   }
 }
@@ -85,10 +86,28 @@ void exec_for(Exec& ex, const Instr& in) {
       else return int64_t(v);
     });
     ex.run_block(body);
-    carry_yields(ex, body, scratch);
+    carry_yields(ex, body, body.args, 1, scratch);
   }
   for (size_t j = 0; j < in.out.size(); ++j)
     ex.slots[size_t(in.out[j])].copy_from(ex.slots[size_t(body.args[j + 1])]);
+}
+
+// The condition's arguments hold the carried values; the body's take them
+// (swapped in: the body's yields then refill the condition's).
+void exec_while(Exec& ex, const Instr& in) {
+  const Block& cond = in.regions[0];
+  const Block& body = in.regions[1];
+  size_t carried = in.in.size();
+  for (size_t j = 0; j < carried; ++j) ex.slots[size_t(cond.args[j])].copy_from(ex.slots[size_t(in.in[j])]);
+  std::vector<Slot> scratch(carried);
+  for (;;) {
+    ex.run_block(cond);
+    if (ex.slots[size_t(cond.yields[0])].i[0] == 0) break;
+    for (size_t j = 0; j < carried; ++j) std::swap(ex.slots[size_t(cond.args[j])], ex.slots[size_t(body.args[j])]);
+    ex.run_block(body);
+    carry_yields(ex, body, cond.args, 0, scratch);
+  }
+  for (size_t j = 0; j < in.out.size(); ++j) ex.slots[size_t(in.out[j])].copy_from(ex.slots[size_t(cond.args[j])]);
 }
 
 void exec_if(Exec& ex, const Instr& in) {
@@ -181,6 +200,7 @@ void Exec::exec(const Instr& in) {
     case K::Print: return exec_print(*this, in);
     case K::For: return exec_for(*this, in);
     case K::If: return exec_if(*this, in);
+    case K::While: return exec_while(*this, in);
     case K::Yield: return;  // handled by the enclosing op through Block::yields
     case K::Barrier: return;  // a program's threads run as one here: nothing to wait for
     default: return exec_elementwise(*this, in);

@@ -238,6 +238,23 @@ bool is_within(const Op* op, const Op* outer) {
   return false;
 }
 
+bool is_loop(const Op& op) { return op.kind == OpKind::For || op.kind == OpKind::While; }
+
+size_t carried_init_index(const Op& loop) { return loop.kind == OpKind::For ? 3 : 0; }
+
+std::vector<Value*> carried_args(const Op& loop, size_t k) {
+  size_t first = loop.kind == OpKind::For ? 1 : 0;
+  std::vector<Value*> out;
+  for (const auto& r : loop.regions)
+    if (first + k < r->args.size()) out.push_back(r->args[first + k].get());
+  return out;
+}
+
+Value* carried_yield(const Op& loop, size_t k) {
+  const Op* y = loop.regions.empty() ? nullptr : loop.regions.back()->terminator();
+  return y && y->kind == OpKind::Yield && k < y->operands.size() ? y->operands[k] : nullptr;
+}
+
 const Op* side_partition(const Op* op) {
   for (const Op* up = op->parent ? op->parent->parent : nullptr; up; op = up, up = up->parent ? up->parent->parent : nullptr)
     if (up->kind == OpKind::WarpSpecialize && op->parent != up->regions[0].get()) return up;

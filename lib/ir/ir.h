@@ -200,4 +200,16 @@ int count_uses(Region& r, Value* v);
 // True if `v` is defined inside `r` (as an op result or argument, at any depth).
 bool defined_in(const Value* v, const Region& r);
 
+// Loops (for, while) carry values round their iterations: carried value k
+// is result k, enters as operand carried_init_index + k, is an argument of
+// each region (a for's body after its induction variable; a while's
+// condition and body), and comes back as operand k of the body's yield
+// (the last region's).
+bool is_loop(const Op& op);
+size_t carried_init_index(const Op& loop);
+// The region arguments that hold carried value k.
+std::vector<Value*> carried_args(const Op& loop, size_t k);
+// What the body yields for carried value k (null while the body has no yield).
+Value* carried_yield(const Op& loop, size_t k);
+
 }  // namespace tl::ir

@@ -129,7 +129,7 @@ class Verifier : public Rules {
 
   // ---- per-op rules --------------------------------------------------------
   void check_op(const Op& op) {
-    size_t want_regions = (op.kind == OpKind::If) ? 2
+    size_t want_regions = (op.kind == OpKind::If || op.kind == OpKind::While) ? 2
                           : (op.kind == OpKind::For || op.kind == OpKind::Reduce || op.kind == OpKind::Scan) ? 1
                                                                                                               : 0;
     if (op.kind != OpKind::WarpSpecialize) regions(op, want_regions);  // one a partition (GpuRules)
@@ -441,6 +441,9 @@ class Verifier : public Rules {
       case OpKind::For:
         for_op(op);
         break;
+      case OpKind::While:
+        while_op(op);
+        break;
 
       case OpKind::ConvertLayout:
       case OpKind::LocalAlloc:
@@ -483,10 +486,10 @@ class Verifier : public Rules {
         results(op, 0);
         const Region* r = op.parent;
         bool in_region_op = r && r->parent &&
-                            (r->parent->kind == OpKind::For || r->parent->kind == OpKind::If ||
+                            (r->parent->kind == OpKind::For || r->parent->kind == OpKind::If || r->parent->kind == OpKind::While ||
                              r->parent->kind == OpKind::Reduce || r->parent->kind == OpKind::Scan ||
                              r->parent->kind == OpKind::WarpSpecialize);
-        require(in_region_op, op, "to be inside a for, if, reduce, scan or warp_specialize region", "it at function level");
+        require(in_region_op, op, "to be inside a for, while, if, reduce, scan or warp_specialize region", "it at function level");
         break;
       }
     }
@@ -598,6 +601,22 @@ class Verifier : public Rules {
     yields(op, body, carried, "body");
     optional_int(op, "num_stages");
     optional_int(op, "warp_specialize");
+  }
+
+  void while_op(const Op& op) const {
+    std::vector<Type> carried;
+    for (const Value* v : op.operands) carried.push_back(v->type);
+    require(same_types(result_types(op), carried), op, "results typed as the initial values " + types_str(carried),
+            types_str(result_types(op)));
+    const char* which[2] = {"condition", "body"};
+    for (int i = 0; i < 2; ++i) {
+      std::vector<Type> got;
+      for (const auto& a : op.regions[i]->args) got.push_back(a->type);
+      require(same_types(got, carried), op, std::string(which[i]) + " arguments (the carried values) " + types_str(carried),
+              types_str(got));
+    }
+    yields(op, *op.regions[0], {scalar_type(DType::i1)}, which[0]);
+    yields(op, *op.regions[1], carried, which[1]);
   }
 
   std::unordered_set<const Value*> visible_;

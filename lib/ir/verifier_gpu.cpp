@@ -108,17 +108,17 @@ void GpuRules::layouts(const Op& op) const {
   if (like)
     for (size_t i = 0; i < op.operands.size(); ++i)
       same_layout(op, op.operands[i], like->type.layout, "operand #" + std::to_string(i) + " (" + whose + " layout)");
-  if (op.kind == OpKind::For && op.operands.size() >= 3) {
-    const Region& body = *op.regions[0];
-    const Op* y = body.terminator();
-    for (size_t k = 0; k < op.results.size() && k + 1 < body.args.size(); ++k) {
-      int32_t l = body.args[k + 1]->type.layout;
+  if (ir::is_loop(op) && op.operands.size() >= ir::carried_init_index(op))
+    for (size_t k = 0; k < op.results.size() && k + ir::carried_init_index(op) < op.operands.size(); ++k) {
+      std::vector<Value*> args = ir::carried_args(op, k);
+      if (args.empty()) continue;
+      int32_t l = args.front()->type.layout;
       std::string n = "carried value #" + std::to_string(k);
-      same_layout(op, op.operands[3 + k], l, "the initial " + n);
+      same_layout(op, op.operands[ir::carried_init_index(op) + k], l, "the initial " + n);
       same_layout(op, op.result(int(k)), l, "the result of " + n);
-      if (y && k < y->operands.size()) same_layout(op, y->operands[k], l, "the yielded " + n);
+      for (const Value* arg : args) same_layout(op, arg, l, "the region argument of " + n);
+      if (const Value* y = ir::carried_yield(op, k)) same_layout(op, y, l, "the yielded " + n);
     }
-  }
   if (op.kind == OpKind::If)
     for (const auto& sub : op.regions)
       if (const Op* y = sub->terminator())

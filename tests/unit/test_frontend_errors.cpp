@@ -270,7 +270,7 @@ TEST_CASE("errors: bad control flow arguments", "[frontend][errors]") {
   std::string msg = compile_error(tile_condition);
   CHECK(msg == at_line(g_line) + "if_: expected a scalar bool condition, found tile<16xi1>");
   msg = compile_error(zero_step);
-  CHECK(msg == at_line(g_line) + "range: expected a positive step, found 0");
+  CHECK(msg == at_line(g_line) + "range: expected a nonzero step, found 0");
   msg = compile_error(combine_assigns_outer);
   CHECK_THAT(msg, Catch::StartsWith(at_line(g_line) +
                                     "reduce: expected the combine function to leave outer variables unchanged"));

@@ -118,6 +118,15 @@ const char* kAllOps = R"(func @all_ops(%0: ptr<f32>, %1: ptr<i32>, %2: i32, %3: 
   descriptor_store %0, %2, %2, %2, %82 {block = [16]}
   %83 = hint %77 {contiguity = [1], divisibility = [16]} : tile<16xptr<i32>>
   %84 = mulhi %43, %6 : tile<16xi32>
+  %85 = while %84 : tile<16xi32> {
+  ^(%86: tile<16xi32>):
+    %87 = cmp %2, %2 {pred = "lt"} : i1
+    yield %87
+  }, {
+  ^(%88: tile<16xi32>):
+    %89 = add %88, %88 : tile<16xi32>
+    yield %89
+  }
   print
 }
 )";
@@ -423,7 +432,7 @@ TEST_CASE("ir verifier: each rule reports its message", "[ir][verify][errors]") 
        "%c = cmp %n, %n {pred = \"eq\"} : i1\n  %r = if %c : i32 {\n    yield %n\n  }, {\n    yield %x\n  } loc(\"t.cpp\":41)",
        "t.cpp:41: 'if' expects else region to yield (i32), found (tile<16xf32>)"},
       {"yield only in regions", "yield loc(\"t.cpp\":42)",
-       "t.cpp:42: 'yield' expects to be inside a for, if, reduce, scan or warp_specialize region, found it at function level"},
+       "t.cpp:42: 'yield' expects to be inside a for, while, if, reduce, scan or warp_specialize region, found it at function level"},
       {"yield is last",
        "for %n, %n, %n {\n  ^(%i: i32):\n    yield loc(\"t.cpp\":43)\n    %q = add %i, %i : i32\n  }",
        "t.cpp:43: 'yield' expects to be the last op of its region, found ops after it"},

@@ -212,8 +212,10 @@ void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc);
 void debug_barrier(const ir::Loc& loc);
 void device_print(const std::string& prefix, const std::vector<Value*>& values, const ir::Loc& loc);
 
-// A bound of tl::range (`which`: "lower bound", "upper bound", "step"): a C++
-// integer becomes an i32 constant; a traced one must be an i32 scalar.
-Value* loop_bound(const Operand& b, const ir::Loc& loc, const char* which);
+// A bound of tl::range (`which`: "lower bound", "upper bound", "step") of
+// the loop's induction type `iv` (i32 or i64): a C++ integer that fits it
+// (a constant), a traced scalar of it, or (in an i64 loop) an i32 scalar,
+// widened.
+Value* loop_bound(const Operand& b, DType iv, const ir::Loc& loc, const char* which);
 
 }  // namespace tl::detail

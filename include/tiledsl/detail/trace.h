@@ -114,6 +114,13 @@ void loop_end(int64_t frame);
 // trace_end reports. Never throws.
 void loop_abandon(int64_t frame, bool record_error) noexcept;
 
+// Emits `while`: `cond_fn` traced into the condition region returns the
+// condition (a scalar i1; it must not assign variables from outside it),
+// then `body_fn` is traced into the body. Slots the body assigns are
+// carried (both regions get their argument) and then hold the loop's
+// results; the others are read as their entry values in both regions.
+void trace_while(const ir::Loc& loc, function_ref<Value*()> cond_fn, function_ref<void()> body_fn);
+
 // ---- if ---------------------------------------------------------------------
 
 // Emits `if cond` (a scalar i1), tracing `then_fn` and (if non-null)
