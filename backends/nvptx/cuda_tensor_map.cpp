@@ -18,7 +18,8 @@ int map_dtype(DType d) {
     case DType::u8:
     case DType::f8e4m3:
     case DType::f8e5m2: return 0;  // UINT8: 8-bit data is bytes to a copy
-    case DType::i16: return 1;     // UINT16
+    case DType::i16:
+    case DType::u16: return 1;     // UINT16
     case DType::u32: return 2;
     case DType::i32: return 3;
     case DType::u64: return 4;

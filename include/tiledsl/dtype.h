@@ -16,7 +16,7 @@
 namespace tl {
 
 enum class DType : uint8_t {
-  i1, i8, i16, i32, i64, u8, u32, u64,
+  i1, i8, i16, i32, i64, u8, u16, u32, u64,
   f8e4m3, f8e5m2, f16, bf16, f32, f64,
 };
 
@@ -25,13 +25,15 @@ constexpr bool is_int(DType t) { return t <= DType::u64; }
 constexpr bool is_signed(DType t) {
   return t == DType::i8 || t == DType::i16 || t == DType::i32 || t == DType::i64 || is_float(t);
 }
-constexpr bool is_unsigned(DType t) { return t == DType::u8 || t == DType::u32 || t == DType::u64; }
+constexpr bool is_unsigned(DType t) {
+  return t == DType::u8 || t == DType::u16 || t == DType::u32 || t == DType::u64;
+}
 
 constexpr int bit_width(DType t) {
   switch (t) {
     case DType::i1: return 1;
     case DType::i8: case DType::u8: case DType::f8e4m3: case DType::f8e5m2: return 8;
-    case DType::i16: case DType::f16: case DType::bf16: return 16;
+    case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 16;
     case DType::i32: case DType::u32: case DType::f32: return 32;
     case DType::i64: case DType::u64: case DType::f64: return 64;
   }
@@ -44,7 +46,7 @@ constexpr std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::i1: return "i1"; case DType::i8: return "i8"; case DType::i16: return "i16";
     case DType::i32: return "i32"; case DType::i64: return "i64"; case DType::u8: return "u8";
-    case DType::u32: return "u32"; case DType::u64: return "u64";
+    case DType::u16: return "u16"; case DType::u32: return "u32"; case DType::u64: return "u64";
     case DType::f8e4m3: return "f8e4m3"; case DType::f8e5m2: return "f8e5m2";
     case DType::f16: return "f16"; case DType::bf16: return "bf16";
     case DType::f32: return "f32"; case DType::f64: return "f64";
@@ -170,6 +172,7 @@ using i16 = int16_t;
 using i32 = int32_t;
 using i64 = int64_t;
 using u8 = uint8_t;
+using u16 = uint16_t;
 using u32 = uint32_t;
 using u64 = uint64_t;
 
@@ -181,6 +184,7 @@ template <> struct dtype_of<int16_t> { static constexpr DType value = DType::i16
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
+template <> struct dtype_of<uint16_t> { static constexpr DType value = DType::u16; };
 template <> struct dtype_of<uint32_t> { static constexpr DType value = DType::u32; };
 template <> struct dtype_of<uint64_t> { static constexpr DType value = DType::u64; };
 template <> struct dtype_of<f8e4m3> { static constexpr DType value = DType::f8e4m3; };

@@ -52,6 +52,16 @@ tile<E> max_contiguous(const tile<E>& x, int64_t c, std::source_location w = std
   return max_contiguous(x, std::vector<int64_t>{c}, w);
 }
 
+// A promise that `cond` holds for every element (Triton's tl.assume), for
+// the compiler's benefit: LLVM may use it, and `x % c == 0` or
+// `(x & (c - 1)) == 0` (c a power of two) tells the compiler x is a
+// multiple of c, as multiple_of(x, c) does. The interpreter checks it (a
+// broken one is an error naming the line); on a GPU a broken one is
+// undefined.
+inline void assume(const tile<bool>& cond, std::source_location w = std::source_location::current()) {
+  detail::assume(cond.value(), detail::to_loc(w));
+}
+
 // cond ? a : b elementwise; a and b are promoted together.
 template <class A, class B>
   requires detail::binary_ok<detail::BinCat::Arith, A, B>

@@ -59,6 +59,7 @@ template <> struct elem_for<DType::i16> { using type = int16_t; };
 template <> struct elem_for<DType::i32> { using type = int32_t; };
 template <> struct elem_for<DType::i64> { using type = int64_t; };
 template <> struct elem_for<DType::u8> { using type = uint8_t; };
+template <> struct elem_for<DType::u16> { using type = uint16_t; };
 template <> struct elem_for<DType::u32> { using type = uint32_t; };
 template <> struct elem_for<DType::u64> { using type = uint64_t; };
 template <> struct elem_for<DType::f8e4m3> { using type = f8e4m3; };

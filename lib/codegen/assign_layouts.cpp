@@ -340,6 +340,7 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
     }
     case OpKind::Load:
     case OpKind::Assert:
+    case OpKind::Assume:
     case OpKind::Print:
     case OpKind::For:
     case OpKind::While:

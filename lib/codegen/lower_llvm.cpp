@@ -102,7 +102,7 @@ llvm::Type* Lowerer::elem_type(DType d, bool is_ptr) {
   switch (d) {
     case DType::i1: return b_.getInt1Ty();
     case DType::i8: case DType::u8: case DType::f8e4m3: case DType::f8e5m2: return b_.getInt8Ty();
-    case DType::i16: return b_.getInt16Ty();
+    case DType::i16: case DType::u16: return b_.getInt16Ty();
     case DType::i32: case DType::u32: return b_.getInt32Ty();
     case DType::i64: case DType::u64: return b_.getInt64Ty();
     case DType::f16: return b_.getHalfTy();
@@ -552,6 +552,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::AtomicRmw:
     case OpKind::AtomicCas: return &Lowerer::lower_atomic;
     case OpKind::Assert: return &Lowerer::lower_assert;
+    case OpKind::Assume: return &Lowerer::lower_assume;
     case OpKind::Print: return &Lowerer::lower_print;
     case OpKind::For: return &Lowerer::lower_for;
     case OpKind::If: return &Lowerer::lower_if;

@@ -229,6 +229,10 @@ void Lowerer::lower_assert(const Op& op) {
   }, nullptr);
 }
 
+void Lowerer::lower_assume(const Op& op) {
+  for (llvm::Value* c : get(op.operands[0])) b_.CreateAssumption(c);
+}
+
 void Lowerer::lower_print(const Op& op) {
   std::string prefix = op.attr_str_or("prefix", "");
   for (const ir::Value* v : op.operands) {

@@ -206,6 +206,7 @@ class Lowerer {
   static MemOrder mem_order(const Op& op);
   static MemScope mem_scope(const Op& op);
   void lower_assert(const Op& op);
+  void lower_assume(const Op& op);
   void lower_print(const Op& op);
 
   // ------------------------------------------------------------ reductions

@@ -49,6 +49,7 @@ bool fits(const Operand& lit, DType d) {
     case DType::i32: return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
     case DType::i64: return true;
     case DType::u8: return v >= 0 && v <= 255;
+    case DType::u16: return v >= 0 && v <= 65535;
     case DType::u32: return v >= 0 && v <= int64_t(std::numeric_limits<uint32_t>::max());
     case DType::u64: return v >= 0;
     default: return true;
@@ -247,7 +248,7 @@ Value* binary(BinCat cat, OpKind kind, std::string_view op, const Operand& a, co
   // non-negative: both shifts agree on it.
   DType in = common;
   if (kind == OpKind::Shr && mixed_signedness(da, db) && !is_unsigned(da.dtype) && is_unsigned(common))
-    in = common == DType::u8 ? DType::i8 : common == DType::u32 ? DType::i32 : DType::i64;
+    in = common == DType::u8 ? DType::i8 : common == DType::u16 ? DType::i16 : common == DType::u32 ? DType::i32 : DType::i64;
   Value* av = materialize(a, in, shape, loc, op);
   Value* bv = materialize(b, in, shape, loc, op);
   if (kind == OpKind::Cmp)
@@ -633,6 +634,12 @@ void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc) {
   Type t = type_of(cond);
   if (t.dtype != DType::i1 || t.is_ptr) fail(loc, "device_assert", "expected a bool condition, found " + t.str());
   emit(OpKind::Assert, {cond}, {}, {{"msg", msg}, {"file", loc.file}, {"line", int64_t(loc.line)}}, loc);
+}
+
+void assume(Value* cond, const ir::Loc& loc) {
+  Type t = type_of(cond);
+  if (t.dtype != DType::i1 || t.is_ptr) fail(loc, "assume", "expected a bool condition, found " + t.str());
+  emit(OpKind::Assume, {cond}, {}, {}, loc);
 }
 
 void debug_barrier(const ir::Loc& loc) {

@@ -33,6 +33,7 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
     case DType::i32: return f(DTypeTag<DType::i32>{});
     case DType::i64: return f(DTypeTag<DType::i64>{});
     case DType::u8: return f(DTypeTag<DType::u8>{});
+    case DType::u16: return f(DTypeTag<DType::u16>{});
     case DType::u32: return f(DTypeTag<DType::u32>{});
     case DType::u64: return f(DTypeTag<DType::u64>{});
     case DType::f8e4m3: return f(DTypeTag<DType::f8e4m3>{});
@@ -53,6 +54,7 @@ template <> struct HostType<DType::i16> { using type = int16_t; };
 template <> struct HostType<DType::i32> { using type = int32_t; };
 template <> struct HostType<DType::i64> { using type = int64_t; };
 template <> struct HostType<DType::u8> { using type = uint8_t; };
+template <> struct HostType<DType::u16> { using type = uint16_t; };
 template <> struct HostType<DType::u32> { using type = uint32_t; };
 template <> struct HostType<DType::u64> { using type = uint64_t; };
 template <> struct HostType<DType::f8e4m3> { using type = tl::f8e4m3; };

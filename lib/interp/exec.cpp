@@ -131,6 +131,17 @@ void exec_assert(Exec& ex, const Instr& in) {
   }
 }
 
+// A broken tl::assume is the author's error, reported like a broken
+// multiple_of (the GPU would run it as undefined).
+void exec_assume(Exec& ex, const Instr& in) {
+  const Slot& cond = ex.slots[size_t(in.in[0])];
+  for (int64_t k = 0; k < cond.n; ++k)
+    if (cond.i[size_t(k)] == 0) {
+      std::string where = ex.type_of(in.in[0]).is_tile() ? " at index " + index_str(ex.type_of(in.in[0]).shape, k) : "";
+      ex.fail(in, "assume: expected the assumed condition to hold, found it false" + where);
+    }
+}
+
 void print_element(std::string& s, const Slot& v, const ir::Type& t, int64_t k) {
   char buf[64];
   std::to_chars_result r;
@@ -197,6 +208,7 @@ void Exec::exec(const Instr& in) {
     case K::Load: case K::Store: case K::AtomicRmw: case K::AtomicCas:
       return exec_memory(*this, in);
     case K::Assert: return exec_assert(*this, in);
+    case K::Assume: return exec_assume(*this, in);
     case K::Print: return exec_print(*this, in);
     case K::For: return exec_for(*this, in);
     case K::If: return exec_if(*this, in);

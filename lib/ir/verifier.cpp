@@ -424,6 +424,11 @@ class Verifier : public Rules {
         break;
       }
 
+      case OpKind::Assume:
+        operands(op, 1, 1);
+        results(op, 0);
+        require(is_i1(opnd(op, 0)), op, "an i1 condition", opnd(op, 0).str());
+        break;
       case OpKind::Assert: {
         operands(op, 1, 1);
         results(op, 0);

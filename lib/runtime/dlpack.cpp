@@ -24,7 +24,7 @@ bool to_dl_type(DType t, DLDataType& out) {
   out.bits = uint8_t(bit_width(t));
   switch (t) {
     case DType::i8: case DType::i16: case DType::i32: case DType::i64: out.code = kDLInt; return true;
-    case DType::u8: case DType::u32: case DType::u64: out.code = kDLUInt; return true;
+    case DType::u8: case DType::u16: case DType::u32: case DType::u64: out.code = kDLUInt; return true;
     case DType::f16: case DType::f32: case DType::f64: out.code = kDLFloat; return true;
     case DType::bf16: out.code = kDLBfloat; return true;
     case DType::i1: case DType::f8e4m3: case DType::f8e5m2: return false;
@@ -34,7 +34,7 @@ bool to_dl_type(DType t, DLDataType& out) {
 
 // The tiledsl type of a one-lane DLPack type; false when there is none.
 bool from_dl_type(DLDataType dl, DType& out) {
-  for (DType t : {DType::i8, DType::i16, DType::i32, DType::i64, DType::u8, DType::u32, DType::u64, DType::f16,
+  for (DType t : {DType::i8, DType::i16, DType::i32, DType::i64, DType::u8, DType::u16, DType::u32, DType::u64, DType::f16,
                   DType::f32, DType::f64, DType::bf16}) {
     DLDataType d{};
     to_dl_type(t, d);
@@ -113,7 +113,7 @@ Buffer from_dlpack(DLManagedTensor* managed, std::source_location where) {
 
   DType dtype;
   if (t.dtype.lanes != 1 || !from_dl_type(t.dtype, dtype))
-    throw Error(at + "expected a tensor of one lane of i8, i16, i32, i64, u8, u32, u64, f16, bf16, f32 or f64, "
+    throw Error(at + "expected a tensor of one lane of i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32 or f64, "
                 "found " + describe_dl_type(t.dtype));
 
   // Contiguous, row-major: each stride the product of the sizes after it

@@ -46,7 +46,45 @@ AxisInfo AxisInfo::unknown(int rank) {
   return a;
 }
 
+// `assume (cmp eq (rem x, c), 0)` or `assume (cmp eq (and x, c - 1), 0)`
+// (either operand order), c a constant power of two: x is divisible by c.
+void AxisAnalysis::find_assumptions(const ir::Region& r) {
+  auto constant = [](const ir::Value* v) -> std::optional<int64_t> {
+    if (!v->def || v->def->kind != ir::OpKind::Constant) return std::nullopt;
+    const auto& a = v->def->attrs.at("value");
+    if (!std::holds_alternative<int64_t>(a)) return std::nullopt;
+    return std::get<int64_t>(a);
+  };
+  for (const auto& op : r.ops) {
+    for (const auto& sub : op->regions) find_assumptions(*sub);
+    if (op->kind != ir::OpKind::Assume) continue;
+    const ir::Op* cmp = op->operands[0]->def;
+    if (!cmp || cmp->kind != ir::OpKind::Cmp || cmp->attr_str_or("pred", "") != "eq") continue;
+    for (int side = 0; side < 2; ++side) {
+      const ir::Op* lhs = cmp->operands[side]->def;
+      auto zero = constant(cmp->operands[1 - side]);
+      if (!lhs || !zero || *zero != 0 || lhs->operands.size() != 2) continue;
+      auto c = constant(lhs->operands[1]);
+      if (!c || *c <= 0) continue;
+      int64_t divisor = lhs->kind == ir::OpKind::Rem && std::has_single_bit(uint64_t(*c))   ? *c
+                        : lhs->kind == ir::OpKind::And && std::has_single_bit(uint64_t(*c + 1)) ? *c + 1
+                                                                                                : 0;
+      if (divisor > 1) {
+        int64_t& d = assumed_divisor_[lhs->operands[0]];
+        d = std::max(d, std::min(divisor, kMaxDiv));
+      }
+    }
+  }
+}
+
+void AxisAnalysis::with_assumptions(const ir::Value* v, AxisInfo& a) const {
+  auto it = assumed_divisor_.find(v);
+  if (it == assumed_divisor_.end()) return;
+  for (auto& d : a.divisibility) d = std::max(d, it->second);
+}
+
 AxisAnalysis::AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& args) {
+  find_assumptions(fn.body);
   for (const auto& arg : fn.body.args) {
     // Kernel arguments are scalars; IR text may pass a tile, of which
     // nothing is known.
@@ -56,6 +94,7 @@ AxisAnalysis::AxisAnalysis(const ir::Function& fn, const std::vector<ArgFacts>& 
       a.divisibility[0] = f.divisibility;
       if (f.value) a = constant_info({1}, *f.value);
     }
+    with_assumptions(arg.get(), a);
     info_[arg.get()] = a;
   }
   std::function<void(const ir::Region&)> run = [&](const ir::Region& r) {
@@ -329,6 +368,7 @@ void AxisAnalysis::visit(const ir::Op& op) {
       default:
         break;
     }
+    with_assumptions(res.get(), out);
     info_[res.get()] = std::move(out);
   }
 }

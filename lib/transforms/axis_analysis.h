@@ -56,6 +56,10 @@ class AxisAnalysis {
   void visit(const ir::Op& op);
   void run_loop(const ir::Op& loop, const std::function<void(const ir::Region&)>& run);
   std::unordered_map<const ir::Value*, AxisInfo> info_;
+  // What tl::assume promises: values divisible by a power of two.
+  std::unordered_map<const ir::Value*, int64_t> assumed_divisor_;
+  void find_assumptions(const ir::Region& r);
+  void with_assumptions(const ir::Value* v, AxisInfo& a) const;
   // Per loop, the carried facts its last analysis settled on (run_loop).
   std::unordered_map<const ir::Op*, std::vector<AxisInfo>> settled_;
 };

@@ -56,9 +56,9 @@ inline const char* op_str(Op op) {
   return names[int(op)];
 }
 
-inline constexpr DType kAll[] = {DType::i1,     DType::i8,     DType::i16, DType::i32,  DType::i64,
-                          DType::u8,     DType::u32,    DType::u64, DType::f8e4m3, DType::f8e5m2,
-                          DType::f16,    DType::bf16,   DType::f32, DType::f64};
+inline constexpr DType kAll[] = {DType::i1,  DType::i8,     DType::i16,    DType::i32, DType::i64,
+                                 DType::u8,  DType::u16,    DType::u32,    DType::u64, DType::f8e4m3,
+                                 DType::f8e5m2, DType::f16, DType::bf16, DType::f32, DType::f64};
 
 // One combination: an op, its element types, shapes and mode.
 struct Combo {
@@ -131,7 +131,7 @@ extern thread_local const std::vector<const Combo*>* g_batch;
 
 // Traces every combination of g_batch, each into its own slots of the buffers.
 void sweep_kernel(ptr<bool> p_i1, ptr<int8_t> p_i8, ptr<int16_t> p_i16, ptr<int32_t> p_i32, ptr<int64_t> p_i64,
-                  ptr<uint8_t> p_u8, ptr<uint32_t> p_u32, ptr<uint64_t> p_u64, ptr<f8e4m3> p_e4m3,
+                  ptr<uint8_t> p_u8, ptr<uint16_t> p_u16, ptr<uint32_t> p_u32, ptr<uint64_t> p_u64, ptr<f8e4m3> p_e4m3,
                   ptr<f8e5m2> p_e5m2, ptr<f16> p_f16, ptr<bf16> p_bf16, ptr<float> p_f32, ptr<double> p_f64,
                   scalar<int32_t> n);
 

@@ -25,6 +25,7 @@ void with_dtype(DType d, F&& f) {
     case DType::i32: return f.template operator()<int32_t>();
     case DType::i64: return f.template operator()<int64_t>();
     case DType::u8: return f.template operator()<uint8_t>();
+    case DType::u16: return f.template operator()<uint16_t>();
     case DType::u32: return f.template operator()<uint32_t>();
     case DType::u64: return f.template operator()<uint64_t>();
     case DType::f8e4m3: return f.template operator()<f8e4m3>();
@@ -49,7 +50,7 @@ tile<int32_t> offsets(const Shape& s) {
 // combination of a batch reads its operands and writes its results.
 struct Io {
   std::tuple<const ptr<bool>*, const ptr<int8_t>*, const ptr<int16_t>*, const ptr<int32_t>*, const ptr<int64_t>*,
-             const ptr<uint8_t>*, const ptr<uint32_t>*, const ptr<uint64_t>*, const ptr<f8e4m3>*,
+             const ptr<uint8_t>*, const ptr<uint16_t>*, const ptr<uint32_t>*, const ptr<uint64_t>*, const ptr<f8e4m3>*,
              const ptr<f8e5m2>*, const ptr<f16>*, const ptr<bf16>*, const ptr<float>*, const ptr<double>*>
       params;
   const scalar<int32_t>* n = nullptr;
@@ -369,10 +370,10 @@ void trace_combo(const Combo& c, const Io& io) {
 thread_local const std::vector<const Combo*>* g_batch = nullptr;
 
 void sweep_kernel(ptr<bool> p_i1, ptr<int8_t> p_i8, ptr<int16_t> p_i16, ptr<int32_t> p_i32, ptr<int64_t> p_i64,
-                  ptr<uint8_t> p_u8, ptr<uint32_t> p_u32, ptr<uint64_t> p_u64, ptr<f8e4m3> p_e4m3,
+                  ptr<uint8_t> p_u8, ptr<uint16_t> p_u16, ptr<uint32_t> p_u32, ptr<uint64_t> p_u64, ptr<f8e4m3> p_e4m3,
                   ptr<f8e5m2> p_e5m2, ptr<f16> p_f16, ptr<bf16> p_bf16, ptr<float> p_f32, ptr<double> p_f64,
                   scalar<int32_t> n) {
-  Io io{{&p_i1, &p_i8, &p_i16, &p_i32, &p_i64, &p_u8, &p_u32, &p_u64, &p_e4m3, &p_e5m2, &p_f16, &p_bf16, &p_f32,
+  Io io{{&p_i1, &p_i8, &p_i16, &p_i32, &p_i64, &p_u8, &p_u16, &p_u32, &p_u64, &p_e4m3, &p_e5m2, &p_f16, &p_bf16, &p_f32,
          &p_f64},
         &n};
   for (size_t j = 0; j < g_batch->size(); ++j) {

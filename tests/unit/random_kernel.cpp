@@ -54,6 +54,7 @@ double decode(DType d, const uint8_t* p) {
     case DType::i32: return rd(int32_t{});
     case DType::i64: return double(rd(int64_t{}));
     case DType::u8: return p[0];
+    case DType::u16: return rd(uint16_t{});
     case DType::u32: return rd(uint32_t{});
     case DType::u64: return double(rd(uint64_t{}));
     case DType::f8e4m3: return float(f8e4m3::from_bits(p[0]));
@@ -129,6 +130,7 @@ Buffers make_buffers(const Program& p, uint64_t data_seed) {
           case DType::i32: put<int32_t>(in, at, r == 1 ? int32_t(bits) : int32_t(v)); break;
           case DType::i64: put<int64_t>(in, at, r == 1 ? int64_t(bits) : int64_t(v)); break;
           case DType::u8: put<uint8_t>(in, at, r == 1 ? uint8_t(bits) : uint8_t(v)); break;
+          case DType::u16: put<uint16_t>(in, at, r == 1 ? uint16_t(bits) : uint16_t(v)); break;
           case DType::u32: put<uint32_t>(in, at, r == 1 ? uint32_t(bits) : uint32_t(v)); break;
           case DType::u64: put<uint64_t>(in, at, r == 1 ? uint64_t(bits) : uint64_t(v)); break;
           case DType::f8e4m3: put<uint8_t>(in, at, f8e4m3(float(v)).bits); break;

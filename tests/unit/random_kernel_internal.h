@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,17 @@ using K = ir::OpKind;
 
 // ---- dtypes --------------------------------------------------------------------------
 
-inline DType dt_of(int i) { return DType(i); }
-inline int idx(DType d) { return int(d); }
+// The kernels' element types in the order of their pointer parameters
+// (random_kernel.h; u16 has none).
+inline constexpr DType kParamTypes[] = {DType::i1,  DType::i8,     DType::i16,    DType::i32, DType::i64,
+                                        DType::u8,  DType::u32,    DType::u64,    DType::f8e4m3,
+                                        DType::f8e5m2, DType::f16, DType::bf16, DType::f32, DType::f64};
+inline DType dt_of(int i) { return kParamTypes[i]; }
+inline int idx(DType d) {
+  for (int i = 0; i < int(std::size(kParamTypes)); ++i)
+    if (kParamTypes[i] == d) return i;
+  throw std::logic_error("random kernels: no parameter of type " + std::string(dtype_name(d)));
+}
 inline bool isf(DType d) { return is_float(d); }
 inline bool is_f8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
 inline int mant_bits(DType d) {
@@ -74,7 +84,7 @@ inline double gamma(int k, double u) { return std::expm1(k * std::log1p(u)); }
 
 inline double int_min(DType d) {
   switch (d) {
-    case DType::i1: case DType::u8: case DType::u32: case DType::u64: return 0;
+    case DType::i1: case DType::u8: case DType::u16: case DType::u32: case DType::u64: return 0;
     case DType::i8: return -128;
     case DType::i16: return -32768;
     case DType::i32: return -2147483648.0;
@@ -89,6 +99,7 @@ inline double int_max(DType d) {
     case DType::i32: return 2147483647.0;
     case DType::i64: return 9223372036854775807.0;
     case DType::u8: return 255;
+    case DType::u16: return 65535;
     case DType::u32: return 4294967295.0;
     default: return 18446744073709551615.0;
   }

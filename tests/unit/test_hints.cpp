@@ -1,7 +1,8 @@
 // tl::multiple_of and tl::max_contiguous (ops.def's hint): the values pass
 // through unchanged on the interpreter, which checks the promise and names
 // the line of a broken one; what they promise reaches the axis analysis
-// (wider vector accesses in the PTX than without them); nested hints
+// (wider vector accesses in the PTX than without them), as tl::assume of
+// `x % c == 0` does (the interpreter checks that too); nested hints
 // (Triton's max_contiguous(multiple_of(offs, B), B)) become one; misuse is a
 // trace-time error naming the line.
 #include <catch2/catch.hpp>
@@ -39,6 +40,20 @@ void gather_rows(ptr<float> x, ptr<int32_t> starts, ptr<float> out) {
   auto offs = reshape(col(first) + row(arange(0, 16)), {128});    // [128] i32
   if constexpr (HINT) offs = max_contiguous(multiple_of(offs, 16), 16);
   store(out + arange(0, 128), load(x + offs));
+}
+
+// copy_rows with Triton's tl.assume(stride % 4 == 0) (REM) or
+// tl.assume((stride & 3) == 0) instead of multiple_of, and a range fact
+// LLVM may use.
+constexpr int kAssumeLine = __LINE__ + 3;
+template <bool REM>
+void copy_rows_assumed(ptr<float> x, ptr<float> y, scalar<int32_t> stride) {
+  if constexpr (REM) assume(stride % 4 == 0);
+  else assume((stride & 3) == 0);
+  assume(stride >= kCols);
+  auto r = program_id(0);
+  auto cols = arange(0, kCols);                                   // [128] i32
+  store(y + r * kCols + cols, load(x + r * stride + cols) + 1.0f);
 }
 
 // A promise that does not hold: offsets 1 + 4k are not multiples of 4.
@@ -86,6 +101,39 @@ TEST_CASE("hints pass values through and the interpreter checks them", "[hints]"
   // A start that is not a multiple of 16 breaks the promise.
   auto odd = dev.upload(std::vector<int32_t>{48, 0, 112, 112, 17, 80, 32, 96});
   CHECK_THROWS_WITH(dev(kg, Grid{1}, xg, odd, og), Catch::Contains("not a multiple of 16"));
+}
+
+TEST_CASE("assume: the interpreter checks the promise, the axis analysis reads divisibility from it", "[hints]") {
+  Device dev = Device::get("interp");
+  auto x = dev.upload(iota(size_t(3) * 132));
+  auto y = dev.alloc<float>(size_t(3) * kCols);
+  for (bool rem : {true, false}) {
+    Kernel k = rem ? compile(copy_rows_assumed<true>, {.name = "copy_rows"})
+                   : compile(copy_rows_assumed<false>, {.name = "copy_rows"});
+    dev(k, Grid{3}, x, y, 132);
+    auto out = y.download<float>();
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < kCols; ++c) REQUIRE(out[size_t(r * kCols + c)] == float(r * 132 + c + 1));
+    CHECK_THROWS_WITH(dev(k, Grid{3}, x, y, 130),
+                      Catch::Contains("test_hints.cpp:" + std::to_string(kAssumeLine + (rem ? 0 : 1))) &&
+                          Catch::Contains("assume: expected the assumed condition to hold, found it false"));
+  }
+  // Either form makes the rows' accesses 16 bytes wide where the launch
+  // does not prove the stride a multiple of 4 (as multiple_of does).
+  const std::string v4 = R"(ld\.global[.a-z0-9]*\.v4\.[bf]32)";
+  auto rows_of = [&](auto kernel) {
+    Kernel k = compile(kernel, {.name = "copy_rows"});
+    codegen::Specialization s = codegen_checks::aligned(k);
+    s.args[2] = codegen::int_arg_facts(130);  // what the launch proves: 2
+    return codegen::compile(*k.impl(), s, "sm_90a").assembly;
+  };
+  CHECK(codegen_checks::count(rows_of(copy_rows<false>), v4) == 0);
+  CHECK(codegen_checks::count(rows_of(copy_rows_assumed<true>), v4) > 0);
+  CHECK(codegen_checks::count(rows_of(copy_rows_assumed<false>), v4) > 0);
+  for (Kernel k : {compile(copy_rows_assumed<true>, {.name = "copy_rows"})}) {
+    CHECK(codegen_checks::count(k.ir(), "assume %") == 2);
+    codegen_checks::check_stores_on_sm90a_and_gfx942(k);
+  }
 }
 
 TEST_CASE("nested hints become one, and what they promise reaches the vector accesses", "[hints][codegen]") {

@@ -114,6 +114,7 @@ const char* kAllOps = R"(func @all_ops(%0: ptr<f32>, %1: ptr<i32>, %2: i32, %3: 
   store %80, %45
   %81 = cmp %67, %67 {pred = "eq"} : i1
   assert %81 {file = "kern.cpp", line = 42, msg = "finite"}
+  assume %81
   %82 = descriptor_load %0, %2, %2, %2 {block = [16]} : tile<16xf32>
   descriptor_store %0, %2, %2, %2, %82 {block = [16]}
   %83 = hint %77 {contiguity = [1], divisibility = [16]} : tile<16xptr<i32>>

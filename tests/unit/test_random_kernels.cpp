@@ -36,6 +36,7 @@
 #include "codegen/compile.h"
 #include "gpu_oracle.h"
 #include "random_kernel.h"
+#include "random_kernel_internal.h"
 #include "runtime/kernel.h"
 
 using namespace tl;
@@ -94,7 +95,7 @@ std::string check_intervals(const randk::Program& p, const std::vector<std::vect
       const randk::Val& v = p.vals[size_t(in.args[0])];
       if (v.wild) continue;
       size_t sz = size_t(byte_size(v.dt));
-      const auto& buf = out[size_t(v.dt)];
+      const auto& buf = out[size_t(randk::idx(v.dt))];
       for (int64_t i = 0; i < v.numel() * p.grid; ++i) {
         const uint8_t* e = buf.data() + size_t(in.slot + i) * sz;
         bool fill = true;
@@ -105,6 +106,7 @@ std::string check_intervals(const randk::Program& p, const std::vector<std::vect
           case DType::i1: x = e[0]; break;
           case DType::i8: x = int8_t(e[0]); break;
           case DType::u8: x = e[0]; break;
+          case DType::u16: { uint16_t t; std::memcpy(&t, e, 2); x = t; break; }
           case DType::i16: { int16_t t; std::memcpy(&t, e, 2); x = t; break; }
           case DType::i32: { int32_t t; std::memcpy(&t, e, 4); x = t; break; }
           case DType::u32: { uint32_t t; std::memcpy(&t, e, 4); x = t; break; }
@@ -369,7 +371,7 @@ TEST_CASE("random kernels: the comparison sees a one-ulp change", "[random]") {
     for (size_t i = 0; i < stores.size(); ++i) {
       const randk::Val& v = p.vals[size_t(stores[i]->args[0])];
       if (bounds[i] != 0 || v.dt == DType::i1 || v.wild) continue;
-      got[size_t(v.dt)][size_t(stores[i]->slot) * size_t(byte_size(v.dt))] ^= 1;
+      got[size_t(randk::idx(v.dt))][size_t(stores[i]->slot) * size_t(byte_size(v.dt))] ^= 1;
       CHECK_THAT(randk::compare(p, want, got), Catch::Contains("1 elements differ"));
       flipped++;
       break;

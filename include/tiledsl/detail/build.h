@@ -209,6 +209,7 @@ Value* atomic_rmw(const std::string& kind, Value* ptr, const Operand& value, Val
 Value* atomic_cas(Value* ptr, const Operand& cmp, const Operand& value, const std::string& sem,
                   const std::string& scope, const ir::Loc& loc);
 void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc);
+void assume(Value* cond, const ir::Loc& loc);
 void debug_barrier(const ir::Loc& loc);
 void device_print(const std::string& prefix, const std::vector<Value*>& values, const ir::Loc& loc);
 
