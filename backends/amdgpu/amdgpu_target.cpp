@@ -59,6 +59,7 @@ class AmdgpuTarget final : public Target {
     // yet: the shared lowering converts operands with plain LDS stores and
     // loads.
     name = arch_;
+    asm_language = "amdgcn";
     warp_size = wave_size;
     max_shared_bytes = 64 * 1024;  // LDS per work-group on CDNA2/CDNA3 and RDNA3
     matrix_instr = [arch = arch_](DType in, bool allow_tf32) { return amdgpu::matrix_instr(arch, in, allow_tf32); };
@@ -68,6 +69,7 @@ class AmdgpuTarget final : public Target {
       LLVMInitializeAMDGPUTarget();
       LLVMInitializeAMDGPUTargetMC();
       LLVMInitializeAMDGPUAsmPrinter();
+      LLVMInitializeAMDGPUAsmParser();  // inline assembly (tl::inline_asm_elementwise) in code objects
     });
     llvm::Triple triple("amdgcn-amd-amdhsa");
     std::string err;

@@ -101,6 +101,7 @@ class NvptxTarget final : public Target {
       : arch_(std::move(arch)), sm_(std::stoi(arch_.substr(3, 2))) {
     // The capability record.
     name = arch_;
+    asm_language = "ptx";
     warp_size = 32;
     max_shared_bytes = shared_kib * 1024;
     has_matrix_load_8x8 = true;  // ldmatrix

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <source_location>
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "tiledsl/tile.h"
 
@@ -50,6 +53,36 @@ tile<E> max_contiguous(const tile<E>& x, std::vector<int64_t> c, std::source_loc
 template <class E>
 tile<E> max_contiguous(const tile<E>& x, int64_t c, std::source_location w = std::source_location::current()) {
   return max_contiguous(x, std::vector<int64_t>{c}, w);
+}
+
+// Triton's inline_asm_elementwise: assembly run on every element of the
+// arguments (broadcast to one shape), giving a tile of R. The text is the
+// target's: `ptx` for NVIDIA, `amdgcn` for AMD, each with its LLVM
+// constraints, outputs first (PTX "=r,r,r": one 32-bit result, two 32-bit
+// operands; "f" an f32, "l" 64 bits, "h" 16; AMD "=v,v"). A kernel
+// compiled for a GPU whose text is missing is an error naming the line;
+// the interpreter cannot run either. With pack 1 each operand is one element (f16 and bf16 as
+// 16-bit integers); with pack p > 1, p consecutive elements of a thread
+// are packed into one integer of p times their width, and the result is
+// unpacked likewise (four i8 in one "r"). `is_pure = false` marks text
+// with effects (it is never removed or merged either way).
+//   auto y = tl::inline_asm_elementwise<float>({.ptx = {"ex2.approx.f32 $0, $1;", "=f,f"}}, x);
+struct AsmText {
+  std::string text, constraints;
+};
+struct InlineAsm {
+  AsmText ptx, amdgcn;
+  bool is_pure = true;
+  int pack = 1;
+  std::source_location where = std::source_location::current();  // the call's line (left out by callers)
+};
+template <class R, class... A>
+tile<R> inline_asm_elementwise(const InlineAsm& a, const tile<A>&... args) {
+  static_assert(sizeof...(A) > 0, "tl::inline_asm_elementwise: at least one tile argument");
+  return tile<R>(detail::inline_asm({{"ptx", a.ptx.text}, {"ptx_constraints", a.ptx.constraints}, {"amdgcn", a.amdgcn.text},
+                                     {"amdgcn_constraints", a.amdgcn.constraints}},
+                                    a.is_pure, a.pack, {args.value()...}, detail::elem_info<R>::dtype,
+                                    detail::to_loc(a.where)));
 }
 
 // A promise that `cond` holds for every element (Triton's tl.assume), for

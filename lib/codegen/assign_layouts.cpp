@@ -338,6 +338,8 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
       if (i < 2 && d.operand_in_smem(i)) return std::nullopt;
       return i == 0 ? d.a : i == 1 ? d.b : d.c;
     }
+    case OpKind::InlineAsm:
+      return res(0);
     case OpKind::Load:
     case OpKind::Assert:
     case OpKind::Assume:
@@ -589,6 +591,9 @@ class Assigner {
       case OpKind::If:
         for (const auto& sub : op.regions)
           if (const Op* y = sub->terminator(); y && plan_.has(y->operands[k])) return plan_.of(y->operands[k]);
+        break;
+      case OpKind::InlineAsm:
+        if (auto l = placed_operand(op)) return *l;
         break;
       default:
         if (ir::op_is_elementwise(op.kind))

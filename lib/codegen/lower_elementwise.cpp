@@ -3,6 +3,8 @@
 // once; f32 math through the target's fast instructions or the shared
 // expansions (math_expansions.h), f64 math through the expansions; casts
 // to narrow floats rounded once (through a round-to-odd f32).
+#include <llvm/IR/InlineAsm.h>
+
 #include "codegen/lowerer.h"
 #include "codegen/math_emitter.h"
 #include "codegen/math_expansions.h"
@@ -53,6 +55,69 @@ void Lowerer::lower_elementwise(const Op& op) {
     out[r] = scalar_op(op, args);
   }
   for (int r = 0; r < n; ++r) out[r] = out[lead[r]];
+  vals_[op.result()] = out;
+}
+
+// Per `pack` registers one call of the target's text (ops.def): 16-bit
+// floats travel as i16 (inline-assembly constraints take integers of
+// their width), packed groups as one integer of the group's width.
+void Lowerer::lower_inline_asm(const Op& op) {
+  const std::string& lang = t_.asm_language;
+  if (!op.has_attr(lang))
+    unsupported(op, "has no " + lang + " text for " + t_.name + " (give tl::InlineAsm ." + lang + ")");
+  const std::string text = op.attr_str(lang);
+  const int pack = int(op.attr_int_or("pack", 1));
+  const int n = width_of(op.result());
+  if (n % pack)
+    unsupported(op, "packs " + std::to_string(pack) + " elements a call, found " + std::to_string(n) +
+                        " elements a thread in its layout");
+  auto wire = [&](DType d) -> llvm::Type* {
+    int bits = bit_width(d) == 1 ? 8 : bit_width(d);
+    if (pack > 1) return b_.getIntNTy(unsigned(bits * pack));
+    return is_float(d) && bits == 16 ? b_.getInt16Ty() : elem_type(d);
+  };
+  auto to_wire = [&](const Regs& regs, DType d, int r) -> llvm::Value* {
+    auto at = [&](int k) { return regs.size() == 1 ? regs[0] : regs[size_t(r + k)]; };
+    if (pack == 1) return wire(d) == elem_type(d) ? at(0) : b_.CreateBitCast(at(0), wire(d));
+    llvm::Type* et = bit_width(d) == 1 ? b_.getInt8Ty() : elem_type(d);
+    llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(et, unsigned(pack)));
+    for (int k = 0; k < pack; ++k) {
+      llvm::Value* e = bit_width(d) == 1 ? b_.CreateZExt(at(k), et) : at(k);
+      v = b_.CreateInsertElement(v, e, uint64_t(k));
+    }
+    return b_.CreateBitCast(v, wire(d));
+  };
+  const DType rd = op.result()->type.dtype;
+  std::vector<llvm::Type*> arg_types;
+  std::vector<Regs> ins;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    ins.push_back(operand(op, int(i)));
+    arg_types.push_back(wire(op.operands[i]->type.dtype));
+  }
+  auto* fty = llvm::FunctionType::get(wire(rd), arg_types, false);
+  const std::string cons = op.attr_str(lang + "_constraints");
+  if (llvm::Error e = llvm::InlineAsm::verify(fty, cons)) {
+    llvm::consumeError(std::move(e));
+    unsupported(op, "has constraints \"" + cons + "\" that do not fit one result and " +
+                        std::to_string(op.operands.size()) + " operands");
+  }
+  auto* asm_fn = llvm::InlineAsm::get(fty, text, cons, op.attr_int_or("pure", 1) == 0);
+  Regs out;
+  for (int r = 0; r < n; r += pack) {
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < ins.size(); ++i) args.push_back(to_wire(ins[i], op.operands[i]->type.dtype, r));
+    llvm::Value* v = b_.CreateCall(asm_fn, args);
+    if (pack == 1) {
+      out.push_back(wire(rd) == elem_type(rd) ? v : b_.CreateBitCast(v, elem_type(rd)));
+      continue;
+    }
+    llvm::Type* et = bit_width(rd) == 1 ? b_.getInt8Ty() : elem_type(rd);
+    llvm::Value* vec = b_.CreateBitCast(v, llvm::FixedVectorType::get(et, unsigned(pack)));
+    for (int k = 0; k < pack; ++k) {
+      llvm::Value* e = b_.CreateExtractElement(vec, uint64_t(k));
+      out.push_back(bit_width(rd) == 1 ? b_.CreateICmpNE(e, llvm::ConstantInt::get(et, 0)) : e);
+    }
+  }
   vals_[op.result()] = out;
 }
 

@@ -553,6 +553,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::AtomicCas: return &Lowerer::lower_atomic;
     case OpKind::Assert: return &Lowerer::lower_assert;
     case OpKind::Assume: return &Lowerer::lower_assume;
+    case OpKind::InlineAsm: return &Lowerer::lower_inline_asm;
     case OpKind::Print: return &Lowerer::lower_print;
     case OpKind::For: return &Lowerer::lower_for;
     case OpKind::If: return &Lowerer::lower_if;

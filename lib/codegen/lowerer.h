@@ -170,6 +170,7 @@ class Lowerer {
 
   // ------------------------------------------------------------ elementwise
   void lower_elementwise(const Op& op);
+  void lower_inline_asm(const Op& op);
   llvm::Value* scalar_op(const Op& op, std::vector<llvm::Value*> a);
   static bool is_math(OpKind k);
   llvm::Value* int_op(const Op& op, const std::vector<llvm::Value*>& a, DType d);

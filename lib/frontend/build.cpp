@@ -636,6 +636,29 @@ void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc) {
   emit(OpKind::Assert, {cond}, {}, {{"msg", msg}, {"file", loc.file}, {"line", int64_t(loc.line)}}, loc);
 }
 
+Value* inline_asm(const std::vector<std::pair<std::string, std::string>>& text, bool pure, int pack,
+                  const std::vector<Value*>& args, DType result, const ir::Loc& loc) {
+  const char* op = "inline_asm_elementwise";
+  if (args.empty()) fail(loc, op, "expected at least one tile argument, found none");
+  ir::Attrs attrs{{"pure", int64_t(pure)}, {"pack", int64_t(pack)}};
+  for (const auto& [key, value] : text)
+    if (!value.empty()) attrs[key] = value;
+  for (const char* lang : {"ptx", "amdgcn"})
+    if (attrs.count(lang) != attrs.count(std::string(lang) + "_constraints"))
+      fail(loc, op, std::string("expected .") + lang + " to give both its text and its constraints, found one of them");
+  if (!attrs.count("ptx") && !attrs.count("amdgcn"))
+    fail(loc, op, "expected assembly text (.ptx or .amdgcn), found none");
+  if (pack < 1 || pack > 8 || (pack & (pack - 1)) != 0) fail(loc, op, "expected a pack of 1, 2, 4 or 8, found " + std::to_string(pack));
+  Shape shape;
+  for (Value* a : args) {
+    if (type_of(a).is_ptr) fail(loc, op, "expected numeric arguments, found " + type_of(a).str());
+    shape = broadcast_shapes(shape, type_of(a).shape, loc, op);
+  }
+  std::vector<Value*> ops;
+  for (Value* a : args) ops.push_back(broadcast_to(a, shape, loc, op));
+  return emit1(OpKind::InlineAsm, ops, Type{result, false, shape}, attrs, loc);
+}
+
 void assume(Value* cond, const ir::Loc& loc) {
   Type t = type_of(cond);
   if (t.dtype != DType::i1 || t.is_ptr) fail(loc, "assume", "expected a bool condition, found " + t.str());

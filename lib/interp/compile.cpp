@@ -201,6 +201,9 @@ class Compiler {
         if (in.regions[0].args.size() != op.operands.size() - 2 || in.regions[0].yields.size() != op.results.size())
           unsupported(op, "region arguments or yields do not match its carried values");
         break;
+      case K::InlineAsm:
+        unsupported(op, "is GPU assembly (PTX or AMDGCN text), which the interpreter cannot run; launch the kernel on a "
+                        "GPU");
       case K::While:
         if (in.regions.size() != 2) unsupported(op, "expects two regions");
         if (in.regions[0].args.size() != op.operands.size() || in.regions[1].args.size() != op.operands.size() ||

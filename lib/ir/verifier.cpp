@@ -424,6 +424,24 @@ class Verifier : public Rules {
         break;
       }
 
+      case OpKind::InlineAsm: {
+        operands_at_least(op, 1);
+        results(op, 1);
+        for (size_t i = 0; i < op.operands.size(); ++i)
+          require(op.operands[i]->type.shape == res(op).shape && !op.operands[i]->type.is_ptr, op,
+                  "operand #" + std::to_string(i) + " a number of the result's shape " + res(op).str(),
+                  op.operands[i]->type.str());
+        require(op.has_attr("ptx") || op.has_attr("amdgcn"), op, "assembly text ('ptx' or 'amdgcn')", "none");
+        for (const char* lang : {"ptx", "amdgcn"}) {
+          optional_str(op, lang);
+          if (op.has_attr(lang)) str_attr(op, std::string(lang) + "_constraints");
+        }
+        optional_int(op, "pure");
+        int64_t pack = op.attr_int_or("pack", 1);
+        require(pack >= 1 && pack <= 8 && (pack & (pack - 1)) == 0, op, "a pack of 1, 2, 4 or 8",
+                std::to_string(pack));
+        break;
+      }
       case OpKind::Assume:
         operands(op, 1, 1);
         results(op, 0);

@@ -128,6 +128,7 @@ const char* kAllOps = R"(func @all_ops(%0: ptr<f32>, %1: ptr<i32>, %2: i32, %3: 
     %89 = add %88, %88 : tile<16xi32>
     yield %89
   }
+  %90 = inline_asm %84, %84 {pack = 1, ptx = "add.s32 $0, $1, $2;", ptx_constraints = "=r,r,r", pure = 1} : tile<16xi32>
   print
 }
 )";

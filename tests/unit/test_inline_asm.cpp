@@ -1,0 +1,163 @@
+// tl::inline_asm_elementwise (Triton's inline_asm_elementwise): each call's
+// PTX in the kernel's assembly, packed and unpacked operands (four u8 in
+// one 32-bit register, two f16 in one, an f16 alone as 16 bits), a scalar
+// argument broadcast, AMDGCN text on gfx942; the errors: the interpreter
+// cannot run assembly, a target without its text, constraints that do not
+// fit and a bad pack name the line; on the GPU ([gpu]) every result
+// against C++.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/compile.h"
+#include "codegen_checks.h"
+#include "gpu_oracle.h"
+#include "runtime/kernel.h"
+#include "tiledsl/tiledsl.h"
+
+using namespace tl;
+
+namespace {
+
+constexpr int kN = 256;
+int g_line = 0;  // the line of the call an error names
+
+// out_i = x << 3 (pack 1, i32); out_b = b + 1 four bytes at a time (pack
+// 4, PTX and AMDGCN); out_h = h + g on f16 pairs (pack 2); out_n = -h
+// (pack 1, f16 as 16 bits); out_f = x * s (a scalar broadcast).
+void asm_ops(ptr<int32_t> x, ptr<uint8_t> b, ptr<f16> h, ptr<f16> g, ptr<int32_t> out_i, ptr<uint8_t> out_b,
+             ptr<f16> out_h, ptr<f16> out_n, ptr<float> out_f, scalar<float> s) {
+  auto i = arange(0, kN);
+  tile<int32_t> xi = load(x + i);
+  g_line = __LINE__ + 1;
+  store(out_i + i, inline_asm_elementwise<int32_t>({.ptx = {"shl.b32 $0, $1, 3;", "=r,r"}}, xi));
+  store(out_b + i, inline_asm_elementwise<uint8_t>({.ptx = {"add.u32 $0, $1, 0x01010101;", "=r,r"},
+                                                    .amdgcn = {"v_add_u32 $0, 0x01010101, $1", "=v,v"},
+                                                    .pack = 4},
+                                                   load(b + i)));
+  store(out_h + i, inline_asm_elementwise<f16>({.ptx = {"add.f16x2 $0, $1, $2;", "=r,r,r"}, .pack = 2}, load(h + i),
+                                               load(g + i)));
+  store(out_n + i, inline_asm_elementwise<f16>({.ptx = {"neg.f16 $0, $1;", "=h,h"}}, load(h + i)));
+  store(out_f + i, inline_asm_elementwise<float>({.ptx = {"mul.rn.f32 $0, $1, $2;", "=f,f,f"}}, cast<float>(xi), s));
+}
+
+// Only AMDGCN text: compiles for gfx942, an error for sm_90a.
+void amd_only(ptr<uint8_t> b, ptr<uint8_t> out) {
+  auto i = arange(0, kN);
+  g_line = __LINE__ + 1;
+  store(out + i, inline_asm_elementwise<uint8_t>({.amdgcn = {"v_add_u32 $0, 0x01010101, $1", "=v,v"}, .pack = 4},
+                                                 load(b + i)));
+}
+
+// Constraints for two operands on a call with one.
+void bad_constraints(ptr<int32_t> x, ptr<int32_t> out) {
+  auto i = arange(0, kN);
+  g_line = __LINE__ + 1;
+  store(out + i, inline_asm_elementwise<int32_t>({.ptx = {"shl.b32 $0, $1, 3;", "=r,r,r"}}, load(x + i)));
+}
+
+void bad_pack(ptr<int32_t> x, ptr<int32_t> out) {
+  auto i = arange(0, kN);
+  g_line = __LINE__ + 1;
+  store(out + i, inline_asm_elementwise<int32_t>({.ptx = {"mov.b32 $0, $1;", "=r,r"}, .pack = 3}, load(x + i)));
+}
+
+std::string asm_for(const Kernel& k, const std::string& target) {
+  return codegen::compile(*k.impl(), codegen_checks::aligned(k), target).assembly;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string here() { return "test_inline_asm.cpp:" + std::to_string(g_line); }
+
+struct Inputs {
+  std::vector<int32_t> x;
+  std::vector<uint8_t> b;
+  std::vector<f16> h, g;
+};
+Inputs inputs() {
+  Inputs in;
+  for (int i = 0; i < kN; ++i) {
+    in.x.push_back(i * 37 - 4000);
+    in.b.push_back(uint8_t((i * 29) % 255));  // below 255: adding one carries into no other byte
+    in.h.push_back(f16(float(i) * 0.25f - 20.0f));
+    in.g.push_back(f16(float(i % 17) * 0.5f));
+  }
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("inline_asm_elementwise: each call's text in the PTX, AMDGCN on gfx942", "[inline_asm][codegen]") {
+  Kernel k = compile(asm_ops, {.name = "asm_ops", .num_warps = 2});
+  CHECK(codegen_checks::count(k.ir(), "inline_asm ") == 5);
+  std::string ptx = asm_for(k, "sm_90a");
+  for (const char* text : {"shl.b32", "add.u32", "add.f16x2", "neg.f16", "mul.rn.f32"}) {
+    INFO(text);
+    CHECK(ptx.find(text) != std::string::npos);
+  }
+  codegen_checks::check_assembles(ptx, "sm_90a");
+  Kernel ka = compile(amd_only, {.name = "amd_only"});
+  CHECK(asm_for(ka, "gfx942").find("v_add_u32") != std::string::npos);
+}
+
+TEST_CASE("inline_asm_elementwise: errors name the line", "[inline_asm][frontend]") {
+  Kernel k = compile(asm_ops, {.name = "asm_ops"});
+  int line = g_line;
+  Device interp = Device::get("interp");
+  auto x = interp.alloc<int32_t>(kN);
+  std::string e = error_of([&] {
+    interp(k, Grid{1}, x, interp.alloc<uint8_t>(kN), interp.alloc<f16>(kN), interp.alloc<f16>(kN), x,
+           interp.alloc<uint8_t>(kN), interp.alloc<f16>(kN), interp.alloc<f16>(kN), interp.alloc<float>(kN), 2.0f);
+  });
+  CHECK_THAT(e, Catch::Contains("test_inline_asm.cpp:" + std::to_string(line)) &&
+                    Catch::Contains("GPU assembly (PTX or AMDGCN text), which the interpreter cannot run"));
+  Kernel ka = compile(amd_only, {.name = "amd_only"});
+  e = error_of([&] { asm_for(ka, "sm_90a"); });
+  CHECK_THAT(e,
+             Catch::Contains(here()) && Catch::Contains("has no ptx text for sm_90a (give tl::InlineAsm .ptx)"));
+  CHECK_THAT(error_of([&] { asm_for(k, "gfx942"); }), Catch::Contains("has no amdgcn text for gfx942"));
+  Kernel kc = compile(bad_constraints, {.name = "bad_constraints"});
+  e = error_of([&] { asm_for(kc, "sm_90a"); });
+  CHECK_THAT(e,
+             Catch::Contains(here()) && Catch::Contains("has constraints \"=r,r,r\" that do not fit one result and 1 operands"));
+  e = error_of([&] { compile(bad_pack, {.name = "bad_pack"}); });
+  CHECK_THAT(e, Catch::Contains(here()) && Catch::Contains("expected a pack of 1, 2, 4 or 8, found 3"));
+}
+
+TEST_CASE("inline_asm_elementwise: the results on the GPU", "[inline_asm][gpu]") {
+  REQUIRE_GPU();
+  Device d = Device::get("cuda");
+  Kernel k = compile(asm_ops, {.name = "asm_ops", .num_warps = 2});
+  Inputs in = inputs();
+  auto x = d.upload(in.x);
+  auto b = d.upload(in.b);
+  auto h = d.upload(in.h), g = d.upload(in.g);
+  auto oi = d.alloc<int32_t>(kN);
+  auto ob = d.alloc<uint8_t>(kN);
+  auto oh = d.alloc<f16>(kN), on = d.alloc<f16>(kN);
+  auto of = d.alloc<float>(kN);
+  d(k, Grid{1}, x, b, h, g, oi, ob, oh, on, of, 0.5f);
+  d.synchronize();
+  auto gi = oi.download<int32_t>();
+  auto gb = ob.download<uint8_t>();
+  auto gh = oh.download<f16>(), gn = on.download<f16>();
+  auto gf = of.download<float>();
+  for (int i = 0; i < kN; ++i) {
+    INFO("i = " << i);
+    CHECK(gi[size_t(i)] == int32_t(uint32_t(in.x[size_t(i)]) << 3));
+    CHECK(gb[size_t(i)] == uint8_t(in.b[size_t(i)] + 1));
+    CHECK(gh[size_t(i)].bits == f16(float(in.h[size_t(i)]) + float(in.g[size_t(i)])).bits);
+    CHECK(gn[size_t(i)].bits == uint16_t(in.h[size_t(i)].bits ^ 0x8000));
+    CHECK(gf[size_t(i)] == float(in.x[size_t(i)]) * 0.5f);
+  }
+}
