@@ -102,6 +102,26 @@ void unwind_frame(Trace& t, const Frame& f) {
   set_insertion_end(t, f.op->parent);
 }
 
+// Keeps the arguments of `r` marked in `keep` (renumbered), dropping the
+// others (a loop's slots its body did not assign).
+void keep_args(ir::Region& r, const std::vector<bool>& keep) {
+  std::vector<std::unique_ptr<Value>> args;
+  for (size_t i = 0; i < r.args.size(); ++i)
+    if (keep[i]) {
+      r.args[i]->index = int(args.size());
+      args.push_back(std::move(r.args[i]));
+    }
+  r.args = std::move(args);
+}
+
+// A carried slot must leave the loop body with the type it entered with.
+void check_carried_type(const ir::Loc& loc, std::string_view op, const Entry& e, const Slot& s) {
+  if (s.value->type == e.arg->type) return;
+  fail(loc, op,
+       "expected a loop-carried variable to keep its type " + e.arg->type.str() + " (value at loop entry from " +
+           origin(e.entry, s) + "), found " + s.value->type.str() + " (assigned at " + origin(s.value, s) + ")");
+}
+
 }  // namespace
 
 void fail(const ir::Loc& loc, std::string_view op, const std::string& msg) {
@@ -244,10 +264,7 @@ void loop_end(int64_t frame) {
   for (const Entry& e : f.entries) {
     const Slot& s = t.slots[e.slot];
     if (s.value == e.arg) continue;
-    if (!(s.value->type == e.arg->type))
-      fail(f.loc, "range",
-           "expected a loop-carried variable to keep its type " + e.arg->type.str() + " (value at loop entry from " +
-               origin(e.entry, s) + "), found " + s.value->type.str() + " (assigned at " + origin(s.value, s) + ")");
+    check_carried_type(f.loc, "range", e, s);
     carried.push_back(&e);
     exits.push_back(s.value);
   }
@@ -268,13 +285,7 @@ void loop_end(int64_t frame) {
     }
   }
   unassigned.apply_all(*body);
-  std::vector<std::unique_ptr<Value>> args;
-  for (size_t i = 0; i < body->args.size(); ++i)
-    if (keep[i]) {
-      body->args[i]->index = int(args.size());
-      args.push_back(std::move(body->args[i]));
-    }
-  body->args = std::move(args);
+  keep_args(*body, keep);
 
   for (const Entry* e : carried) {
     op->operands.push_back(e->entry);
@@ -373,10 +384,7 @@ void trace_while(const ir::Loc& loc, function_ref<Value*()> cond_fn, function_re
       s.value = e.entry;
       continue;
     }
-    if (!(s.value->type == e.arg->type))
-      fail(loc, "while_",
-           "expected a loop-carried variable to keep its type " + e.arg->type.str() + " (value at loop entry from " +
-               origin(e.entry, s) + "), found " + s.value->type.str() + " (assigned at " + origin(s.value, s) + ")");
+    check_carried_type(loc, "while_", e, s);
     keep[i] = true;
     exits.push_back(s.value);
   }
@@ -384,13 +392,7 @@ void trace_while(const ir::Loc& loc, function_ref<Value*()> cond_fn, function_re
   t.builder.create(ir::OpKind::Yield, exits, {});
   for (ir::Region* r : {cond, body}) {
     unassigned.apply_all(*r);
-    std::vector<std::unique_ptr<Value>> args;
-    for (size_t i = 0; i < r->args.size(); ++i)
-      if (keep[i]) {
-        r->args[i]->index = int(args.size());
-        args.push_back(std::move(r->args[i]));
-      }
-    r->args = std::move(args);
+    keep_args(*r, keep);
   }
   for (size_t i = 0; i < done.entries.size(); ++i)
     if (keep[i]) {
