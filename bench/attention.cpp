@@ -16,24 +16,16 @@
 #include <random>
 
 #include "../examples/kernels/attention.h"
+#include "bench_common.h"
 
 namespace {
 
 constexpr int kTokens = 16384;      // B * N
 constexpr int kModelWidth = 2048;   // H * D
 
-tl::Device& device() {
-  static tl::Device dev = tl::Device::get();
-  return dev;
-}
+using bench::device;
 
-tl::Buffer random_buffer(size_t n, uint32_t seed) {
-  std::vector<tl::bf16> host(n);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (auto& v : host) v = tl::bf16(dist(rng));
-  return device().upload(host);
-}
+tl::Buffer random_buffer(size_t n, uint32_t seed) { return bench::random_buffer<tl::bf16>(n, 1.0f, seed); }
 
 // `group` query heads share a key/value head (GROUP of attention_gqa).
 template <int BM, int BN, int D, bool CAUSAL>

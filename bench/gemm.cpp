@@ -43,15 +43,13 @@
 #include <sstream>
 
 #include "../examples/kernels/gemm.h"
+#include "bench_common.h"
 #include "tiledsl/autotune.h"
 #include "cublas.h"
 
 namespace {
 
-tl::Device& device() {
-  static tl::Device dev = tl::Device::get();
-  return dev;
-}
+using bench::device;
 
 bool on_interp() { return device().name() == "interp"; }
 

@@ -15,14 +15,12 @@
 #include <cstdlib>
 #include <random>
 
+#include "bench_common.h"
 #include "norm_kernels.h"
 
 namespace {
 
-tl::Device& device() {
-  static tl::Device dev = tl::Device::get();
-  return dev;
-}
+using bench::device;
 
 int64_t total_elements() {
   const char* e = std::getenv("TILEDSL_BENCH_ELEMS");
@@ -30,7 +28,9 @@ int64_t total_elements() {
 }
 
 template <class T>
-tl::Buffer random_buffer(size_t n);
+tl::Buffer random_buffer(size_t n) {
+  return bench::random_buffer<T>(n, 2.0f);
+}
 
 // The rows every benchmark of one element type reads (made once: filling
 // 2^25 random numbers takes longer than the measurements).
@@ -40,20 +40,7 @@ const tl::Buffer& input_rows() {
   return x;
 }
 
-template <class T>
-tl::Buffer random_buffer(size_t n) {
-  std::vector<T> host(n);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.0f, 2.0f);
-  for (auto& v : host) v = T(dist(rng));
-  return device().upload(host);
-}
-
-void report(benchmark::State& state, double ms, double bytes) {
-  state.SetIterationTime(ms / 1e3);
-  state.counters["GB/s"] = benchmark::Counter(bytes / (ms / 1e3) / 1e9);
-  state.counters["ms"] = ms;
-}
+void report(benchmark::State& state, double ms, double bytes) { bench::report_bandwidth(state, ms, bytes); }
 
 // Times a compiled softmax (out, in, stride, n[, rows]) or layernorm (out,
 // in, weight, bias, stride, n, eps[, rows]) kernel over rows of n: one

@@ -17,30 +17,16 @@
 #include <random>
 
 #include "../examples/kernels/ported.h"
+#include "bench_common.h"
 
 namespace {
 
 namespace kp = kernels::ported;
 
-tl::Device& device() {
-  static tl::Device dev = tl::Device::get();
-  return dev;
-}
+using bench::device;
+using bench::random_buffer;
 
-template <class T>
-tl::Buffer random_buffer(size_t n, float sd = 1.0f) {
-  std::vector<T> host(n);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.0f, sd);
-  for (auto& v : host) v = T(dist(rng));
-  return device().upload(host);
-}
-
-void report(benchmark::State& state, double ms, double bytes) {
-  state.SetIterationTime(ms / 1e3);
-  state.counters["GB/s"] = benchmark::Counter(bytes / (ms / 1e3) / 1e9);
-  state.counters["ms"] = ms;
-}
+void report(benchmark::State& state, double ms, double bytes) { bench::report_bandwidth(state, ms, bytes); }
 
 constexpr int kRows = 4096;
 
