@@ -50,7 +50,7 @@ namespace tl {
 struct TuneConfig {
   std::string name;
   std::function<Kernel()> compile;
-  std::map<std::string, int64_t> meta;
+  std::map<std::string, int64_t> meta{};
 };
 
 // The grid of a launch under one configuration.
@@ -59,7 +59,7 @@ using TuneGrid = std::function<Grid(const TuneConfig&)>;
 struct AutotuneOptions {
   // Indices of the launch arguments (integers) whose values key the
   // tuning; empty: every integer argument.
-  std::vector<int> key_args;
+  std::vector<int> key_args{};
   int reps = 20;    // launches timed in one sample (the interpreter: 1)
   int samples = 5;  // samples a configuration; its time is their median (the interpreter: 1)
 };

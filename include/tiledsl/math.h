@@ -68,10 +68,10 @@ tile<E> max_contiguous(const tile<E>& x, int64_t c, std::source_location w = std
 // with effects (it is never removed or merged either way).
 //   auto y = tl::inline_asm_elementwise<float>({.ptx = {"ex2.approx.f32 $0, $1;", "=f,f"}}, x);
 struct AsmText {
-  std::string text, constraints;
+  std::string text{}, constraints{};
 };
 struct InlineAsm {
-  AsmText ptx, amdgcn;
+  AsmText ptx{}, amdgcn{};
   bool is_pure = true;
   int pack = 1;
   std::source_location where = std::source_location::current();  // the call's line (left out by callers)

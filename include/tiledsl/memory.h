@@ -13,13 +13,13 @@
 namespace tl {
 
 struct LoadOptions {
-  std::string cache;         // cache modifier hint ("", ".ca", ".cg", ...)
-  std::string evict;         // eviction policy hint ("", "evict_first", "evict_last")
+  std::string cache{};         // cache modifier hint ("", ".ca", ".cg", ...)
+  std::string evict{};         // eviction policy hint ("", "evict_first", "evict_last")
   bool is_volatile = false;
 };
 struct StoreOptions {
-  std::string cache;
-  std::string evict;
+  std::string cache{};
+  std::string evict{};
 };
 
 template <class T>

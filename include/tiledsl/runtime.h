@@ -39,7 +39,7 @@ struct Grid {
 // tl::compile rejects values outside the ranges given here, naming the
 // kernel and the option.
 struct CompileOptions {
-  std::string name;      // kernel name; defaults to "kernel"
+  std::string name{};      // kernel name; defaults to "kernel"
   // Warps a program runs on: a power of two, 1 to 32; a target takes at
   // most 1024 threads (16 warps on the 64-lane AMD CDNA targets).
   int num_warps = 4;

@@ -86,8 +86,11 @@ class Sha256 {
 };
 
 // The version string baked into every key: a different compiler must never
-// reuse another's binaries. Tiledsl's version plus the build's configure
-// time (TILEDSL_BUILD_ID), so a rebuilt library starts a fresh cache.
+// reuse another's binaries. Tiledsl's version plus the linker's build id of
+// the library (a digest of the linked file: any rebuild that changes the
+// library changes it, with or without reconfiguring; the same build gives
+// the same id in every process and directory). Without a build id note, the
+// library file's size and modification time.
 const std::string& compiler_version();
 
 // A cache key: the SHA-256 digest of everything a compiled kernel depends on.
@@ -228,6 +231,10 @@ class KernelCache {
   // <dir>/<hex>.tlk (empty when memory only).
   std::filesystem::path entry_path(const CacheKey& key) const;
 
+  // TILEDSL_ALWAYS_COMPILE=1, or TILEDSL_DUMP set (so that its stages are
+  // printed for kernels already on disk): get_or_compile compiles once per
+  // process rather than read the disk.
+  static bool always_compile();
   // Memory, then disk (a valid disk entry is kept in memory too).
   std::optional<Bytes> get(const CacheKey& key);
   // Memory and disk; a failed disk write is reported (once) and counted.
@@ -235,6 +242,7 @@ class KernelCache {
   // get(), else `compile` (once per key at a time in this process), put, and
   // return its bytes. A disk payload that `check` refuses is removed and
   // recompiled. Exceptions from `compile` propagate; nothing is stored.
+  // With always_compile() the disk is not read (but still written).
   std::shared_ptr<const Bytes> get_or_compile(const CacheKey& key, const std::function<Bytes()>& compile,
                                               const PayloadCheck& check = {});
   // Forgets `key` in memory and on disk: for a payload that passed every
@@ -291,7 +299,7 @@ struct CachedBinary {
   int threads = 0;
   int shared_bytes = 0;
   Bytes binary;
-  std::vector<TensorMapParam> tensor_maps;  // the kernel's parameters after its arguments
+  std::vector<TensorMapParam> tensor_maps{};  // the kernel's parameters after its arguments
 };
 Bytes encode_cached_binary(std::string_view device, const CachedBinary& e);
 // A tensor map's header line value: "bf16 0 2 a2 a3 a4 1 128 64 128" (its

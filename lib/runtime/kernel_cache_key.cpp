@@ -20,7 +20,13 @@ CacheKey kernel_cache_key(const detail::KernelImpl& kernel, std::string_view spe
   }
   if (ir_digest.empty()) {
     if (!kernel.fn) throw Error("kernel '" + kernel.name + "' has no function to compile");
-    std::string text = ir::print(*kernel.fn);
+    // Source locations are left out (the same kernel traced from another
+    // file or checkout compiles to the same code), except where the code
+    // holds them: a failed device_assert prints its file and line.
+    std::string text = ir::print(*kernel.fn, {.locations = false});
+    ir::walk(kernel.fn->body, [&](ir::Op* o) {
+      if (o->kind == ir::OpKind::Assert) text += "\nassert at " + o->loc.str();
+    });
     ir_digest = Sha256::hex(Sha256::of(text.data(), text.size()));
     std::lock_guard lock(memo_mutex);
     kernel.ir_digest = ir_digest;

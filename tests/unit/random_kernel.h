@@ -130,9 +130,9 @@ struct GenOptions {
 struct Program {
   uint64_t seed = 0;
   int budget = 0;
-  GenOptions opts;
-  std::vector<Val> vals;
-  std::vector<Instr> code;
+  GenOptions opts{};
+  std::vector<Val> vals{};
+  std::vector<Instr> code{};
   // Launch: grid.x programs; the three scalar parameters.
   uint32_t grid = 1;
   int32_t n = 0, m = 0, trips = 0;
@@ -140,8 +140,8 @@ struct Program {
   int num_warps = 4;
   // Elements of each output buffer (by dtype index), and what the
   // generator avoided (see avoid_known_issues).
-  std::vector<int64_t> out_elems;
-  std::vector<std::string> notes;
+  std::vector<int64_t> out_elems{};
+  std::vector<std::string> notes{};
   int ops = 0;  // instructions generated (the budget used)
   // A readable listing: one line per op, C++-like.
   std::string str() const;

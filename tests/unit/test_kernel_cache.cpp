@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "codegen/compile.h"
+#include "kernel_cache_placed_kernels.h"
 #include "kernel_cache_test_util.h"
 #include "runtime/device.h"
 #include "runtime/kernel.h"
@@ -66,12 +67,55 @@ TEST_CASE("cache keys depend on every field, and only on them", "[cache]") {
   CHECK(base != CacheKey::make("ir", "opts", "spec", "sm_90a", "v2"));
   // Moving text across a field boundary changes the key.
   CHECK(CacheKey::make("ab", "c", "", "", "") != CacheKey::make("a", "bc", "", "", ""));
-  CHECK(!tl::runtime::compiler_version().empty());
+  // The compiler version is the library's build id (ld --build-id=sha1:
+  // 20 bytes), the same on every call.
+  const std::string& v = tl::runtime::compiler_version();
+  INFO(v);
+  REQUIRE(v.rfind("tiledsl 0.1 build ", 0) == 0);
+  std::string id = v.substr(std::strlen("tiledsl 0.1 build "));
+  CHECK(id.size() == 40);
+  CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(&v == &tl::runtime::compiler_version());
+}
+
+
+TEST_CASE("kernel cache keys leave out source locations but an assert's", "[cache]") {
+  auto key = [](const tl::Kernel& k) { return tl::runtime::kernel_cache_key(*k.impl(), "d16", "sm_90a"); };
+  tl::Kernel here = tl::compile(placed_kernel<0>, {.name = "placed"});
+  tl::Kernel there = tl::compile(placed_kernel<1>, {.name = "placed"});
+  CHECK(here.impl()->fn->body.ops.front()->loc.file != there.impl()->fn->body.ops.front()->loc.file);
+  CHECK(key(here) == key(there));
+  CHECK(key(tl::compile(asserting_kernel<0>, {.name = "a"})) != key(tl::compile(asserting_kernel<1>, {.name = "a"})));
+}
+
+TEST_CASE("kernel cache: TILEDSL_ALWAYS_COMPILE and TILEDSL_DUMP compile rather than read the disk", "[cache]") {
+  TempDir tmp;
+  CacheKey key = test_key();
+  int compiles = 0;
+  auto compile = [&] {
+    ++compiles;
+    return bytes_of("binary " + std::to_string(compiles));
+  };
+  KernelCache(tmp.path).get_or_compile(key, compile);
+  for (const char* var : {"TILEDSL_ALWAYS_COMPILE", "TILEDSL_DUMP"}) {
+    INFO(var);
+    ::setenv(var, var == std::string("TILEDSL_DUMP") ? "none" : "1", 1);
+    KernelCache cache(tmp.path);
+    int before = compiles;
+    CHECK(*cache.get_or_compile(key, compile) == bytes_of("binary " + std::to_string(before + 1)));
+    CHECK(*cache.get_or_compile(key, compile) == bytes_of("binary " + std::to_string(before + 1)));  // memory
+    CHECK(compiles == before + 1);
+    ::unsetenv(var);
+    // The compile was written: the next process without the variable reads it.
+    CHECK(KernelCache(tmp.path).get(key) == bytes_of("binary " + std::to_string(before + 1)));
+  }
+  ::setenv("TILEDSL_ALWAYS_COMPILE", "0", 1);
+  CHECK(!KernelCache::always_compile());
+  ::unsetenv("TILEDSL_ALWAYS_COMPILE");
 }
 
 TEST_CASE("kernel cache keys of traced kernels", "[cache]") {
-  // Source locations are part of the IR text (device asserts print them), so
-  // "the same kernel twice" means traced from the same call site.
+  // "The same kernel twice": the same IR and options.
   auto trace = [] { return tl::compile(scale_kernel<64>, {.name = "scale"}); };
   tl::Kernel a = trace();
   tl::Kernel a_again = trace();

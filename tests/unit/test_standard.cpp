@@ -513,11 +513,11 @@ bool toward_zero(double x, double r, Next next) {
 // same), f32; its inputs are downcast_inputs() and, in f64, the same a
 // hair larger (between two floats).
 struct DowncastRun {
-  std::vector<float> xs;
-  std::vector<double> ys;
-  std::vector<bf16> b;
-  std::vector<f16> h;
-  std::vector<float> f;
+  std::vector<float> xs{};
+  std::vector<double> ys{};
+  std::vector<bf16> b{};
+  std::vector<f16> h{};
+  std::vector<float> f{};
 };
 DowncastRun run_downcasts(Device& d, const Kernel& k) {
   DowncastRun r{downcast_inputs()};
