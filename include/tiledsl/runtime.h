@@ -71,7 +71,10 @@ struct CompileOptions {
 // What a device spent compiling kernels (GPU devices; all zero on the
 // interpreter). Times are sums in milliseconds of the steps after tracing:
 // codegen (Tile IR -> PTX/assembly), link (PTX -> binary by the driver's JIT
-// linker) and load (binary -> loaded module).
+// linker) and load (binary -> loaded module). codegen_ms is the sum of its
+// stages: the GPU passes (Tile IR -> GPU IR), the lowering to LLVM IR,
+// LLVM's optimization, and the emission of assembly (and, on AMD, the code
+// object).
 struct CompileStats {
   int64_t compiles = 0;        // kernels compiled (not found in any cache)
   int64_t cache_hits = 0;      // kernels loaded from the kernel cache (memory or disk)
@@ -79,6 +82,10 @@ struct CompileStats {
   double codegen_ms = 0;
   double link_ms = 0;
   double load_ms = 0;
+  double passes_ms = 0;    // codegen: the GPU passes
+  double lower_ms = 0;     // codegen: GPU IR -> LLVM IR
+  double optimize_ms = 0;  // codegen: LLVM's optimization pipeline
+  double emit_ms = 0;      // codegen: assembly (and code object) emission
 };
 
 namespace detail {

@@ -24,8 +24,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -399,6 +401,141 @@ template <class T, class E>
   requires(!detail::elem_info<E>::is_ptr && !detail::elem_info<T>::is_ptr)
 tile<T> cumsum(const tile<E>& x, int axis, dtype_tag<T> t, std::source_location w = std::source_location::current()) {
   return cumsum(x, axis, false, t, w);
+}
+
+// out_dtype of dot: the product accumulated as without it (f32 for float
+// inputs, i32 for i8) and the result cast to T once. Triton accumulates in
+// T on the tensor cores (an f16 out_dtype sums in f16); here only the final
+// sum is rounded, so results are as precise or more.
+template <class T, class E>
+  requires(!detail::elem_info<E>::is_ptr && !detail::elem_info<T>::is_ptr)
+tile<T> dot(const tile<E>& a, const tile<E>& b, dtype_tag<T>, const DotOptions& opts = {},
+            std::source_location w = std::source_location::current()) {
+  return cast<T>(dot(a, b, opts, w), w);
+}
+
+// ---- dot_scaled: Triton's product of microscaled operands ----
+//
+// tl::dot_scaled(lhs, lhs_scale, "e2m1", rhs, rhs_scale, "e4m3"[, acc]):
+// (lhs * 2^(lhs_scale - 127)) x (rhs * 2^(rhs_scale - 127)) [+ acc], f32.
+//   lhs     [M, K]; "e2m1" (fp4): u8 [M, K/2], two values a byte along K,
+//           the first in the low nibble; "e4m3" / "e5m2": u8 bits or
+//           f8e4m3 / f8e5m2 [M, K]; "bf16" / "fp16": bf16 / f16 [M, K].
+//   rhs     [K, N]; "e2m1": u8 [K/2, N], packed along K likewise.
+//   scales  u8 (e8m0) [M, K/32] for lhs, [N, K/32] for rhs, one per 32
+//           values along K; 255 is NaN. std::nullopt: no scale (1).
+// As Triton does on GPUs without microscaled tensor cores (Hopper, Ampere,
+// AMD), the operands are decoded and scaled into bf16 (both in f16 when
+// both are "fp16" without scales) and multiplied by an ordinary dot: the
+// decoded values and power-of-two scales are exact in bf16 unless they
+// leave its range. Not supported: Triton's lhs_k_pack / rhs_k_pack = false
+// (fp4 packed along M or N) and fast_math (NaN scales are always honoured).
+namespace detail {
+
+// Bits of the f32 value of fp4 (e2m1) codes 0..15 held in i32:
+// sign | exponent (bias 1) | one mantissa bit; codes 0 and 8 are +-0 and
+// exponent 0 with the mantissa bit is 0.5.
+inline tile<int32_t> e2m1_to_f32_bits(const tile<int32_t>& c, std::source_location w) {
+  tile<int32_t> sign = (c >> 3) << 31, e = (c >> 1) & 3, m = c & 1;
+  tile<int32_t> normal = ((e + 126) << 23) | (m << 22);
+  return sign | tl::where(located<bool>(e == 0, w), m * 0x3F000000, normal);
+}
+
+// The f32 values of an operand in `format`; e2m1 is unpacked along axis
+// `k_axis` (1 for lhs, 0 for rhs).
+template <class E>
+tile<float> mx_decode(const tile<E>& x, std::string_view format, int k_axis, const ir::Loc& loc,
+                      std::source_location w) {
+  auto bad = [&](std::string_view want) -> tile<float> {
+    fail(loc, "dot_scaled",
+         "expected " + std::string(want) + " for format \"" + std::string(format) + "\", found " + x.type().str());
+  };
+  if (format == "e2m1" || format == "e4m3" || format == "e5m2") {
+    if constexpr (std::is_same_v<E, uint8_t>) {
+      if (format == "e4m3") return tl::cast<float>(tl::bitcast<f8e4m3>(x, w), w);
+      if (format == "e5m2") return tl::cast<float>(tl::bitcast<f8e5m2>(x, w), w);
+      tile<int32_t> byte = tl::cast<int32_t>(x, w);
+      tile<float> lo = tl::bitcast<float>(e2m1_to_f32_bits(byte & 15, w), w), hi = tl::bitcast<float>(e2m1_to_f32_bits(byte >> 4, w), w);
+      if (k_axis == 1) return tl::interleave(lo, hi, w);                 // [M, K]
+      return tl::trans(tl::interleave(tl::trans(lo, w), tl::trans(hi, w), w), w);    // [K, N]
+    } else if constexpr (std::is_same_v<E, f8e4m3>) {
+      if (format == "e4m3") return tl::cast<float>(x, w);
+      return bad("a u8 tile");
+    } else if constexpr (std::is_same_v<E, f8e5m2>) {
+      if (format == "e5m2") return tl::cast<float>(x, w);
+      return bad("a u8 tile");
+    } else {
+      return bad(format == "e2m1" ? "a u8 tile" : "a u8 or f8 tile");
+    }
+  }
+  if (format == "bf16") {
+    if constexpr (std::is_same_v<E, bf16>) return tl::cast<float>(x, w);
+    return bad("a bf16 tile");
+  }
+  if (format == "fp16") {
+    if constexpr (std::is_same_v<E, f16>) return tl::cast<float>(x, w);
+    return bad("an f16 tile");
+  }
+  fail(loc, "dot_scaled", "expected a format e2m1, e4m3, e5m2, bf16 or fp16, found \"" + std::string(format) + "\"");
+}
+
+// 2^(s - 127) for e8m0 scales s [R, G] (255: NaN), spread over the 32
+// values each covers: [R, 32 G].
+inline tile<float> mx_scales(const tile<uint8_t>& s, std::source_location w) {
+  tile<int32_t> e = tl::cast<int32_t>(s, w);
+  tile<int32_t> bits =
+      tl::where(located<bool>(e == 255, w), 0x7FC00000, tl::where(located<bool>(e == 0, w), 0x00400000, e << 23));
+  tile<float> f = tl::bitcast<float>(bits, w);                          // [R, G]
+  const int64_t rows = s.shape()[0], groups = s.shape()[1];
+  return tl::reshape(tl::broadcast_to(tl::expand_dims(f, 2, w), {rows, groups, 32}, w), {rows, groups * 32}, w);  // [R, 32 G]
+}
+
+template <class A, class B>
+Value* dot_scaled(const tile<A>& lhs, const std::optional<tile<uint8_t>>& lhs_scale, std::string_view lhs_format,
+                  const tile<B>& rhs, const std::optional<tile<uint8_t>>& rhs_scale, std::string_view rhs_format,
+                  Value* acc, std::source_location w) {
+  const ir::Loc loc = to_loc(w);
+  if (lhs.rank() != 2 || rhs.rank() != 2)
+    fail(loc, "dot_scaled", "expected 2-D operands, found " + lhs.type().str() + " and " + rhs.type().str());
+  tile<float> a = mx_decode(lhs, lhs_format, 1, loc, w);    // [M, K]
+  tile<float> b = mx_decode(rhs, rhs_format, 0, loc, w);    // [K, N]
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  if (b.shape()[0] != K)
+    fail(loc, "dot_scaled", "expected rhs to have K = " + std::to_string(K) + " rows (from lhs " + lhs.type().str() +
+                                " as " + std::string(lhs_format) + "), found " + rhs.type().str() + " as " +
+                                std::string(rhs_format));
+  auto scaled = [&](tile<float> x, const std::optional<tile<uint8_t>>& s, int64_t rows, const char* side,
+                    bool transposed) {
+    if (!s) return x;
+    const Shape want{rows, K / 32};
+    if (K % 32 != 0 || s->shape() != want)
+      fail(loc, "dot_scaled",
+           std::string("expected ") + side + "_scale of shape [" + std::to_string(rows) + ", " + std::to_string(K / 32) +
+               "] (one scale per 32 values along K = " + std::to_string(K) + (K % 32 ? ", a multiple of 32" : "") +
+               "), found " + s->type().str());
+    tile<float> f = mx_scales(*s, w);                            // [rows, K]
+    return transposed ? tile<float>(x * tl::trans(f, w)) : tile<float>(x * f);
+  };
+  a = scaled(a, lhs_scale, M, "lhs", false);
+  b = scaled(b, rhs_scale, N, "rhs", true);
+  const bool half = lhs_format == "fp16" && rhs_format == "fp16" && !lhs_scale && !rhs_scale;
+  if (half) return dot(tl::cast<f16>(a, w).value(), tl::cast<f16>(b, w).value(), acc, "tf32", loc);
+  return dot(tl::cast<bf16>(a, w).value(), tl::cast<bf16>(b, w).value(), acc, "tf32", loc);
+}
+
+}  // namespace detail
+
+template <class A, class B>
+tile<float> dot_scaled(const tile<A>& lhs, const std::optional<tile<uint8_t>>& lhs_scale, std::string_view lhs_format,
+                       const tile<B>& rhs, const std::optional<tile<uint8_t>>& rhs_scale, std::string_view rhs_format,
+                       std::source_location w = std::source_location::current()) {
+  return tile<float>(detail::dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, nullptr, w));
+}
+template <class A, class B>
+tile<float> dot_scaled(const tile<A>& lhs, const std::optional<tile<uint8_t>>& lhs_scale, std::string_view lhs_format,
+                       const tile<B>& rhs, const std::optional<tile<uint8_t>>& rhs_scale, std::string_view rhs_format,
+                       const tile<float>& acc, std::source_location w = std::source_location::current()) {
+  return tile<float>(detail::dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc.value(), w));
 }
 
 // tie_break_left of argmax and argmin: false lets the highest index win

@@ -2,6 +2,7 @@
 // kernel to assembly, stage dumps (TILEDSL_DUMP), argument specialization.
 #include "codegen/compile.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +154,17 @@ void check_num_warps(const detail::KernelImpl& k, const Target& t) {
                 std::to_string(t.warp_size) + " lanes), found " + std::to_string(k.options.num_warps));
 }
 
+// Milliseconds between laps (a compile's stages, for CompileStats).
+struct StageClock {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  double lap() {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  }
+};
+
 // GPU IR to an optimized LLVM module.
 LoweredKernel lower_optimized(llvm::LLVMContext& ctx, const ir::Function& gpu, const LayoutPlan& plan,
                               const transforms::AxisAnalysis& axis, const Target& t) {
@@ -200,17 +212,27 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
   const Target& t = get_target(target);
   check_num_warps(kernel, t);
   dump(kernel.name, target, "tile", [&] { return ir::print(*kernel.fn); });
+  CompiledKernel out;
+  StageClock clock;
   Pipeline p(kernel, spec, t, target);
+  out.times.passes = clock.lap();
   dump(kernel.name, target, "gpu", [&] { return ir::print(*p.gpu); });
   llvm::LLVMContext ctx;
-  LoweredKernel l = p.lower(ctx);
+  clock.lap();
+  LoweredKernel l = lower_to_llvm(ctx, *p.gpu, *p.ctx.plan, *p.ctx.axis, t, p.gpu->name);
+  out.times.lower = clock.lap();
+  t.optimize(*l.module);
+  out.times.optimize = clock.lap();
   dump(kernel.name, target, "llvm", [&] { return module_text(*l.module); });
-  CompiledKernel out;
   out.target = target;
   out.entry = kernel.name;
+  clock.lap();
   out.assembly = t.emit_assembly(*l.module);
+  out.times.emit = clock.lap();
   dump(kernel.name, target, "asm", [&] { return out.assembly; });
+  clock.lap();
   out.binary = t.emit_binary(*l.module);
+  out.times.emit += clock.lap();
   out.threads = l.threads;
   out.shared_bytes = l.shared_bytes;
   out.params = kernel.params;

@@ -39,6 +39,10 @@ struct CompiledKernel {
   int shared_bytes = 0;        // dynamic shared memory per block
   std::vector<ir::Type> params;
   std::vector<TensorMapParam> tensor_maps;  // passed after `params`
+  // Milliseconds compile() spent in each stage (CompileStats' breakdown).
+  struct Times {
+    double passes = 0, lower = 0, optimize = 0, emit = 0;
+  } times;
 };
 
 // Targets this build can compile for (from the registered back ends).

@@ -137,6 +137,10 @@ CachedBinary Launcher::compile(const detail::KernelImpl& k, const codegen::Speci
   std::lock_guard lock(stats_mutex_);
   ++stats_.compiles;
   stats_.codegen_ms += codegen_ms;
+  stats_.passes_ms += ck.times.passes;
+  stats_.lower_ms += ck.times.lower;
+  stats_.optimize_ms += ck.times.optimize;
+  stats_.emit_ms += ck.times.emit;
   stats_.link_ms += link_ms;
   return e;
 }

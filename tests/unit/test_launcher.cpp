@@ -102,6 +102,14 @@ TEST_CASE("launcher: a key is compiled and loaded once, then served from memory"
   CHECK(first->function == &fake.handle);
   CHECK(first->threads == 128);
   CHECK(same(launcher.stats(), 1, 0, 1));
+  // The compile's stages were timed, and they make up its codegen time.
+  tl::CompileStats st = launcher.stats();
+  CHECK(st.passes_ms > 0);
+  CHECK(st.lower_ms > 0);
+  CHECK(st.optimize_ms > 0);
+  CHECK(st.emit_ms > 0);
+  CHECK(st.passes_ms + st.lower_ms + st.optimize_ms + st.emit_ms <= st.codegen_ms);
+  CHECK(st.passes_ms + st.lower_ms + st.optimize_ms + st.emit_ms > 0.5 * st.codegen_ms);
   CHECK(fake.links == 1);
   CHECK(fake.loads == std::vector<bool>{false});  // a fresh binary: no retry
   // The binary is cached under the key of this specialization and target.
