@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "bench_common.h"
@@ -46,6 +47,21 @@ void report(benchmark::State& state, double ms, double bytes) { bench::report_ba
 // in, weight, bias, stride, n, eps[, rows]) kernel over rows of n: one
 // program a row, or (programs > 0, the persistent forms, which take the
 // row count) that many programs walking the rows.
+// Times `launch` (bytes moved by one), after one untimed launch that
+// compiles it: a launch that fails there (a configuration the device cannot
+// run) marks the benchmark skipped with the reason instead of ending the
+// program in std::terminate.
+void time_launches(benchmark::State& state, const std::function<void()>& launch, double bytes) {
+  try {
+    launch();
+    device().synchronize();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  for (auto _ : state) report(state, device().time_ms(launch, 20), bytes);
+}
+
 template <class T>
 void time_softmax(benchmark::State& state, const tl::Kernel& k, int n, int programs = 0) {
   const int rows = int(total_elements() / n);
@@ -55,7 +71,7 @@ void time_softmax(benchmark::State& state, const tl::Kernel& k, int n, int progr
     if (programs > 0) device()(k, tl::Grid{uint32_t(std::min(programs, rows))}, y, x, n, n, rows);
     else device()(k, tl::Grid{uint32_t(rows)}, y, x, n, n);
   };
-  for (auto _ : state) report(state, device().time_ms(launch, 20), 2.0 * rows * n * sizeof(T));
+  time_launches(state, launch, 2.0 * rows * n * sizeof(T));
 }
 
 template <class T>
@@ -68,7 +84,7 @@ void time_layernorm(benchmark::State& state, const tl::Kernel& k, int n, int pro
     if (programs > 0) device()(k, tl::Grid{uint32_t(std::min(programs, rows))}, y, x, w, b, n, n, 1e-5f, rows);
     else device()(k, tl::Grid{uint32_t(rows)}, y, x, w, b, n, n, 1e-5f);
   };
-  for (auto _ : state) report(state, device().time_ms(launch, 20), 2.0 * rows * n * sizeof(T));
+  time_launches(state, launch, 2.0 * rows * n * sizeof(T));
 }
 
 template <class T, int BLOCK>
@@ -111,14 +127,14 @@ template <class T, int BLOCK, int STAGES, int CTAS = 1>
 void softmax_persistent(benchmark::State& state) {
   auto k = tl::compile(bench::softmax_fwd_persistent<T, BLOCK, STAGES>,
                        {.name = "softmax_persistent", .num_warps = int(state.range(1)), .num_ctas = CTAS});
-  time_softmax<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count() / CTAS);
+  time_softmax<T>(state, k, BLOCK, std::max(1, int(state.range(0)) * device().processor_count() / CTAS));
 }
 
 template <class T, int BLOCK, int STAGES, int CTAS = 1>
 void layernorm_persistent(benchmark::State& state) {
   auto k = tl::compile(bench::layernorm_fwd_persistent<T, BLOCK, STAGES>,
                        {.name = "layernorm_persistent", .num_warps = int(state.range(1)), .num_ctas = CTAS});
-  time_layernorm<T>(state, k, BLOCK, int(state.range(0)) * device().processor_count() / CTAS);
+  time_layernorm<T>(state, k, BLOCK, std::max(1, int(state.range(0)) * device().processor_count() / CTAS));
 }
 
 template <class T>
