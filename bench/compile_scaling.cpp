@@ -15,7 +15,11 @@
 //   deep    one nest of for/if at ir::kMaxRegionDepth levels, the ops spread
 //           over the levels (a stage doing work per level per op shows here)
 // and `trace/unrolled`: tl::compile (trace, verify, simplify) of a kernel
-// whose C++ loop adds 1.0f to a tile N times (`ns_per_op` per unrolled add).
+// whose C++ loop adds 1.0f to a tile N times (`ns_per_op` per unrolled add);
+// and `codegen/parallel/T`: four configurations of the gemm example's
+// persistent kernel compiled for sm_90a (GPU passes, LLVM, PTX) on T
+// threads at once, the wall time of the four (what the autotuner's
+// parallel compile gains on T cores).
 //
 //   bench_compile_scaling --benchmark_format=json --benchmark_out=compile.json
 //   bench_compile_scaling --benchmark_filter='cse/line'
@@ -29,10 +33,16 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "../examples/kernels/gemm.h"
+#include "codegen/compile.h"
 
 #include "ir/ir.h"
 #include "ir/parser.h"
@@ -228,6 +238,32 @@ void run_unrolled(benchmark::State& state) {
       benchmark::Counter(seconds * 1e9 / double(g_unroll), benchmark::Counter::kAvgIterations);
 }
 
+void run_parallel_codegen(benchmark::State& state) {
+  const int threads = int(state.range(0));
+  std::vector<tl::Kernel> ks;
+  for (const char* c : {"128x256x64:8:3:persistent", "128x128x64:8:3:persistent", "64x128x64:4:3:persistent",
+                        "128x64x64:4:3:persistent"})
+    ks.push_back(kernels::compile_gemm<tl::bf16>(kernels::parse_gemm_config(c)));
+  auto spec = [](const tl::Kernel& k) {
+    tl::codegen::Specialization s;
+    for (const auto& p : k.params())
+      s.args.push_back(p.is_ptr ? tl::codegen::pointer_arg_facts(256) : tl::codegen::int_arg_facts(4096));
+    return s;
+  };
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        for (size_t i; (i = next++) < ks.size();)
+          benchmark::DoNotOptimize(tl::codegen::compile(*ks[i].impl(), spec(ks[i]), "sm_90a").assembly.size());
+      });
+    for (auto& th : pool) th.join();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+
 const std::vector<int64_t> kSizes = {1'000, 10'000, 20'000, 40'000, 80'000, 100'000};
 
 void register_all() {
@@ -265,6 +301,8 @@ void register_all() {
   auto* t = benchmark::RegisterBenchmark("trace/unrolled", run_unrolled);
   for (int64_t n : {1'000, 5'000, 20'000, 100'000}) t->Arg(n);
   t->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.05);
+  benchmark::RegisterBenchmark("codegen/parallel", run_parallel_codegen)
+      ->Arg(1)->Arg(2)->Arg(4)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 }
 
 }  // namespace

@@ -80,17 +80,20 @@ class AmdgpuTarget final : public Target {
     // hardware's agree whatever LLVM's default becomes.
     std::string features = wave_size == 32 ? "+wavefrontsize32" : "";
     if (wave_size == 32 && arch_.rfind("gfx9", 0) == 0) throw Error("internal: " + arch_ + " has no wave32 mode");
-    tm_.reset(t->createTargetMachine(triple, arch_, features, llvm::TargetOptions(), std::nullopt, std::nullopt,
-                                     llvm::CodeGenOptLevel::Aggressive));
-    if (!tm_) throw Error("LLVM cannot create a target machine for " + arch_);
+    machines_.init([t, triple, arch = arch_, features] {
+      std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+          triple, arch, features, llvm::TargetOptions(), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      if (!tm) throw Error("LLVM cannot create a target machine for " + arch);
+      return tm;
+    });
   }
 
   unsigned global_address_space() const override { return kGlobalAS; }
   unsigned shared_address_space() const override { return kLocalAS; }
 
   void init_module(llvm::Module& m) const override {
-    m.setTargetTriple(tm_->getTargetTriple());
-    m.setDataLayout(tm_->createDataLayout());
+    m.setTargetTriple(machines_.info().getTargetTriple());
+    m.setDataLayout(machines_.info().createDataLayout());
     // LLVM 22 writes code object V6 by default; V5 is what current ROCm
     // releases load (the V5 kernel descriptor and implicit-argument layout).
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
@@ -206,24 +209,18 @@ class AmdgpuTarget final : public Target {
   }
 
   void optimize(llvm::Module& m) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    optimize_module(m, *tm_);
+    machines_.with([&](llvm::TargetMachine& tm) { optimize_module(m, tm); });
   }
   // Code generation rewrites the IR it runs on (LDS and kernel-argument
   // lowering), and the driver asks for assembly and binary from the same
   // module: each emission works on its own copy.
   std::string emit_assembly(llvm::Module& m) const override {
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
-    std::lock_guard<std::mutex> lock(mu_);
-    return emit_assembly_text(*copy, *tm_);
+    return machines_.with([&](llvm::TargetMachine& tm) { return emit_assembly_text(*copy, tm); });
   }
   std::vector<uint8_t> emit_binary(llvm::Module& m) const override {
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
-    std::vector<uint8_t> object;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      object = emit_object_file(*copy, *tm_);
-    }
+    std::vector<uint8_t> object = machines_.with([&](llvm::TargetMachine& tm) { return emit_object_file(*copy, tm); });
     return link_code_object(object, m.getName().str());
   }
 
@@ -279,8 +276,7 @@ class AmdgpuTarget final : public Target {
 
   std::string arch_;
   int wave_size_;
-  std::unique_ptr<llvm::TargetMachine> tm_;
-  mutable std::mutex mu_;
+  TargetMachinePool machines_;
 };
 
 }  // namespace

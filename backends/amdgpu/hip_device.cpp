@@ -331,6 +331,11 @@ class HipDevice final : public detail::DeviceImpl {
     return double(ms);
   }
 
+  void prepare(const detail::KernelImpl& k, const std::vector<detail::LaunchArg>& args) override {
+    make_current();
+    launcher_->load(k, args);
+  }
+
   void launch(const detail::KernelImpl& k, Grid grid, const std::vector<detail::LaunchArg>& args,
               void* stream) override {
     make_current();

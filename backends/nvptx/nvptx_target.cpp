@@ -135,16 +135,18 @@ class NvptxTarget final : public Target {
     if (!t) throw Error("the NVPTX back end is missing from this LLVM: " + err);
     // PTX 8.6: accepted by ptxas 13 and by the 580 driver; sm_90a needs the
     // CPU name itself to print ".target sm_90a".
-    tm_.reset(t->createTargetMachine(triple, arch_, "+ptx86", llvm::TargetOptions(), std::nullopt, std::nullopt,
-                                     llvm::CodeGenOptLevel::Aggressive));
+    machines_.init([t, triple, arch = arch_] {
+      return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
+          triple, arch, "+ptx86", llvm::TargetOptions(), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+    });
   }
 
   unsigned global_address_space() const override { return 1; }
   unsigned shared_address_space() const override { return 3; }
 
   void init_module(llvm::Module& m) const override {
-    m.setTargetTriple(tm_->getTargetTriple());
-    m.setDataLayout(tm_->createDataLayout());
+    m.setTargetTriple(machines_.info().getTargetTriple());
+    m.setDataLayout(machines_.info().createDataLayout());
   }
   void init_kernel(llvm::Function& fn, int threads) const override {
     fn.setCallingConv(llvm::CallingConv::PTX_Kernel);
@@ -518,20 +520,17 @@ class NvptxTarget final : public Target {
   }
 
   void optimize(llvm::Module& m) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    optimize_module(m, *tm_);
+    machines_.with([&](llvm::TargetMachine& tm) { optimize_module(m, tm); });
   }
   std::string emit_assembly(llvm::Module& m) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return avoid_neg16(emit_assembly_text(m, *tm_));
+    return machines_.with([&](llvm::TargetMachine& tm) { return avoid_neg16(emit_assembly_text(m, tm)); });
   }
   std::vector<uint8_t> emit_binary(llvm::Module&) const override { return {}; }
 
  private:
   std::string arch_;
   int sm_;  // 80, 86, 89, 90
-  std::unique_ptr<llvm::TargetMachine> tm_;
-  mutable std::mutex mu_;
+  TargetMachinePool machines_;
 };
 
 }  // namespace

@@ -28,8 +28,11 @@
 // TILEDSL_PRINT_AUTOTUNING=1 prints each configuration's time (or why it
 // was dropped) and the pick, on stderr.
 //
-// Not yet: a static cost model ranking the candidates before any runs, and
-// compiling the candidates in parallel (issue 15).
+// The configurations compile in parallel (Device::prepare on worker
+// threads) while the ones already compiled are measured.
+//
+// Not yet: a static cost model ranking the candidates before any runs
+// (issue 15).
 #pragma once
 
 #include <cstdint>

@@ -193,6 +193,10 @@ struct DotOptions {
   // work; finite inputs) or "ieee" (exact f32 products). Ignored for
   // narrower inputs.
   std::string input_precision = "tf32";
+  // f8 inputs: at most this many products of K summed in the matrix unit's
+  // accumulator before an f32 add (Triton's max_num_imprecise_acc); 0: no
+  // limit. Other inputs ignore it.
+  int max_num_imprecise_acc = 0;
 };
 
 namespace detail {
@@ -216,14 +220,15 @@ inline std::string op_precision(const std::string& p) { return p == "tf32x3" ? "
 }  // namespace detail
 
 // [M, K] x [K, N] -> [M, N]: bf16/f16/f8 and f32 inputs give f32, i8 gives i32.
+// Batched: [B, M, K] x [B, K, N] -> [B, M, N], one product a batch element.
 template <class E>
   requires(!detail::elem_info<E>::is_ptr)
 tile<detail::dot_acc_t<E>> dot(const tile<E>& a, const tile<E>& b, const DotOptions& opts = {},
                                std::source_location w = std::source_location::current()) {
   if constexpr (std::is_same_v<E, float>)
     if (opts.input_precision == "tf32x3") return tile<float>(detail::dot_tf32x3(a, b, nullptr, w));
-  return tile<detail::dot_acc_t<E>>(
-      detail::dot(a.value(), b.value(), nullptr, detail::op_precision(opts.input_precision), detail::to_loc(w)));
+  return tile<detail::dot_acc_t<E>>(detail::dot(a.value(), b.value(), nullptr, detail::op_precision(opts.input_precision),
+                                                detail::to_loc(w), opts.max_num_imprecise_acc));
 }
 // a x b + acc (acc [M, N], a float dtype for float inputs, i32 for i8 inputs).
 template <class E, class C>
@@ -232,8 +237,8 @@ tile<C> dot(const tile<E>& a, const tile<E>& b, const tile<C>& acc, const DotOpt
             std::source_location w = std::source_location::current()) {
   if constexpr (std::is_same_v<E, float>)
     if (opts.input_precision == "tf32x3") return tile<C>(detail::dot_tf32x3(a, b, acc.value(), w));
-  return tile<C>(
-      detail::dot(a.value(), b.value(), acc.value(), detail::op_precision(opts.input_precision), detail::to_loc(w)));
+  return tile<C>(detail::dot(a.value(), b.value(), acc.value(), detail::op_precision(opts.input_precision),
+                             detail::to_loc(w), opts.max_num_imprecise_acc));
 }
 
 }  // namespace tl

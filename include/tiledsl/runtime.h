@@ -274,6 +274,15 @@ class Device {
   void operator()(Site k, Grid grid, A&&... args) {
     launch(k.kernel, grid, std::vector<Arg>{Arg(std::forward<A>(args))...}, k.where);
   }
+  // Compiles and loads `k` for the arguments' specialization (their types,
+  // pointer alignment, integer values 1 and divisibility) without
+  // launching, as Triton's warmup does: the next launch with such
+  // arguments starts at once. The arguments are checked as a launch's are.
+  // Threads may prepare kernels at the same time, and their compiles run
+  // in parallel (the autotuner compiles its candidates so). A no-op on the
+  // interpreter.
+  void prepare(const Kernel& k, const std::vector<Arg>& args,
+               std::source_location where = std::source_location::current());
   // Waits for all work of this device, on every stream.
   void synchronize();
 

@@ -2,8 +2,11 @@
 // target. LLVM-facing: include only from the files that lower to LLVM IR.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/IRBuilder.h>
@@ -49,5 +52,51 @@ struct SinkToColdBlocks : llvm::PassInfoMixin<SinkToColdBlocks> {
 };
 std::string emit_assembly_text(llvm::Module& m, llvm::TargetMachine& tm);
 std::vector<uint8_t> emit_object_file(llvm::Module& m, llvm::TargetMachine& tm);
+
+// The target machines of one target, one lent to each compile that
+// optimizes or emits code: a TargetMachine may not run passes for two
+// threads at once, and one shared machine behind a lock serialized LLVM's
+// half of every compile. Idle machines are kept for the next compile (a
+// new one costs about a millisecond); all are made alike, so the code does
+// not depend on which one a compile gets. info() is a machine of its own,
+// never lent, for what init_module reads (triple, data layout).
+class TargetMachinePool {
+ public:
+  using Make = std::function<std::unique_ptr<llvm::TargetMachine>()>;
+  void init(Make make) {
+    make_ = std::move(make);
+    info_ = make_();
+  }
+  const llvm::TargetMachine& info() const { return *info_; }
+  template <class F>
+  decltype(auto) with(F&& f) const {
+    struct Lease {
+      const TargetMachinePool& pool;
+      std::unique_ptr<llvm::TargetMachine> tm;
+      ~Lease() {
+        std::lock_guard<std::mutex> lock(pool.mu_);
+        pool.idle_.push_back(std::move(tm));
+      }
+    } lease{*this, take()};
+    return f(*lease.tm);
+  }
+
+ private:
+  std::unique_ptr<llvm::TargetMachine> take() const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        auto tm = std::move(idle_.back());
+        idle_.pop_back();
+        return tm;
+      }
+    }
+    return make_();
+  }
+  Make make_;
+  std::unique_ptr<llvm::TargetMachine> info_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<llvm::TargetMachine>> idle_;
+};
 
 }  // namespace tl::codegen

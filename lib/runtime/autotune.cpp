@@ -2,13 +2,16 @@
 #include "tiledsl/autotune.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <unordered_set>
 
 #include "runtime/device.h"
@@ -53,6 +56,50 @@ std::vector<bool> written_params(const KernelImpl& k) {
   }
   return written;
 }
+
+// Compiles of an autotuner's configurations for one launch's arguments
+// (Device::prepare), on up to hardware_concurrency() threads (at most 8),
+// in configuration order. Configurations already dropped are skipped.
+class Compiles {
+ public:
+  Compiles(Device& dev, const std::vector<Kernel>& kernels, const std::vector<std::string>& dropped,
+           const std::vector<Arg>& args, std::source_location where)
+      : errors_(kernels.size()), done_(kernels.size()) {
+    std::vector<bool> skip;
+    for (const auto& why : dropped) skip.push_back(!why.empty());
+    for (auto& d : done_) ready_.push_back(d.get_future().share());
+    unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+    n = unsigned(std::min<size_t>(n, kernels.size()));
+    for (unsigned w = 0; w < n; ++w)
+      workers_.emplace_back([&dev, &kernels, &args, skip, where, this] {
+        for (size_t c; (c = next_++) < kernels.size();) {
+          if (!skip[c]) {
+            try {
+              dev.prepare(kernels[c], args, where);
+            } catch (const std::exception& e) {
+              errors_[c] = e.what();
+            }
+          }
+          done_[c].set_value();
+        }
+      });
+  }
+  ~Compiles() {
+    for (auto& t : workers_) t.join();
+  }
+  // Waits for configuration c's compile; its error, or "".
+  std::string wait(size_t c) const {
+    ready_[c].wait();
+    return errors_[c];
+  }
+
+ private:
+  std::vector<std::string> errors_;
+  std::vector<std::promise<void>> done_;
+  std::vector<std::shared_future<void>> ready_;
+  std::atomic<size_t> next_{0};
+  std::vector<std::thread> workers_;
+};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -155,6 +202,10 @@ struct AutotunerImpl {
         reasons[c] = "does not compile: " + compile_errors[c];
       }
     }
+    // Every configuration is compiled (and loaded) for this launch's
+    // arguments on worker threads, while the loop below measures them in
+    // order, each once its compile is done.
+    Compiles compiles(dev, kernels, reasons, args, where);
     std::vector<std::vector<char>> saved(args.size());
     for (size_t i = 0; i < args.size(); ++i)
       if (written[i] && args[i].kind == Arg::Kind::Pointer && args[i].buffer) {
@@ -169,6 +220,11 @@ struct AutotunerImpl {
     double best_ms = 0;
     for (size_t c = 0; c < configs.size(); ++c) {
       if (!reasons[c].empty()) {
+        if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
+        continue;
+      }
+      if (std::string why = compiles.wait(c); !why.empty()) {
+        reasons[c] = "does not compile: " + why;
         if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
         continue;
       }

@@ -70,6 +70,10 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   // reaches here. Must not synchronize or allocate device memory: a GPU
   // stream may be capturing a graph.
   virtual void launch(const KernelImpl& k, Grid grid, const std::vector<LaunchArg>& args, void* stream) = 0;
+  // Compiles and loads `k` for the specialization of `args` (checked), as
+  // the first launch would, without launching; safe to call from several
+  // threads at once. Nothing to do where launches compile nothing.
+  virtual void prepare(const KernelImpl& k, const std::vector<LaunchArg>& args) {}
   virtual void synchronize() = 0;
 
   // The stream Device::launch uses when given none.

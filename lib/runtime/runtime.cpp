@@ -162,6 +162,18 @@ void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, co
   launch_on(impl_, k, grid, args, stream.impl().get(), where);
 }
 
+void Device::prepare(const Kernel& k, const std::vector<Arg>& args, std::source_location where) {
+  detail::DeviceImpl* dev;
+  const detail::KernelImpl* kernel;
+  try {
+    dev = &device_impl(impl_);
+    kernel = &kernel_impl(k.impl());
+  } catch (const Error& e) {
+    throw Error(detail::where_str(where) + ": " + e.what());
+  }
+  dev->prepare(*kernel, detail::check_launch_args(*kernel, *dev, args, where));
+}
+
 void Device::synchronize() { device_impl(impl_).synchronize(); }
 
 // ---------------------------------------------------------------------------

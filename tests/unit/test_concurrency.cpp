@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/compile.h"
+#include "codegen_checks.h"
 #include "tiledsl/tiledsl.h"
 
 namespace fs = std::filesystem;
@@ -161,5 +163,21 @@ TEST_CASE("threads compiling for a GPU target at once (inspector)", "[concurrenc
     char factor[16];
     std::snprintf(factor, sizeof factor, "0f%08X", std::bit_cast<uint32_t>(float(t + 3)));
     CHECK_THAT(body, Catch::Contains(factor));
+  }
+}
+
+TEST_CASE("threads compiling one kernel at once each get the code it gets alone", "[concurrency]") {
+  // Each compile runs LLVM on a target machine of its own (lent by the
+  // target's pool): the code must not depend on which one, nor on what the
+  // other threads compile beside it.
+  tl::Kernel k = distinct_kernels()[1];
+  auto spec = codegen_checks::aligned(k);
+  for (const char* target : {"sm_90a", "gfx942"}) {
+    INFO(target);
+    std::string alone = tl::codegen::emit_stage(*k.impl(), spec, target, tl::codegen::Stage::Asm);
+    REQUIRE(alone.size() > 100);
+    std::vector<std::string> each(kThreads);
+    on_threads([&](int t) { each[size_t(t)] = tl::codegen::emit_stage(*k.impl(), spec, target, tl::codegen::Stage::Asm); });
+    for (int t = 0; t < kThreads; ++t) CHECK(each[size_t(t)] == alone);
   }
 }

@@ -189,8 +189,12 @@ Value* arg_reduce(bool is_max, Value* x, int axis, const ir::Loc& loc);
 // Checks a generic reduce/scan input and returns the axis normalized.
 int check_reduce_input(Value* x, int axis, const ir::Loc& loc, std::string_view op);
 
-// [M,K] x [K,N] (+ acc [M,N]); acc may be null (zeros of the accumulator dtype).
-Value* dot(Value* a, Value* b, Value* acc, const std::string& input_precision, const ir::Loc& loc);
+// [M,K] x [K,N] (+ acc [M,N]); acc may be null (zeros of the accumulator
+// dtype). Rank 3, [B,M,K] x [B,K,N] (+ [B,M,N]): one product a batch element.
+// max_num_imprecise_acc > 0 on f8 inputs: at most that many products of K
+// summed in the matrix unit before an f32 add (Triton's option).
+Value* dot(Value* a, Value* b, Value* acc, const std::string& input_precision, const ir::Loc& loc,
+           int64_t max_num_imprecise_acc = 0);
 
 Value* load(Value* ptr, Value* mask, const Operand* other, const std::string& cache, const std::string& evict,
             bool is_volatile, const ir::Loc& loc);
