@@ -126,18 +126,21 @@ Buffer Device::alloc(DType dtype, size_t n) {
 
 namespace {
 
+// The device and kernel of a launch or prepare; an empty one is an error
+// naming the caller's line.
+std::pair<detail::DeviceImpl*, const detail::KernelImpl*> launch_parts(
+    const std::shared_ptr<detail::DeviceImpl>& device, const Kernel& k, std::source_location where) {
+  try {
+    return {&device_impl(device), &kernel_impl(k.impl())};
+  } catch (const Error& e) {
+    throw Error(detail::where_str(where) + ": " + e.what());
+  }
+}
+
 // The launch of both Device::launch forms; `stream` null: the device's own.
 void launch_on(const std::shared_ptr<detail::DeviceImpl>& device, const Kernel& k, Grid grid,
                const std::vector<Arg>& args, const detail::StreamImpl* stream, std::source_location where) {
-  auto at = [&](const Error& e) { return Error(detail::where_str(where) + ": " + e.what()); };
-  detail::DeviceImpl* dev;
-  const detail::KernelImpl* kernel;
-  try {
-    dev = &device_impl(device);
-    kernel = &kernel_impl(k.impl());
-  } catch (const Error& e) {
-    throw at(e);
-  }
+  auto [dev, kernel] = launch_parts(device, k, where);
   if (stream && stream->device.get() != dev)
     throw Error(detail::where_str(where) + ": launch of kernel '" + kernel->name + "' on device '" + dev->name() +
                 "': expected a stream of that device, found a stream of '" + stream->device->name() + "'");
@@ -163,14 +166,7 @@ void Device::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, co
 }
 
 void Device::prepare(const Kernel& k, const std::vector<Arg>& args, std::source_location where) {
-  detail::DeviceImpl* dev;
-  const detail::KernelImpl* kernel;
-  try {
-    dev = &device_impl(impl_);
-    kernel = &kernel_impl(k.impl());
-  } catch (const Error& e) {
-    throw Error(detail::where_str(where) + ": " + e.what());
-  }
+  auto [dev, kernel] = launch_parts(impl_, k, where);
   dev->prepare(*kernel, detail::check_launch_args(*kernel, *dev, args, where));
 }
 
