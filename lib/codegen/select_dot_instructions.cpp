@@ -50,10 +50,35 @@ std::optional<MatrixInstr> pick(const ir::Op& dot, const TargetInfo& t, int num_
   return mi;
 }
 
+// f8 operands where the target has no matrix instruction for them but one
+// for f16 that tiles the dot (AMD's MFMA and WMMA, sm_80): every e4m3 and
+// e5m2 value is exact in f16, and an f16 unit forms exact products and sums
+// them in f32, so the operands are widened (casts before the dot) and the
+// dot runs there rather than on fused multiply-adds, which for a [64, 128]
+// x [128, 64] product is a megabyte of code and a minute of compiling.
+void widen_f8_operands(ir::Region& r, ir::Op& dot, const TargetInfo& t) {
+  DType in = dot.operands[0]->type.dtype;
+  if (in != DType::f8e4m3 && in != DType::f8e5m2) return;
+  if (t.matrix_instr(in, false)) return;
+  auto f16 = t.matrix_instr(DType::f16, false);
+  Shape s = shape_of(dot);
+  if (!f16 || !fits(*f16, s.m, s.n, s.k)) return;
+  ir::Builder b(&r);
+  b.set_insertion_before(&dot);
+  b.loc = dot.loc;
+  for (int i : {0, 1}) {
+    ir::Type wide = dot.operands[size_t(i)]->type;
+    wide.dtype = DType::f16;
+    dot.operands[size_t(i)] = b.create1(ir::OpKind::Cast, {dot.operands[size_t(i)]}, wide);
+  }
+}
+
 void select(ir::Region& r, const TargetInfo& t, int num_warps) {
-  for (auto& op : r.ops) {
+  for (auto it = r.ops.begin(); it != r.ops.end(); ++it) {
+    auto& op = *it;
     for (auto& sub : op->regions) select(*sub, t, num_warps);
     if (op->kind != ir::OpKind::Dot) continue;
+    widen_f8_operands(r, *op, t);
     bool a_regs = false;
     auto mi = pick(*op, t, num_warps, a_regs);
     op->attrs["instr"] = mi ? mi->name : std::string("fma");

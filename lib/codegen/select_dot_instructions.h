@@ -14,7 +14,9 @@
 //   %o = dot %p, %v, %acc {a_in = "registers", instr = "<a warpgroup instruction>"}
 //
 // Else the target's register-operand instruction; "fma" (multiply-adds on
-// the cores) where none tiles the dot with the kernel's warps.
+// the cores) where none tiles the dot with the kernel's warps. f8 operands
+// on a target without an f8 instruction but with an f16 one are widened to
+// f16 first (exact), by casts before the dot.
 #pragma once
 
 #include <optional>
