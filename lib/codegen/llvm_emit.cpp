@@ -7,6 +7,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/VirtualFileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/lower_llvm.h"
@@ -54,12 +55,19 @@ void branch_masked_store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* 
 }
 
 namespace {
-// TILEDSL_LLVM_ARGS="-time-passes ...": options for LLVM itself (as llc
-// takes them), read once per process before the first kernel is optimized.
-// For looking into the back end; not part of the cache key.
-void apply_llvm_args() {
+// Once per process, before the first kernel is optimized (every compile
+// passes here first):
+// - LLVM's shared real file system, which every PassBuilder takes a
+//   reference to, is made here rather than by whichever of several
+//   concurrent compiles gets there first: LLVM's own lazy initialization of
+//   it is invisible to ThreadSanitizer (LLVM is not instrumented), which
+//   then sees the first compile's construction race with another's release.
+// - TILEDSL_LLVM_ARGS="-time-passes ...": options for LLVM itself (as llc
+//   takes them). For looking into the back end; not part of the cache key.
+void init_llvm_once() {
   static std::once_flag once;
   std::call_once(once, [] {
+    llvm::vfs::getRealFileSystem();
     const char* env = std::getenv("TILEDSL_LLVM_ARGS");
     if (!env || !*env) return;
     std::istringstream in(env);
@@ -73,7 +81,7 @@ void apply_llvm_args() {
 }  // namespace
 
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
-  apply_llvm_args();
+  init_llvm_once();
   llvm::PassBuilder pb(&tm);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
