@@ -54,7 +54,6 @@ int main(int argc, char** argv) {
     std::function<void()> launch;
     auto t2 = Clock::now();
     tl::Kernel gemm;
-    std::shared_ptr<void> keep;  // the attention kernel object
     if (which == "gemm") {
       kernels::GemmConfig cfg = kernels::default_gemm_config(dev.target());
       config = cfg.str();
@@ -66,8 +65,7 @@ int main(int argc, char** argv) {
                ":" + std::to_string(cfg.num_stages) + (cfg.descriptors ? ":desc" : "");
       launch = kernels::with_tiles(cfg, [&]<int BM, int BN>() -> std::function<void()> {
         using Kern = kernels::AttentionKernel<tl::bf16, BM, BN, D, false>;
-        auto kern = std::make_shared<Kern>(cfg, tl::CompileOptions{.name = "attention"});
-        keep = kern;
+        auto kern = std::make_shared<Kern>(cfg, tl::CompileOptions{.name = "attention"});  // kept by the launch
         return [&, kern] { (*kern)(dev, q, k, v, o, 1, heads, seq, 0.088f); };
       });
     }

@@ -167,9 +167,13 @@ struct StageClock {
 
 // GPU IR to an optimized LLVM module.
 LoweredKernel lower_optimized(llvm::LLVMContext& ctx, const ir::Function& gpu, const LayoutPlan& plan,
-                              const transforms::AxisAnalysis& axis, const Target& t) {
+                              const transforms::AxisAnalysis& axis, const Target& t,
+                              CompiledKernel::Times* times = nullptr) {
+  StageClock clock;
   LoweredKernel l = lower_to_llvm(ctx, gpu, plan, axis, t, gpu.name);
+  double lower_ms = clock.lap();
   t.optimize(*l.module);
+  if (times) times->lower = lower_ms, times->optimize = clock.lap();
   return l;
 }
 
@@ -201,8 +205,8 @@ struct Pipeline {
     });
   }
 
-  LoweredKernel lower(llvm::LLVMContext& llvm_ctx) const {
-    return lower_optimized(llvm_ctx, *gpu, *ctx.plan, *ctx.axis, target);
+  LoweredKernel lower(llvm::LLVMContext& llvm_ctx, CompiledKernel::Times* times = nullptr) const {
+    return lower_optimized(llvm_ctx, *gpu, *ctx.plan, *ctx.axis, target, times);
   }
 };
 
@@ -218,11 +222,7 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
   out.times.passes = clock.lap();
   dump(kernel.name, target, "gpu", [&] { return ir::print(*p.gpu); });
   llvm::LLVMContext ctx;
-  clock.lap();
-  LoweredKernel l = lower_to_llvm(ctx, *p.gpu, *p.ctx.plan, *p.ctx.axis, t, p.gpu->name);
-  out.times.lower = clock.lap();
-  t.optimize(*l.module);
-  out.times.optimize = clock.lap();
+  LoweredKernel l = p.lower(ctx, &out.times);
   dump(kernel.name, target, "llvm", [&] { return module_text(*l.module); });
   out.target = target;
   out.entry = kernel.name;

@@ -51,11 +51,11 @@ std::optional<MatrixInstr> pick(const ir::Op& dot, const TargetInfo& t, int num_
 }
 
 // f8 operands where the target has no matrix instruction for them but one
-// for f16 that tiles the dot (AMD's MFMA and WMMA, sm_80): every e4m3 and
-// e5m2 value is exact in f16, and an f16 unit forms exact products and sums
-// them in f32, so the operands are widened (casts before the dot) and the
-// dot runs there rather than on fused multiply-adds, which for a [64, 128]
-// x [128, 64] product is a megabyte of code and a minute of compiling.
+// for f16 that tiles the dot: every e4m3 and e5m2 value is exact in f16,
+// and an f16 unit forms exact products and sums them in f32, so the
+// operands are widened (casts before the dot) and the dot runs there rather
+// than on fused multiply-adds, which for a [64, 128] x [128, 64] product is
+// a megabyte of code and a minute of compiling.
 void widen_f8_operands(ir::Region& r, ir::Op& dot, const TargetInfo& t) {
   DType in = dot.operands[0]->type.dtype;
   if (in != DType::f8e4m3 && in != DType::f8e5m2) return;
