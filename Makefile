@@ -50,8 +50,10 @@ test: build
 	@$(MAKE) --no-print-directory consumer fuzz sanitize
 
 # A project of its own using the installed package (cmake --install into
-# $(BUILD)/install, then find_package), and the same program built from the
-# pkg-config file; each runs its kernel on the interpreter.
+# $(BUILD)/install, then find_package), and the same programs built from the
+# pkg-config files: one compiling its kernel at run time, one running it
+# compiled ahead of time with the runtime library alone; each runs its
+# kernel on the interpreter.
 consumer: build
 	@cmake --install $(BUILD) --prefix $(CURDIR)/$(BUILD)/install > /dev/null
 	@cmake -S tests/consumer -B $(BUILD)/consumer -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/install > /dev/null
@@ -61,6 +63,11 @@ consumer: build
 	  $$(PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/install/lib/pkgconfig pkg-config --cflags --libs tiledsl) \
 	  -Wl,-rpath,$(CURDIR)/$(BUILD)/install/lib
 	$(BUILD)/consumer/consumer-pc
+	$(BUILD)/consumer/consumer_aot
+	$(CXX) -o $(BUILD)/consumer/consumer_aot-pc tests/consumer/consumer_aot.cpp $(BUILD)/consumer/axpy_aot_kernels.cpp \
+	  -I$(BUILD)/consumer $$(PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/install/lib/pkgconfig pkg-config --cflags --libs tiledsl-runtime) \
+	  -Wl,-rpath,$(CURDIR)/$(BUILD)/install/lib
+	$(BUILD)/consumer/consumer_aot-pc
 
 # libFuzzer targets (fuzz/CMakeLists.txt): built against the LLVM-free part
 # of the library, each run for FUZZ_SECONDS (all at once, one per core).

@@ -22,6 +22,10 @@
 
 #include "common.h"
 #include "kernels/gemm.h"
+#ifdef TILEDSL_GEMM_AOT
+#include "aot/gemm_configs.h"
+#include "gemm_aot_kernels.h"  // generated from aot/gemm_kernels.cpp
+#endif
 
 namespace {
 
@@ -109,6 +113,18 @@ Outcome run_case(examples::Setup& s, const tl::Kernel& k, const kernels::GemmCon
   return o;
 }
 
+// The kernel for `cfg`: traced by tl::compile here or, in the ahead-of-time
+// build (gemm_aot, linked without the compiler), the precompiled one, which
+// exists for the configurations of aot/gemm_configs.h.
+template <class T>
+tl::Kernel gemm_kernel(const std::string& dtype, const kernels::GemmConfig& cfg) {
+#ifdef TILEDSL_GEMM_AOT
+  return gemm_aot_kernels(examples::aot_gemm_symbol(dtype, cfg));
+#else
+  return kernels::compile_gemm<T>(cfg);
+#endif
+}
+
 // Calls body.template operator()<T>() for the element type named `dtype`.
 template <class Body>
 decltype(auto) with_dtype(const std::string& dtype, Body&& body) {
@@ -132,9 +148,14 @@ int run_one(examples::Setup& s, const kernels::GemmConfig& cfg, const Case& c) {
   check_size(c.size);
   return with_dtype(c.dtype, [&]<class T>() {
     tl::Kernel k;
-    double compile_ms = examples::wall_ms([&] { k = kernels::compile_gemm<T>(cfg); });
-    std::printf("gemm: %s, config %s (tiles BMxBNxBK:warps:stages), GROUP_M=%d on %s (tl::compile %.1f ms)\n",
-                c.str().c_str(), cfg.str().c_str(), kernels::kGemmGroupM, s.dev.name().c_str(), compile_ms);
+    double compile_ms = examples::wall_ms([&] { k = gemm_kernel<T>(c.dtype, cfg); });
+#ifdef TILEDSL_GEMM_AOT
+    const char* made = "precompiled";
+#else
+    const char* made = "tl::compile";
+#endif
+    std::printf("gemm: %s, config %s (tiles BMxBNxBK:warps:stages), GROUP_M=%d on %s (%s %.1f ms)\n",
+                c.str().c_str(), cfg.str().c_str(), kernels::kGemmGroupM, s.dev.name().c_str(), made, compile_ms);
     // Every row of C when the reference is cheap, else 256 rows spread over it.
     const auto& z = c.size;
     int max_rows = double(z.m) * z.n * z.k <= 1 << 30 ? z.m : 256;
@@ -155,7 +176,7 @@ int run_sweep(examples::Setup& s, const kernels::GemmConfig& cfg) {
   int cases = 0, failed = 0;
   for (std::string dtype : {"bf16", "f16"}) {
     with_dtype(dtype, [&]<class T>() {
-      tl::Kernel k = kernels::compile_gemm<T>(cfg);
+      tl::Kernel k = gemm_kernel<T>(dtype, cfg);
       for (const Shape& size : shapes) {
         for (int layout = 0; layout < 4; ++layout) {
           Case c{size, dtype, bool(layout & 2), bool(layout & 1)};
@@ -232,13 +253,12 @@ int main(int argc, char** argv) {
     auto s = examples::parse_args(argc, argv, "matrix multiply, bf16 or f16 with f32 accumulation");
 
     // On a GPU the configuration is the target's default
-    // (kernels::default_gemm_config: 128x256x64 tiles, 8 warps; on sm_90a
-    // the persistent kernel on tensor copies); the interpreter (and
-    // --small, which CI runs on it) uses 64x64x32 tiles and 4 warps, so
-    // that small problems still span several tiles.
-    kernels::GemmConfig small_tiles{.bm = 64, .bn = 64, .bk = 32, .num_warps = 4, .num_stages = 3};
+    // (kernels::default_gemm_config: on sm_90a the persistent kernel on
+    // tensor copies); the interpreter (and --small, which CI runs on it)
+    // uses 64x64x32 tiles and 4 warps, so that small problems still span
+    // several tiles.
     kernels::GemmConfig cfg = config                       ? *config
-                              : (s.small || s.on_interp) ? small_tiles
+                              : (s.small || s.on_interp) ? kernels::small_gemm_config()
                                                          : kernels::default_gemm_config(s.dev.target());
     if (sweep && !examples::inspecting) return run_sweep(s, cfg);
     // --small: N and K are not multiples of the 64x64x32 tiles (ragged

@@ -13,6 +13,10 @@
 #   bench     softmax/layernorm GB/s with torch and Triton
 #   gemm      bench_gemm (tiledsl and cuBLAS) with torch and Triton
 #   attn      bench_attention with torch SDPA (cuDNN, FlashAttention) and Triton
+#   aot       the gemm example's ahead-of-time form (gemm_aot, runtime
+#             library only) beside the JIT form: correctness sweep, speed,
+#             and the wall time of a whole run from a fresh process each
+#             (the JIT's with an empty kernel cache), binary sizes
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck over every
 #             example at its GPU size and over the [gpu] tests
 set -uo pipefail
@@ -87,6 +91,22 @@ for w in $what; do
           { echo "== $tool $e rc=$rc"; grep -v '^\s*$' "/tmp/cs-$tool-$e.log" | head -200; } >> "$OUT/sanitize.log"
         done
       done ;;
+    aot)
+      { ls -la "$bin/gemm" "$bin/gemm_aot" "$TL"/lib/libtiledsl*.so.*.*.*; } | tee "$OUT/aot-sizes.txt"
+      timeout 300 "$bin/gemm_aot" --device=cuda --sweep > "$OUT/aot-sweep.log" 2>&1
+      echo "gemm_aot sweep rc=$?: $(tail -1 "$OUT/aot-sweep.log")"
+      for i in 1 2 3; do
+        for form in gemm gemm_aot; do
+          rm -rf "$TL/cache-aot"
+          s0=$(date +%s.%N)
+          TILEDSL_CACHE_DIR=$TL/cache-aot CUDA_CACHE_DISABLE=1 "$bin/$form" --device=cuda --mnk=256,256,256 --reps=1 \
+            > "/tmp/aot-$form.log" 2>&1
+          rc=$?
+          echo "$form run $i rc=$rc: $(python3 -c "import sys;print(f'{(float(sys.argv[2])-float(sys.argv[1]))*1e3:.0f} ms wall')" "$s0" "$(date +%s.%N)"); $(grep -E '^gemm:|PASS|FAIL' "/tmp/aot-$form.log" | tr '\n' ' ')"
+        done
+      done | tee "$OUT/aot-startup.txt"
+      "$bin/gemm_aot" --device=cuda | tee "$OUT/aot-4096.log"
+      "$bin/gemm" --device=cuda | tee "$OUT/jit-4096.log" ;;
     bench) bench_and_compare norms ;;
     gemm) bench_and_compare gemm ;;
     attn) bench_and_compare attention ;;

@@ -10,7 +10,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 stage=$(mktemp -d)
 mkdir -p "$stage/lib" "$stage/bin"
-cp -a "$BUILD"/libtiledsl.so* "$stage/lib/"  # the versioned file and its links
+cp -a "$BUILD"/libtiledsl.so* "$BUILD"/libtiledsl_runtime.so* "$stage/lib/"  # the versioned files and their links
 cp /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/" 2>/dev/null || true
 cp "$BUILD/tests/tiledsl_tests" "$stage/bin/"
 cp "$BUILD"/examples/* "$stage/bin/"

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "codegen/compile.h"
+#include "runtime/compiler.h"
 #include "runtime/launcher.h"
 
 namespace tl::amdgpu {
@@ -217,7 +218,7 @@ class HipDevice final : public detail::DeviceImpl {
     hip_.check(hip_.hipGetDeviceProperties(props.data(), index_), "hipGetDeviceProperties");
     arch_ = arch_name(props);
     if (arch_.empty()) throw Error("hip device: cannot find the architecture (gcnArchName) of " + gpu_name_);
-    target_ = hip_target_for(arch_, [](const std::string& t) { return codegen::is_known_target(t); });
+    target_ = hip_target_for(arch_, runtime::known_target);
     hip_.check(hip_.hipStreamCreate(&stream_), "hipStreamCreate");
     hip_.check(hip_.hipEventCreate(&timing_start_), "hipEventCreate");
     hip_.check(hip_.hipEventCreate(&timing_end_), "hipEventCreate");

@@ -28,6 +28,7 @@
 #include "codegen/compile.h"
 #include "nvptx/cuda_driver.h"
 #include "nvptx/cuda_tensor_map.h"
+#include "runtime/compiler.h"
 #include "runtime/launcher.h"
 
 namespace tl::nvptx {
@@ -85,7 +86,7 @@ class CudaDevice final : public detail::DeviceImpl {
     d.check(d.cuDeviceGetAttribute(&max_shared_optin_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                    device_),
             "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
-    target_ = cuda_target_for(cc_major_, cc_minor_, [](const std::string& t) { return codegen::is_known_target(t); });
+    target_ = cuda_target_for(cc_major_, cc_minor_, runtime::known_target);
     // A blocking stream: it orders with the synchronous copies, which run on
     // the legacy default stream.
     d.check(d.cuStreamCreate(&stream_, CU_STREAM_DEFAULT), "cuStreamCreate");

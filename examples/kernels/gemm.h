@@ -153,16 +153,27 @@ struct GemmConfig {
 // The default configuration for `target` (tl::Device::target): on sm_90a
 // the persistent kernel on tensor copies, warp-specialized by the
 // compiler, three stages (the fastest form on the H200 at 4096^3, 8192^3,
-// 8192 x 8192 x 1024 and 4000^3 but for one, docs/perf.md run 56); on
-// other targets GemmConfig{} (the same tiles on cp.async, four stages).
+// 8192 x 8192 x 1024 and 4000^3 but for one, docs/perf.md run 56). Other
+// targets get the largest tiles whose pipeline fits their shared memory:
+// sm_80 (164 KiB a block) 128x256x64 on cp.async in three stages (144
+// KiB); sm_86 and sm_89 (99 KiB) and AMD's (64 KiB of LDS) 128x128x32 in
+// four and two (64 and 32 KiB). Only the sm_90a one is measured.
 inline GemmConfig default_gemm_config(const std::string& target) {
   GemmConfig c;
   if (target == "sm_90a") {
     c.num_stages = 3;
     c.persistent = c.descriptors = true;
+  } else if (target == "sm_80") {
+    c.num_stages = 3;
+  } else {
+    c.bn = 128, c.bk = 32, c.num_warps = 4;
+    c.num_stages = target.rfind("gfx", 0) == 0 ? 2 : 4;
   }
   return c;
 }
+
+// The interpreter's and --small's tiles: small problems still span several.
+inline GemmConfig small_gemm_config() { return {.bm = 64, .bn = 64, .bk = 32, .num_warps = 4, .num_stages = 3}; }
 
 // GROUP_M of every configuration: 8 tile rows share their columns of B.
 inline constexpr int kGemmGroupM = 8;

@@ -78,7 +78,8 @@ struct CompileOptions {
 struct CompileStats {
   int64_t compiles = 0;        // kernels compiled (not found in any cache)
   int64_t cache_hits = 0;      // kernels loaded from the kernel cache (memory or disk)
-  int64_t modules_loaded = 0;  // == compiles + cache_hits
+  int64_t precompiled = 0;     // binaries compiled ahead of time loaded (tiledsl/precompiled.h)
+  int64_t modules_loaded = 0;  // == compiles + cache_hits + precompiled
   double codegen_ms = 0;
   double link_ms = 0;
   double load_ms = 0;

@@ -1,5 +1,6 @@
 // The GPU compile driver: the target registry, the pipeline from a traced
-// kernel to assembly, stage dumps (TILEDSL_DUMP), argument specialization.
+// kernel to assembly, stage dumps (TILEDSL_DUMP), and this library's
+// registration with the runtime (runtime/compiler.h).
 #include "codegen/compile.h"
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "codegen/pipeline.h"
 #include "codegen/target.h"
 #include "ir/printer.h"
+#include "runtime/compiler.h"
 
 namespace tl::codegen {
 
@@ -75,38 +77,6 @@ const Target& get_target(const std::string& name) {
 
 const TargetInfo& get_target_info(const std::string& name) { return get_target(name); }
 
-// ---------------------------------------------------------- specialization
-std::string Specialization::key() const {
-  std::string k;
-  for (const auto& a : args) {
-    if (!k.empty()) k += ",";
-    k += a.value ? 'v' : 'd';
-    k += std::to_string(a.value ? *a.value : a.divisibility);
-  }
-  return k;
-}
-
-transforms::ArgFacts int_arg_facts(int64_t value) {
-  transforms::ArgFacts f;
-  if (value == 1) f.value = 1;
-  else if (value % 16 == 0) f.divisibility = 16;
-  return f;
-}
-
-transforms::ArgFacts pointer_arg_facts(uint64_t address) {
-  transforms::ArgFacts f;
-  if (address % 16 == 0) f.divisibility = 16;
-  return f;
-}
-
-bool parse_stage(const std::string& name, Stage& out) {
-  static const std::map<std::string, Stage> names = {
-      {"tile", Stage::Tile}, {"gpu", Stage::Gpu}, {"llvm", Stage::Llvm}, {"asm", Stage::Asm}};
-  auto it = names.find(name);
-  if (it == names.end()) return false;
-  out = it->second;
-  return true;
-}
 
 // ---------------------------------------------------------------- pipeline
 namespace {
@@ -285,5 +255,18 @@ CompiledKernel compile_gpu_ir(ir::Function& gpu, const Specialization& spec, con
   out.tensor_maps = l.tensor_maps;
   return out;
 }
+
+// Registers this library with the runtime (runtime/compiler.h) when it is
+// loaded, before main: the runtime library's devices compile through it.
+namespace {
+[[maybe_unused]] const bool registered = [] {
+  runtime::register_compiler({.compile = compile,
+                              .emit_stage = emit_stage,
+                              .available_targets = available_targets,
+                              .is_known_target = is_known_target,
+                              .version = runtime::build_identity(reinterpret_cast<const void*>(&compile))});
+  return true;
+}();
+}  // namespace
 
 }  // namespace tl::codegen

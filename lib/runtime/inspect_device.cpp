@@ -13,6 +13,7 @@
 #include <set>
 
 #include "codegen/compile.h"
+#include "runtime/compiler.h"
 #include "runtime/device.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/launcher.h"
@@ -50,7 +51,7 @@ class InspectDevice final : public detail::DeviceImpl {
     // Compiled first, then written in one piece under the lock: kernels
     // compiled by several threads at once must not interleave their text.
     std::string text = "// kernel '" + k.name + "' for " + target_ + ", arguments specialized as [" + spec.key() +
-                       "]\n" + codegen::emit_stage(k, spec, target_, stage_) + "// end of kernel '" + k.name + "'\n";
+                       "]\n" + runtime::require_compiler("Device::inspector").emit_stage(k, spec, target_, stage_) + "// end of kernel '" + k.name + "'\n";
     std::lock_guard<std::mutex> lock(mu_);
     std::cout << text << std::flush;
   }
@@ -69,9 +70,9 @@ Device Device::inspector(const std::string& target, const std::string& stage) {
   if (!codegen::parse_stage(stage, s)) throw Error("unknown stage '" + stage + "' (expected tile, gpu, llvm or asm)");
   if (target == "interp") {
     if (s != codegen::Stage::Tile) throw Error("the interpreter runs Tile IR: only --emit=tile applies to it");
-  } else if (!codegen::is_known_target(target)) {
+  } else if (const auto& c = runtime::require_compiler("Device::inspector"); !c.is_known_target(target)) {
     std::string known;
-    for (const auto& t : codegen::available_targets()) known += " " + t;
+    for (const auto& t : c.available_targets()) known += " " + t;
     throw Error("unknown target '" + target + "' (expected interp or one of:" + known + ")");
   }
   return Device(std::make_shared<InspectDevice>(target, s));

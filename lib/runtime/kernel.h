@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "tiledsl/precompiled.h"
 #include "tiledsl/runtime.h"
 
 namespace tl::detail {
@@ -19,6 +20,13 @@ inline uint64_t next_kernel_id() {
   static std::atomic<uint64_t> last{0};
   return ++last;
 }
+
+// A binary compiled ahead of time (tiledsl/precompiled.h), with its
+// specialization split into one entry per parameter ("d16", "v1", "d1").
+struct PrecompiledEntry {
+  PrecompiledBinary binary;
+  std::vector<std::string> facts;
+};
 
 struct KernelImpl {
   // What launchers remember the kernels they loaded by (runtime/launcher.h).
@@ -32,6 +40,9 @@ struct KernelImpl {
   // first GPU launch (runtime/kernel_cache.cpp, under its mutex) so later
   // launches do not reprint the IR, which is immutable after tracing.
   mutable std::string ir_digest;
+  // Binaries compiled ahead of time (load_precompiled); empty for a traced
+  // kernel.
+  std::vector<PrecompiledEntry> precompiled;
 };
 
 }  // namespace tl::detail

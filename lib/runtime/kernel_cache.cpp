@@ -4,9 +4,7 @@
 // so this file alone is the fuzzer's target (fuzz/fuzz_cache_entry.cpp).
 #include "runtime/kernel_cache.h"
 
-#include <elf.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,70 +105,6 @@ std::string Sha256::hex(const std::array<uint8_t, 32>& digest) {
 
 // ---------------------------------------------------------------------------
 // Keys
-
-namespace {
-
-// The loaded object (libtiledsl.so, or the program it is linked into) that
-// holds `address`, and within it the linker's build id: the digest of the
-// linked file (ld --build-id), which changes whenever the library is
-// rebuilt with any change and is the same for the same build in every
-// process and directory.
-struct OwnObject {
-  uintptr_t address;
-  std::string build_id;  // hex, or empty without a build id note
-  std::string path;      // the object's file ("" for the main program)
-};
-
-int find_own_object(dl_phdr_info* info, size_t, void* data) {
-  auto& own = *static_cast<OwnObject*>(data);
-  bool holds = false;
-  for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-    holds = ph.p_type == PT_LOAD && own.address >= lo && own.address < lo + ph.p_memsz;
-  }
-  if (!holds) return 0;
-  own.path = info->dlpi_name ? info->dlpi_name : "";
-  static const char* digits = "0123456789abcdef";
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    const size_t align = ph.p_align == 8 ? 8 : 4;
-    auto pad = [&](size_t n) { return (n + align - 1) / align * align; };
-    const auto* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
-    const uint8_t* end = p + ph.p_memsz;
-    while (size_t(end - p) >= sizeof(ElfW(Nhdr))) {
-      const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(p);
-      const uint8_t* name = p + sizeof(ElfW(Nhdr));
-      const uint8_t* desc = name + pad(note->n_namesz);
-      if (desc > end || size_t(end - desc) < note->n_descsz) break;
-      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-        for (size_t j = 0; j < note->n_descsz; ++j) own.build_id += digits[desc[j] >> 4], own.build_id += digits[desc[j] & 15];
-        return 1;
-      }
-      p = desc + pad(note->n_descsz);
-    }
-  }
-  return 1;
-}
-
-}  // namespace
-
-const std::string& compiler_version() {
-  static const std::string v = [] {
-    OwnObject own{reinterpret_cast<uintptr_t>(&compiler_version), {}, {}};
-    dl_iterate_phdr(find_own_object, &own);
-    if (!own.build_id.empty()) return "tiledsl 0.1 build " + own.build_id;
-    // Linked without a build id: the file's size and modification time,
-    // which a rebuild changes too.
-    struct stat st {};
-    std::string file = own.path.empty() ? "/proc/self/exe" : own.path;
-    if (stat(file.c_str(), &st) != 0) return std::string("tiledsl 0.1 build unknown");
-    return "tiledsl 0.1 file " + std::to_string(st.st_size) + "." + std::to_string(st.st_mtim.tv_sec) + "." +
-           std::to_string(st.st_mtim.tv_nsec);
-  }();
-  return v;
-}
 
 CacheKey CacheKey::make(std::string_view ir_text, std::string_view options, std::string_view specialization,
                         std::string_view target, std::string_view version) {

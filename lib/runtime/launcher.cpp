@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "runtime/compiler.h"
+#include "runtime/precompiled.h"
+
 namespace tl::runtime {
 
 namespace {
@@ -69,8 +72,19 @@ std::shared_ptr<const LoadedKernel> Launcher::load(const detail::KernelImpl& k,
     auto it = by_kernel_.find(by_kernel);
     if (it != by_kernel_.end()) return it->second;
   }
-  CacheKey key = kernel_cache_key(k, by_kernel.second, driver_.target);
-  auto loaded = loaded_.get_or_create(key, [&] { return load_binary(k, spec, key); });
+  std::shared_ptr<const LoadedKernel> loaded;
+  // A kernel compiled ahead of time: its binary for this target and these
+  // arguments, else a compile when there is a compiler.
+  if (!k.precompiled.empty()) {
+    if (const auto* p = pick_precompiled(k, driver_.device, driver_.target, spec))
+      loaded = precompiled_.get_or_create(p->binary.payload.data(), [&] { return load_precompiled(k, *p); });
+    else if (!compiler())
+      throw Error(no_precompiled_binary(k, driver_.device, driver_.target, spec));
+  }
+  if (!loaded) {
+    CacheKey key = kernel_cache_key(k, by_kernel.second, driver_.target);
+    loaded = loaded_.get_or_create(key, [&] { return load_binary(k, spec, key); });
+  }
   std::lock_guard lock(by_kernel_mutex_);
   by_kernel_.emplace(std::move(by_kernel), loaded);
   return loaded;
@@ -87,11 +101,7 @@ std::shared_ptr<const LoadedKernel> Launcher::load_binary(const detail::KernelIm
     bool compiled = false;
     CachedBinary e = get_or_compile_binary(
         cache_, driver_.device, key, [&] { return compile(k, spec); }, &compiled);
-    if (e.shared_bytes > driver_.max_shared_bytes)
-      throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) + " bytes of " +
-                  driver_.shared_memory + "; " + driver_.gpu_name + " allows at most " +
-                  std::to_string(driver_.max_shared_bytes));
-
+    check_shared_bytes(k, e);
     auto t0 = Clock::now();
     // A cached binary that passed the cache's checks but that this driver
     // refuses (written by another driver, or damaged inside): compile it
@@ -101,11 +111,7 @@ std::shared_ptr<const LoadedKernel> Launcher::load_binary(const detail::KernelIm
       cache_.evict(key);
       continue;
     }
-    auto out = std::make_shared<LoadedKernel>();
-    out->function = function;
-    out->threads = e.threads;
-    out->shared_bytes = e.shared_bytes;
-    out->tensor_maps = e.tensor_maps;
+    auto out = loaded_kernel(function, e);
     double load_ms = ms_since(t0);
     std::lock_guard lock(stats_mutex_);
     if (!compiled) ++stats_.cache_hits;
@@ -115,11 +121,46 @@ std::shared_ptr<const LoadedKernel> Launcher::load_binary(const detail::KernelIm
   }
 }
 
+void Launcher::check_shared_bytes(const detail::KernelImpl& k, const CachedBinary& e) const {
+  if (e.shared_bytes > driver_.max_shared_bytes)
+    throw Error("kernel '" + k.name + "' needs " + std::to_string(e.shared_bytes) + " bytes of " +
+                driver_.shared_memory + "; " + driver_.gpu_name + " allows at most " +
+                std::to_string(driver_.max_shared_bytes));
+}
+
+std::shared_ptr<LoadedKernel> Launcher::loaded_kernel(void* function, const CachedBinary& e) {
+  auto out = std::make_shared<LoadedKernel>();
+  out->function = function;
+  out->threads = e.threads;
+  out->shared_bytes = e.shared_bytes;
+  out->tensor_maps = e.tensor_maps;
+  return out;
+}
+
+std::shared_ptr<const LoadedKernel> Launcher::load_precompiled(const detail::KernelImpl& k,
+                                                               const detail::PrecompiledEntry& p) {
+  std::string why;
+  auto e = decode_cached_binary(driver_.device, p.binary.payload, &why);
+  if (!e)
+    throw Error("kernel '" + k.name + "': its precompiled binary for " + std::string(p.binary.target) + " [" +
+                std::string(p.binary.specialization) + "] cannot be used: " + why);
+  check_shared_bytes(k, *e);
+  auto t0 = Clock::now();
+  auto out = loaded_kernel(driver_.load(k, *e, false), *e);
+  double load_ms = ms_since(t0);
+  std::lock_guard lock(stats_mutex_);
+  ++stats_.precompiled;
+  ++stats_.modules_loaded;
+  stats_.load_ms += load_ms;
+  return out;
+}
+
 // Tile IR -> assembly (-> binary, by the driver's link), with what a launch
 // needs besides the binary.
 CachedBinary Launcher::compile(const detail::KernelImpl& k, const codegen::Specialization& spec) {
   auto t0 = Clock::now();
-  codegen::CompiledKernel ck = codegen::compile(k, spec, driver_.target);
+  const Compiler& c = require_compiler("compiling kernel '" + k.name + "' for " + driver_.target);
+  codegen::CompiledKernel ck = c.compile(k, spec, driver_.target);
   double codegen_ms = ms_since(t0);
   CachedBinary e;
   e.entry = ck.entry;

@@ -2,6 +2,8 @@
 // kernel loaded by the driver:
 //
 //   launch args --specialize--> Specialization
+//   a binary compiled ahead of time that fits, if the kernel has them
+//   (runtime/precompiled.h), else:
 //   (Tile IR digest, options, specialization, target, version) --> CacheKey
 //   loaded-kernel map --miss--> kernel cache (memory, then disk)
 //   --miss--> codegen::compile --the driver's link, if any--> binary --> cache
@@ -89,10 +91,16 @@ class Launcher {
   std::shared_ptr<const LoadedKernel> load_binary(const detail::KernelImpl& k, const codegen::Specialization& spec,
                                                   const CacheKey& key);
   CachedBinary compile(const detail::KernelImpl& k, const codegen::Specialization& spec);
+  std::shared_ptr<const LoadedKernel> load_precompiled(const detail::KernelImpl& k,
+                                                       const detail::PrecompiledEntry& p);
+  void check_shared_bytes(const detail::KernelImpl& k, const CachedBinary& e) const;
+  static std::shared_ptr<LoadedKernel> loaded_kernel(void* function, const CachedBinary& e);
 
   const GpuDriver driver_;
   KernelCache& cache_;
   OnceMap<CacheKey, LoadedKernel> loaded_;
+  // Precompiled binaries loaded, by their payload's address.
+  OnceMap<const void*, LoadedKernel> precompiled_;
   // What `loaded_` holds, by (KernelImpl::id, Specialization::key()).
   std::mutex by_kernel_mutex_;
   std::map<std::pair<uint64_t, std::string>, std::shared_ptr<const LoadedKernel>> by_kernel_;

@@ -9,13 +9,7 @@
 #include <cstdio>
 #include <vector>
 
-constexpr int BLOCK = 128;
-
-void axpy(tl::ptr<float> y, tl::ptr<float> x, tl::scalar<float> a, tl::scalar<int32_t> n) {
-  auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);  // [BLOCK] i32
-  auto m = offs < n;
-  tl::store(y + offs, a * tl::load(x + offs, m, 0.0f) + tl::load(y + offs, m, 0.0f), m);
-}
+#include "axpy.h"
 
 int main() {
   tl::Device dev = tl::Device::get("interp");

@@ -67,14 +67,18 @@ TEST_CASE("cache keys depend on every field, and only on them", "[cache]") {
   CHECK(base != CacheKey::make("ir", "opts", "spec", "sm_90a", "v2"));
   // Moving text across a field boundary changes the key.
   CHECK(CacheKey::make("ab", "c", "", "", "") != CacheKey::make("a", "bc", "", "", ""));
-  // The compiler version is the library's build id (ld --build-id=sha1:
-  // 20 bytes), the same on every call.
+  // The compiler version is both libraries' build ids (ld --build-id=sha1:
+  // 20 bytes each; the runtime's, then the compiler's, which registered
+  // itself), the same on every call.
   const std::string& v = tl::runtime::compiler_version();
   INFO(v);
-  REQUIRE(v.rfind("tiledsl 0.1 build ", 0) == 0);
-  std::string id = v.substr(std::strlen("tiledsl 0.1 build "));
-  CHECK(id.size() == 40);
-  CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  const std::string runtime = "tiledsl 0.1 runtime build ", compiler = " compiler build ";
+  REQUIRE(v.rfind(runtime, 0) == 0);
+  REQUIRE(v.size() == runtime.size() + 40 + compiler.size() + 40);
+  std::string id1 = v.substr(runtime.size(), 40), id2 = v.substr(v.size() - 40);
+  CHECK(v.substr(runtime.size() + 40, compiler.size()) == compiler);
+  for (const auto& id : {id1, id2}) CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(id1 != id2);
   CHECK(&v == &tl::runtime::compiler_version());
 }
 

@@ -1,0 +1,29 @@
+// The ahead-of-time compiler's pieces below tiledsl/aot.h: one binary made
+// the way generate() makes each, for tests that load it on a GPU without
+// compiling generated C++.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/compile.h"
+#include "runtime/kernel.h"
+#include "runtime/kernel_cache.h"
+#include "tiledsl/aot.h"
+
+namespace tl::aot {
+
+// "cuda" for sm_* targets, "hip" for gfx*, "" otherwise.
+std::string device_of(const std::string& target);
+
+struct Precompiled {
+  runtime::Bytes payload;  // what a PrecompiledBinary's payload views
+  std::string binary;      // the binary alone (PTX text, a code object)
+  size_t binary_bytes = 0; // as loaded (PTX with its NUL)
+};
+
+// `k` compiled for `target` under `spec`: NVIDIA's as PTX (the driver
+// assembles it at load), AMD's as a code object.
+Precompiled precompile(const detail::KernelImpl& k, const codegen::Specialization& spec, const std::string& target);
+
+}  // namespace tl::aot
