@@ -15,6 +15,8 @@
 //              dot(a, b[, acc][, {.input_precision}])                          reduction.h
 //   standard   flip sort topk cat interleave ravel xor_sum swizzle2d (compositions of
 //              the ops above, as Triton's standard.py)                         standard.h
+//   random     randint randint4x rand rand4x randn randn4x philox (Triton's
+//              Philox 4x32: counter-based, the same numbers on every device)  random.h
 //   memory     load(p[, mask[, other]][, opts]) store(p, v[, mask][, opts])
 //              atomic_add/max/min/xchg/and/or/xor atomic_cas device_assert device_print memory.h
 //   descriptor make_tensor_descriptor(p, {shape}, {strides}, {block}) .load({coords})
@@ -34,6 +36,7 @@
 #include "tiledsl/dtype.h"
 #include "tiledsl/math.h"
 #include "tiledsl/memory.h"
+#include "tiledsl/random.h"
 #include "tiledsl/reduction.h"
 #include "tiledsl/runtime.h"
 #include "tiledsl/shape.h"
