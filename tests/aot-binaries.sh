@@ -8,7 +8,8 @@
 #   NVIDIA PTX: for the named target; sm_80's dots on mma.sync; sm_90a's
 #   persistent kernel, in its 16-aligned specialization (index 0), on
 #   tensor copies and wgmma; assembled by ptxas when the CUDA toolkit is
-#   present.
+#   present. With ptxas at build time the binaries are cubins: CUDA ELF
+#   files, each with its PTX beside it.
 # Usage: aot-binaries.sh <binaries dir> <gemm_aot program> <targets...>
 set -euo pipefail
 dir=$1 program=$2
@@ -30,6 +31,14 @@ for target in "$@"; do
         grep -q "v_mfma_f32_" <<< "$asm" || fail "no MFMA in $f"
         grep -q "s_endpgm" <<< "$asm" || fail "no s_endpgm in $f" ;;
       sm_*)
+        if [ "${f##*.}" = cubin ]; then
+          # A cubin (ptxas at build time): a CUDA ELF; its PTX beside it is
+          # checked on its own.
+          readelf -h "$f" | grep -q "Machine:.*NVIDIA CUDA" || fail "$f is not a CUDA ELF"
+          [ -f "${f%.cubin}.ptx" ] || fail "no PTX beside $f"
+          checked=$((checked + 1))
+          continue
+        fi
         grep -q "^\.target $target\b" "$f" || fail "$f is not PTX for $target"
         grep -Eq "mma\.sync\.aligned|wgmma\.mma_async" "$f" || fail "no matrix instruction in $f"
         case $f in

@@ -64,9 +64,15 @@ struct Options {
   std::string output{};
   std::string name_space{};  // namespace of the accessors ("" : the global one)
   // A directory to also write each binary into, as a file of its own
-  // (<symbol>.<target>.<n>.ptx or .hsaco, n its specialization's index),
-  // for disassembly; "" : none.
+  // (<symbol>.<target>.<n>.ptx, .cubin or .hsaco, n its specialization's
+  // index; a cubin's PTX beside it), for disassembly; "" : none.
   std::string binaries_dir{};
+  // ptxas (the CUDA toolkit's) to assemble NVIDIA binaries at build time:
+  // the program then loads machine code for exactly its target, without
+  // the driver's JIT at its first launch. "": PTX, which the driver
+  // assembles when the kernel is first loaded (and which also loads on
+  // that target's newer drivers).
+  std::string ptxas{};
 };
 
 // What was generated: one line per binary.
@@ -84,7 +90,7 @@ struct Generated {
 std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Options& options);
 
 // A generator's main: parses --targets=sm_80,sm_90a,... --output=FILE.cpp
-// [--namespace=NS] [--binaries=DIR] [--quiet], calls generate, prints one
+// [--namespace=NS] [--binaries=DIR] [--ptxas=PATH] [--quiet], calls generate, prints one
 // line per binary (unless --quiet) and returns 0, or prints the error and
 // returns 1.
 int main(int argc, char** argv, const std::vector<KernelSpec>& kernels);

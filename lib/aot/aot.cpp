@@ -14,12 +14,15 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include <stdlib.h>  // mkdtemp
 
 #include "aot/aot.h"
 #include "runtime/kernel_cache.h"
@@ -119,16 +122,19 @@ struct Job {
   std::string payload{};  // encode_cached_binary's bytes
   size_t binary_bytes = 0;
   std::string binary{};   // the binary alone, for binaries_dir
+  std::string assembly{}, kind{};
   double ms = 0;
   std::string error{};
 };
 
-void compile_job(const KernelSpec& ks, Job& job) {
+void compile_job(const KernelSpec& ks, const std::string& ptxas, Job& job) {
   auto t0 = std::chrono::steady_clock::now();
   try {
-    Precompiled p = precompile(*ks.kernel.impl(), job.spec, job.target);
+    Precompiled p = precompile(*ks.kernel.impl(), job.spec, job.target, ptxas);
     job.payload.assign(p.payload.begin(), p.payload.end());
     job.binary = std::move(p.binary);
+    job.assembly = std::move(p.assembly);
+    job.kind = std::move(p.kind);
     job.binary_bytes = p.binary_bytes;
   } catch (const std::exception& err) {
     job.error = err.what();
@@ -150,9 +156,44 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (ec) throw Error("aot: cannot write " + path.string() + ": " + ec.message());
 }
 
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
 }  // namespace
 
-Precompiled precompile(const detail::KernelImpl& k, const codegen::Specialization& spec, const std::string& target) {
+std::string assemble_ptx(const std::string& ptxas, const std::string& ptx, const std::string& target) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "tiledsl-aot-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw Error("aot: cannot make a temporary directory for ptxas");
+  const std::filesystem::path dir = tmpl;
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  write_file(dir / "k.ptx", ptx);
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string cmd = quote(ptxas) + " -arch=" + quote(target) + " -o " + quote((dir / "k.cubin").string()) + " " +
+                    quote((dir / "k.ptx").string()) + " > " + quote((dir / "log").string()) + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::string cubin = read_file(dir / "k.cubin");
+  if (rc != 0 || cubin.empty())
+    throw Error("aot: " + ptxas + " -arch=" + target + " failed (status " + std::to_string(rc) + "):\n" +
+                read_file(dir / "log"));
+  return cubin;
+}
+
+Precompiled precompile(const detail::KernelImpl& k, const codegen::Specialization& spec, const std::string& target,
+                       const std::string& ptxas) {
   codegen::CompiledKernel ck = codegen::compile(k, spec, target);
   runtime::CachedBinary e;
   e.entry = ck.entry;
@@ -160,14 +201,21 @@ Precompiled precompile(const detail::KernelImpl& k, const codegen::Specializatio
   e.shared_bytes = ck.shared_bytes;
   e.tensor_maps = ck.tensor_maps;
   Precompiled out;
-  if (device_of(target) == "cuda") {
+  out.assembly = ck.assembly;
+  if (device_of(target) == "cuda" && !ptxas.empty()) {
+    out.binary = assemble_ptx(ptxas, ck.assembly, target);
+    out.kind = "cubin";
+    e.binary.assign(out.binary.begin(), out.binary.end());
+  } else if (device_of(target) == "cuda") {
     // PTX, which cuModuleLoadData takes NUL-terminated.
     e.binary.assign(ck.assembly.begin(), ck.assembly.end());
     e.binary.push_back(0);
     out.binary = std::move(ck.assembly);
+    out.kind = "ptx";
   } else {
     e.binary = std::move(ck.binary);
     out.binary.assign(e.binary.begin(), e.binary.end());
+    out.kind = "hsaco";
   }
   out.binary_bytes = e.binary.size();
   out.payload = runtime::encode_cached_binary(device_of(target), e);
@@ -219,7 +267,7 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
   std::vector<std::thread> workers;
   for (unsigned w = 0; w < n; ++w)
     workers.emplace_back([&] {
-      for (size_t j; (j = next++) < jobs.size();) compile_job(kernels[jobs[j].kernel], jobs[j]);
+      for (size_t j; (j = next++) < jobs.size();) compile_job(kernels[jobs[j].kernel], options.ptxas, jobs[j]);
     });
   for (auto& w : workers) w.join();
   for (const auto& j : jobs)
@@ -258,11 +306,12 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
       Generated g{ks.symbol, j.target, j.spec.key(), j.binary_bytes, j.ms, ""};
       if (!options.binaries_dir.empty()) {
         std::filesystem::create_directories(options.binaries_dir);
-        g.file = (std::filesystem::path(options.binaries_dir) /
-                  (ks.symbol + "." + j.target + "." + std::to_string(j.spec_index) +
-                   (device_of(j.target) == "cuda" ? ".ptx" : ".hsaco")))
-                     .string();
+        auto base = std::filesystem::path(options.binaries_dir) /
+                    (ks.symbol + "." + j.target + "." + std::to_string(j.spec_index));
+        g.file = base.string() + "." + j.kind;
         write_file(g.file, j.binary);
+        // A cubin's PTX beside it, for reading.
+        if (j.kind == "cubin") write_file(base.string() + ".ptx", j.assembly);
       }
       out.push_back(g);
       ++b;
@@ -312,11 +361,14 @@ int main(int argc, char** argv, const std::vector<KernelSpec>& kernels) {
         o.name_space = *v;
       } else if (auto v = value("--binaries")) {
         o.binaries_dir = *v;
+      } else if (auto v = value("--ptxas")) {
+        o.ptxas = *v;
       } else if (a == "--quiet") {
         quiet = true;
       } else {
         throw Error("aot: unknown argument '" + a +
-                    "' (expected --targets=T1,T2,... --output=FILE.cpp [--namespace=NS] [--binaries=DIR] [--quiet])");
+                    "' (expected --targets=T1,T2,... --output=FILE.cpp [--namespace=NS] [--binaries=DIR] [--ptxas=PATH] "
+                    "[--quiet])");
       }
     }
     auto t0 = std::chrono::steady_clock::now();

@@ -18,12 +18,20 @@ std::string device_of(const std::string& target);
 
 struct Precompiled {
   runtime::Bytes payload;  // what a PrecompiledBinary's payload views
-  std::string binary;      // the binary alone (PTX text, a code object)
+  std::string binary;      // the binary alone (PTX text, a cubin, a code object)
+  std::string assembly;    // PTX or AMDGCN assembly
+  std::string kind;        // the binary's file extension: "ptx", "cubin", "hsaco"
   size_t binary_bytes = 0; // as loaded (PTX with its NUL)
 };
 
 // `k` compiled for `target` under `spec`: NVIDIA's as PTX (the driver
-// assembles it at load), AMD's as a code object.
-Precompiled precompile(const detail::KernelImpl& k, const codegen::Specialization& spec, const std::string& target);
+// assembles it at load) or, given `ptxas`, as the cubin that ptxas makes
+// of it for exactly that target; AMD's as a code object.
+Precompiled precompile(const detail::KernelImpl& k, const codegen::Specialization& spec, const std::string& target,
+                       const std::string& ptxas = "");
+
+// `ptx` assembled by `ptxas` for `target` (ptxas -arch=<target>): the
+// cubin's bytes, or a tl::Error with ptxas's messages.
+std::string assemble_ptx(const std::string& ptxas, const std::string& ptx, const std::string& target);
 
 }  // namespace tl::aot

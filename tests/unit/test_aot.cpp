@@ -150,6 +150,33 @@ TEST_CASE("aot: bad generator input is an error naming the kernel, and writes no
   CHECK(fs::exists(out));
 }
 
+TEST_CASE("aot: NVIDIA binaries assembled by ptxas at build time", "[aot]") {
+  tl::Kernel k = scale_kernel();
+  tl::codegen::Specialization spec;
+  spec.args.resize(3);
+  // A ptxas that cannot run: its failure, named.
+  CHECK_THAT(message_of([&] { tl::aot::precompile(*k.impl(), spec, "sm_90a", "/nonexistent/ptxas"); }),
+             Catch::Contains("aot: /nonexistent/ptxas -arch=sm_90a failed"));
+  const char* ptxas = "/usr/local/cuda/bin/ptxas";
+  if (!fs::exists(ptxas)) {
+    WARN("[SKIP] no CUDA toolkit: the cubin path is not exercised");
+    return;
+  }
+  auto p = tl::aot::precompile(*k.impl(), spec, "sm_90a", ptxas);
+  CHECK(p.kind == "cubin");
+  REQUIRE(p.binary.size() > 4);
+  CHECK(p.binary.substr(0, 4) == "\x7f" "ELF");
+  CHECK(p.assembly.find(".target sm_90a") != std::string::npos);
+  auto e = tl::runtime::decode_cached_binary("cuda", p.payload);
+  REQUIRE(e);
+  CHECK(e->binary.size() == p.binary.size());
+  CHECK(e->entry == "aot_scale");
+  // PTX without one.
+  auto q = tl::aot::precompile(*k.impl(), spec, "sm_90a");
+  CHECK(q.kind == "ptx");
+  CHECK(q.binary == q.assembly);
+}
+
 TEST_CASE("aot: a precompiled kernel runs on the interpreter from its Tile IR", "[aot]") {
   tl::Kernel traced = scale_kernel();
   std::string ir = traced.ir();
