@@ -1,5 +1,5 @@
-// Random numbers (tiledsl/random.h): Philox 4x32 against Random123's
-// reference answers and a host implementation of the test's own (bit for
+// Random numbers (tiledsl/random.h): Philox 4x32 and 4x64 against
+// Random123's reference answers and a host implementation of the test's own (bit for
 // bit), rand's uniforms as Triton computes them from the same bits, randn's
 // normals against the host's Box-Muller within a few ulp and by their
 // moments, the seed's widths and signs, a dropout kernel as Triton's
@@ -33,6 +33,23 @@ std::array<uint32_t, 4> philox_host(std::array<uint32_t, 4> c, uint32_t k0, uint
   return c;
 }
 
+std::array<uint64_t, 4> philox64_host(std::array<uint64_t, 4> c, uint64_t k0, uint64_t k1, int rounds = 10) {
+  for (int r = 0; r < rounds; ++r) {
+    unsigned __int128 p0 = (unsigned __int128)0xD2E7470EE14C6C93ull * c[0];
+    unsigned __int128 p1 = (unsigned __int128)0xCA5A826395121157ull * c[2];
+    c = {uint64_t(p1 >> 64) ^ c[1] ^ k0, uint64_t(p1), uint64_t(p0 >> 64) ^ c[3] ^ k1, uint64_t(p0)};
+    k0 += 0x9E3779B97F4A7C15ull;
+    k1 += 0xBB67AE8584CAA73Bull;
+  }
+  return c;
+}
+
+float uniform64_host(uint64_t bits) {
+  int64_t i = int64_t(bits);
+  if (i < 0) i = ~i;
+  return float(i) * 1.0842020432385337e-19f;
+}
+
 float uniform_host(uint32_t bits) {
   int32_t i = int32_t(bits);
   if (i < 0) i = ~i;
@@ -47,6 +64,25 @@ void philox_rows(ptr<uint32_t> out, ptr<uint32_t> ctr, scalar<uint64_t> seed) {
   store(out + row + 1, r1);
   store(out + row + 2, r2);
   store(out + row + 3, r3);
+}
+
+// Philox 4x64 on rows of four counter words under the key (k0, k1).
+void philox64_rows(ptr<uint64_t> out, ptr<uint64_t> ctr, scalar<uint64_t> k0, scalar<uint64_t> k1) {
+  auto row = arange(0, 4) * 4;  // [4] i32
+  auto r = philox_impl(load(ctr + row), load(ctr + row + 1), load(ctr + row + 2), load(ctr + row + 3), k0, k1);
+  for (int j = 0; j < 4; ++j) store(out + row + j, r[size_t(j)]);
+}
+
+// 64-bit offsets (base + [0, 64)): Philox 4x64, keyed by the seed and zero.
+void draws64(ptr<uint64_t> bits, ptr<float> uni, scalar<int64_t> seed, scalar<int64_t> base) {
+  auto i = arange(0, 64);  // [64] i32
+  auto offs = base + cast<int64_t>(i);
+  auto r = randint4x(seed, offs);
+  auto u = rand4x(seed, offs);
+  for (int j = 0; j < 4; ++j) {
+    store(bits + i * 4 + j, r[size_t(j)]);
+    store(uni + i * 4 + j, u[size_t(j)]);
+  }
 }
 
 // Every generator at offsets base + [0, 256), seeded by an i32 parameter.
@@ -116,6 +152,45 @@ TEST_CASE("random: Philox 4x32-10 gives Random123's reference answers", "[rng]")
       auto want = philox_host({ctr[row * 4], ctr[row * 4 + 1], ctr[row * 4 + 2], ctr[row * 4 + 3]}, uint32_t(keys[t]),
                               uint32_t(keys[t] >> 32));
       for (int j = 0; j < 4; ++j) CHECK(got[row * 4 + j] == want[j]);
+    }
+  }
+}
+
+TEST_CASE("random: Philox 4x64-10 gives Random123's reference answers; 64-bit offsets draw from it", "[rng]") {
+  Device dev = Device::get("interp");
+  Kernel k = compile(philox64_rows, {.name = "philox64_rows"});
+  const uint64_t m = ~uint64_t(0);
+  std::vector<uint64_t> ctr = {0, 0, 0, 0, m, m, m, m, 0x243f6a8885a308d3ull, 0x13198a2e03707344ull,
+                               0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull, 1, 2, 3, 4};
+  std::array<std::array<uint64_t, 2>, 3> keys = {{{0, 0}, {m, m}, {0x452821e638d01377ull, 0xbe5466cf34e90c6cull}}};
+  std::array<std::array<uint64_t, 4>, 3> expected = {
+      {{0x16554d9eca36314cull, 0xdb20fe9d672d0fdcull, 0xd7e772cee186176bull, 0x7e68b68aec7ba23bull},
+       {0x87b092c3013fe90bull, 0x438c3c67be8d0224ull, 0x9cc7d7c69cd777b6ull, 0xa09caebf594f0ba0ull},
+       {0xa528f45403e61d95ull, 0x38c72dbd566e9788ull, 0xa5a1610e72fd18b5ull, 0x57bd43b5e52b7fe6ull}}};
+  for (size_t t = 0; t < keys.size(); ++t) {
+    Buffer out = dev.alloc<uint64_t>(16), c = dev.upload(ctr);
+    dev(k, Grid{1}, out, c, keys[t][0], keys[t][1]);
+    auto got = out.download<uint64_t>();
+    for (size_t j = 0; j < 4; ++j) CHECK(got[t * 4 + j] == expected[t][j]);
+    for (size_t row = 0; row < 4; ++row) {
+      auto want = philox64_host({ctr[row * 4], ctr[row * 4 + 1], ctr[row * 4 + 2], ctr[row * 4 + 3]}, keys[t][0],
+                                keys[t][1]);
+      for (size_t j = 0; j < 4; ++j) CHECK(got[row * 4 + j] == want[j]);
+    }
+  }
+
+  Kernel d = compile(draws64, {.name = "draws64"});
+  const int64_t seed = -987654321, base = (int64_t(1) << 40) + 5;
+  Buffer bits = dev.alloc<uint64_t>(256), uni = dev.alloc<float>(256);
+  dev(d, Grid{1}, bits, uni, seed, base);
+  auto b = bits.download<uint64_t>();
+  auto u = uni.download<float>();
+  for (size_t i = 0; i < 64; ++i) {
+    auto want = philox64_host({uint64_t(base) + i, 0, 0, 0}, uint64_t(seed), 0);
+    for (size_t j = 0; j < 4; ++j) {
+      REQUIRE(b[i * 4 + j] == want[j]);
+      REQUIRE(u[i * 4 + j] == uniform64_host(want[j]));
+      REQUIRE(u[i * 4 + j] < 1.0f);
     }
   }
 }
@@ -216,6 +291,10 @@ TEST_CASE("random: the generators compile for sm_90a and gfx942", "[rng][codegen
   std::string ptx = codegen::emit_stage(*k.impl(), codegen_checks::aligned(k), "sm_90a", codegen::Stage::Asm);
   CHECK(codegen_checks::count(ptx, R"(mul\.hi\.u32)") > 0);
   codegen_checks::check_stores_on_sm90a_and_gfx942(compile(seeded_dropout, {.name = "seeded_dropout"}));
+  Kernel k64 = compile(draws64, {.name = "draws64"});
+  codegen_checks::check_stores_on_sm90a_and_gfx942(k64);
+  ptx = codegen::emit_stage(*k64.impl(), codegen_checks::aligned(k64), "sm_90a", codegen::Stage::Asm);
+  CHECK(codegen_checks::count(ptx, R"(mul\.hi\.u64)") > 0);
 }
 
 TEST_CASE("random: the GPU draws what the interpreter draws", "[rng][gpu]") {
