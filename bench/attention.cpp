@@ -4,6 +4,9 @@
 // torch's scaled_dot_product_attention (cuDNN and FlashAttention back ends)
 // and a Triton kernel on the same shapes.
 //
+// attention_varlen: the packed variable-length kernel on 16k tokens of
+// sequences around the argument's length (no peer measures it yet).
+//
 // Shapes as in FlashAttention's benchmarks: 16k tokens per batch
 // (B = 16384 / N) and a model width of 2048 (H = 2048 / D). FLOPs =
 // 4 * B * H * N^2 * D, halved for causal.
@@ -13,7 +16,9 @@
 // (kernels::attention_config); the one used is in each result's counters.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
+#include <vector>
 
 #include "../examples/kernels/attention.h"
 #include "bench_common.h"
@@ -91,6 +96,63 @@ void attention_gqa(benchmark::State& state) { attention<D, CAUSAL, 4>(state); }
 ATTENTION_GQA(64, false)
 ATTENTION_GQA(128, false)
 ATTENTION_GQA(128, true)
+
+// Variable lengths (the varlen kernel, FlashAttention's packed layout):
+// 16k tokens in sequences of lengths from half to one and a half times the
+// argument (a fixed pattern), H = 2048 / D. FLOPs: 4 * H * D per score
+// pair a query sees (causal: the ends aligned), counted exactly.
+template <int BM, int BN, int D, bool CAUSAL>
+void time_attention_varlen(benchmark::State& state, const kernels::AttentionConfig& cfg) {
+  const int mean = int(state.range(0)), H = kModelWidth / D;
+  std::vector<int> starts = {0};
+  for (int i = 0; starts.back() < kTokens; ++i)
+    starts.push_back(std::min(kTokens, starts.back() + mean / 2 + (i * 37 % 101) * mean / 100));
+  const int B = int(starts.size()) - 1;
+  int longest = 0;
+  double pairs = 0;
+  for (int b = 0; b < B; ++b) {
+    int len = starts[size_t(b) + 1] - starts[size_t(b)];
+    longest = std::max(longest, len);
+    pairs += CAUSAL ? 0.5 * len * (len + 1.0) : double(len) * len;
+  }
+  kernels::AttentionVarlenKernel<tl::bf16, BM, BN, D, CAUSAL> kernel(
+      cfg, {.name = "attention_varlen_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "")});
+  const size_t n = size_t(kTokens) * H * D;
+  auto q = random_buffer(n, 1), k = random_buffer(n, 2), v = random_buffer(n, 3);
+  auto o = device().alloc<tl::bf16>(n);
+  auto cu = device().upload(starts);
+  const float sm_scale = 1.0f / std::sqrt(float(D));
+  const double flops = 4.0 * H * D * pairs;
+  auto launch = [&] { kernel(device(), q, k, v, o, cu, cu, B, H, longest, sm_scale); };
+  launch();
+  device().synchronize();
+  for (auto _ : state) {
+    double ms = device().time_ms(launch, 20);
+    state.SetIterationTime(ms / 1e3);
+    state.counters["TFLOP/s"] = flops / (ms / 1e3) / 1e12;
+    state.counters["ms"] = ms;
+  }
+  state.counters["B"] = B;
+  state.counters["H"] = H;
+  state.counters["BM"] = BM;
+  state.counters["BN"] = BN;
+  state.counters["warps"] = cfg.num_warps;
+  state.counters["stages"] = cfg.num_stages;
+}
+
+template <int D, bool CAUSAL>
+void attention_varlen(benchmark::State& state) {
+  try {
+    auto cfg = kernels::attention_config(D, device().target());
+    kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention_varlen<BM, BN, D, CAUSAL>(state, cfg); });
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+#define ATTENTION_VARLEN(D, CAUSAL) \
+  BENCHMARK(attention_varlen<D, CAUSAL>)->Arg(1024)->Arg(4096)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+ATTENTION_VARLEN(128, false)
+ATTENTION_VARLEN(128, true)
 
 }  // namespace
 

@@ -2,25 +2,27 @@
 # Compiles an example's kernels for one target without a GPU (--emit=asm)
 # and checks the result: NVIDIA PTX must assemble with ptxas (when the CUDA
 # toolkit is present), AMD assembly must end its kernels with s_endpgm.
-# Usage: emit-example.sh <example binary> <target> [--expect=REGEX] [--no-scratch]
+# Usage: emit-example.sh <example binary> <target> [--expect=REGEX] [--no-scratch] [--arg=ARG ...]
 #   --expect=REGEX  every kernel's code must match the extended regex (e.g.
 #                   'v_mfma_' for the matrix instructions of a dot)
 #   --no-scratch    AMD: every kernel descriptor declares no private segment
 #                   (no spills, no stack)
+#   --arg=ARG       passed to the example (e.g. --arg=--varlen=100,7)
 set -euo pipefail
 bin=$1 target=$2
 shift 2
-expect="" no_scratch=0
+expect="" no_scratch=0 args=()
 for arg in "$@"; do
   case $arg in
     --expect=*) expect=${arg#--expect=} ;;
     --no-scratch) no_scratch=1 ;;
+    --arg=*) args+=("${arg#--arg=}") ;;
     *) echo "emit-example.sh: unknown option '$arg'"; exit 2 ;;
   esac
 done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-"$bin" --target="$target" --emit=asm > "$out/all.s"
+"$bin" --target="$target" --emit=asm "${args[@]}" > "$out/all.s"
 # The inspector prints one "// kernel '<name>' for <target>" header per kernel.
 kernels=$(grep -c "^// kernel '" "$out/all.s" || true)
 [ "$kernels" -ge 1 ] || { echo "no kernel printed"; exit 1; }

@@ -17,6 +17,7 @@
 // group.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -158,6 +159,65 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
   dout.store({head, start_m * BM, 0}, tl::reshape(tl::cast<T>(out), {1, BM, HEAD_DIM}));  // rows past N not written
 }
 
+// Variable-length sequences packed one after another (FlashAttention's
+// varlen layout): Q and O of [total_q, H, D] and K, V of [total_k, H /
+// group, D], sequence b's queries rows cu_q[b] .. cu_q[b + 1) and its keys
+// rows cu_k[b] .. cu_k[b + 1) (cumulative lengths, B + 1 of each). A
+// program owns BM queries of one (sequence, head); programs past their
+// sequence's end run no loop and store nothing. Causal aligns each
+// sequence's last query with its last key (FlashAttention 2.1's
+// bottom-right convention): query i sees keys j <= i + k_len - q_len, so
+// equal lengths are the usual causal mask; a query that sees no key (k_len
+// < q_len) gets zeros, as does every query of a sequence without keys.
+//
+// Launch: grid {cdiv(longest q_len, BM), B * H}; arguments Q, K, V, O, cu_q,
+// cu_k, sm_scale, H, group.
+template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
+void attention_varlen_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::ptr<int32_t> cu_q,
+                          tl::ptr<int32_t> cu_k, tl::scalar<float> sm_scale, tl::scalar<int32_t> heads,
+                          tl::scalar<int32_t> group) {
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
+  auto start_m = tl::program_id(0);                             // block of query rows
+  auto seq = tl::program_id(1) / heads;                         // sequence
+  auto head = tl::program_id(1) % heads;
+  auto q_start = tl::load(cu_q + seq), q_len = tl::load(cu_q + seq + 1) - q_start;  // scalar i32
+  auto k_start = tl::load(cu_k + seq), k_len = tl::load(cu_k + seq + 1) - k_start;  // scalar i32
+  auto q_stride = heads * HEAD_DIM, kv_stride = heads / group * HEAD_DIM;  // scalar i32: a token's row
+
+  auto offs_m = start_m * BM + tl::arange(0, BM);               // [BM] i32: query positions
+  auto offs_n = tl::arange(0, BN);                              // [BN] i32
+  auto offs_d = tl::arange(0, HEAD_DIM);                        // [D] i32
+  auto row_ok = tl::col(offs_m < q_len);                        // [BM, 1] i1
+  auto q_offs = (q_start + tl::col(offs_m)) * q_stride + head * HEAD_DIM + tl::row(offs_d);  // [BM, D] i32
+  auto q = tl::load(Q + q_offs, row_ok);                        // [BM, D] T
+  auto qk_scale = sm_scale * 1.44269504f;                       // scalar f32: log2(e) folded in
+
+  auto m_i = tl::full<float>({BM}, -INFINITY);                  // [BM] f32 running max (log2 units)
+  auto l_i = tl::zeros<float>({BM});                            // [BM] f32 running sum of p
+  auto acc = tl::zeros<float>({BM, HEAD_DIM});                  // [BM, D] f32 unnormalized output
+
+  // Causal: query i's last key is i + diag; the block's last query bounds
+  // the loop. A block past the sequence's queries runs no iteration.
+  auto diag = k_len - q_len;                                    // scalar i32
+  auto hi = k_len;                                              // scalar i32
+  if constexpr (CAUSAL) hi = tl::minimum((start_m + 1) * BM + diag, k_len);
+  hi = tl::where(start_m * BM < q_len, hi, 0);
+
+  for (auto start_n : tl::range(0, hi, BN)) {
+    auto cols = start_n + offs_n;                               // [BN] i32: key positions
+    auto col_ok = tl::col(cols < k_len);                        // [BN, 1] i1
+    auto kv_offs = (k_start + tl::col(cols)) * kv_stride + head / group * HEAD_DIM + tl::row(offs_d);  // [BN, D] i32
+    auto k = tl::load(K + kv_offs, col_ok);                     // [BN, D] T
+    auto v = tl::load(V + kv_offs, col_ok);                     // [BN, D] T
+    // The causal mask compares key positions with offs_m + diag.
+    attend_block<T, CAUSAL, BM, BN, false>(q, k, v, offs_m + diag, start_m, start_n, k_len, qk_scale, m_i, l_i, acc);
+  }
+
+  // A row that saw no key has l_i = 0 (or NaN from -inf - -inf): zeros.
+  auto out = tl::where(tl::col(l_i > 0.0f), acc / tl::col(l_i), 0.0f);  // [BM, D] f32
+  tl::store(O + q_offs, tl::cast<T>(out), row_ok);
+}
+
 // Two matrix products of 2 * N * N * D flops per (batch, head); causal
 // skips the masked half (the diagonal blocks' waste is not counted), as
 // FlashAttention's benchmarks count.
@@ -207,14 +267,19 @@ inline AttentionConfig attention_config(int head_dim, const std::string& target 
 // stages set here), and its launch on `dev` over Q, K, V, O of shape [B,
 // H, N, D] and K, V of [B, H / group, N, D]: one place that knows the two
 // forms' arguments.
+inline tl::CompileOptions attention_options(const AttentionConfig& c, tl::CompileOptions options) {
+  options.num_warps = c.num_warps;
+  options.num_stages = c.num_stages;
+  // exp2 of a softmax whose result is below 2^-126 counts as 0 (as
+  // FlashAttention's fast-math build): one instruction per exponential.
+  options.flush_denormals = true;
+  return options;
+}
+
 template <class T, int BM, int BN, int D, bool CAUSAL>
 struct AttentionKernel {
   AttentionKernel(const AttentionConfig& c, tl::CompileOptions options) : descriptors(c.descriptors) {
-    options.num_warps = c.num_warps;
-    options.num_stages = c.num_stages;
-    // exp2 of a softmax whose result is below 2^-126 counts as 0 (as
-    // FlashAttention's fast-math build): one instruction per exponential.
-    options.flush_denormals = true;
+    options = attention_options(c, options);
     kernel = descriptors ? tl::compile(attention_fwd_desc<T, BM, BN, D, CAUSAL>, options)
                          : tl::compile(attention_fwd<T, BM, BN, D, CAUSAL>, options);
   }
@@ -227,6 +292,25 @@ struct AttentionKernel {
   }
   tl::Kernel kernel;
   bool descriptors;
+};
+
+// The varlen kernel (attention_varlen_fwd) in configuration `c`'s tiles,
+// warps and stages (always the pointer form), and its launch over packed
+// Q, O [total_q, H, D] and K, V [total_k, H / group, D] of B sequences
+// whose cumulative lengths are cu_q and cu_k (B + 1 i32 each), the longest
+// query sequence max_q_len.
+template <class T, int BM, int BN, int D, bool CAUSAL>
+struct AttentionVarlenKernel {
+  AttentionVarlenKernel(const AttentionConfig& c, tl::CompileOptions options)
+      : kernel(tl::compile(attention_varlen_fwd<T, BM, BN, D, CAUSAL>, attention_options(c, options))) {}
+  template <class Dev>
+  void operator()(Dev& dev, const tl::Buffer& q, const tl::Buffer& k, const tl::Buffer& v, tl::Buffer& o,
+                  const tl::Buffer& cu_q, const tl::Buffer& cu_k, int B, int H, int max_q_len, float sm_scale,
+                  int group = 1) const {
+    tl::Grid grid{uint32_t(std::max(1, tl::cdiv(max_q_len, BM))), uint32_t(B * H)};
+    dev(kernel, grid, q, k, v, o, cu_q, cu_k, sm_scale, H, group);
+  }
+  tl::Kernel kernel;
 };
 
 // Calls `f.template operator()<BM, BN>()` for the run-time tile sizes of `c`
