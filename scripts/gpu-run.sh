@@ -38,6 +38,7 @@ bench_and_compare() {
   python3 "bench/compare_$name.py" "$OUT/compare_$name.json" >> "$OUT/bench-$name.log" 2>&1
   echo "compare_$name rc=$?"
   python3 "bench/summarize_$name.py" "$OUT/$name.json" "$OUT/compare_$name.json" | tee "$OUT/$name-summary.md"
+  python3 bench/plot.py "$OUT/plots" "$OUT/$name.json" "$OUT/compare_$name.json" >> "$OUT/bench-$name.log"; echo "plot_$name rc=$?"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 for w in $what; do
