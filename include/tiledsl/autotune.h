@@ -26,15 +26,18 @@
 // autotune-<name>.tsv, a line per key.
 //
 // TILEDSL_PRINT_AUTOTUNING=1 prints each configuration's time (or why it
-// was dropped) and the pick, on stderr.
+// was dropped), its estimate under a cost model, the pick, and how well the
+// estimates ranked the times, on stderr.
 //
 // The configurations compile in parallel (Device::prepare on worker
 // threads) while the ones already compiled are measured.
 //
-// Not yet: a static cost model ranking the candidates before any runs
-// (issue 15).
+// AutotuneOptions::keep, cost_model and top_k prune the list as Triton's
+// prune_configs_by does. Not yet: a built-in cost model (occupancy, waves,
+// the kernel's arithmetic intensity) for tuners that give none (issue 15).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -65,6 +68,40 @@ struct AutotuneOptions {
   std::vector<int> key_args{};
   int reps = 20;    // launches timed in one sample (the interpreter: 1)
   int samples = 5;  // samples a configuration; its time is their median (the interpreter: 1)
+  // Triton's prune_configs_by. `keep` (early_config_prune): whether a
+  // configuration is worth trying for these arguments at all (a tile
+  // larger than the problem, say); the others are dropped, with that
+  // reason, before anything compiles. `cost_model` (perf_model): an
+  // estimate of a configuration's time on these arguments, in any unit
+  // (smaller is faster); configurations are compiled and measured in its
+  // order, and with `top_k` > 0 only the top_k best estimated are (the
+  // rest are dropped as ranked out). Without a cost model top_k is ignored
+  // and every configuration is measured.
+  std::function<bool(const TuneConfig&, const std::vector<Arg>&)> keep{};
+  std::function<double(const TuneConfig&, const std::vector<Arg>&)> cost_model{};
+  int top_k = 0;
+};
+
+// What the last tuning of a tuner did (Autotuner::last_tuning), for
+// reports and benchmarks: each configuration's estimate and time, and how
+// well the estimates ranked the times.
+struct TuningReport {
+  struct Entry {
+    std::string name;
+    double estimate = NAN;  // the cost model's (NaN without one)
+    double ms = NAN;        // measured (NaN when not measured)
+    std::string dropped{};  // why it was not measured ("" when it was)
+  };
+  std::string key{};
+  std::vector<Entry> configs{};
+  std::string picked{};
+  // Spearman's rank correlation between the estimates and the measured
+  // times over the configurations that have both (1: the model ranks them
+  // exactly as measured; NaN with fewer than two), and the picked
+  // configuration's place in the model's order (1: the model's first
+  // choice; 0 without a model).
+  double rank_correlation = NAN;
+  int picked_model_rank = 0;
 };
 
 namespace detail {
@@ -94,6 +131,9 @@ class Autotuner {
   // Configurations measured by this tuner in this process (for tests and
   // reports: 0 when every key came from memory or disk).
   int64_t measured() const;
+  // The last tuning this tuner ran in this process (an empty report if it
+  // ran none: every key came from memory or disk).
+  TuningReport last_tuning() const;
 
  private:
   std::shared_ptr<detail::AutotunerImpl> impl_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -59,11 +60,12 @@ std::vector<bool> written_params(const KernelImpl& k) {
 
 // Compiles of an autotuner's configurations for one launch's arguments
 // (Device::prepare), on up to hardware_concurrency() threads (at most 8),
-// in configuration order. Configurations already dropped are skipped.
+// in the order they will be measured. Configurations already dropped are
+// skipped.
 class Compiles {
  public:
   Compiles(Device& dev, const std::vector<Kernel>& kernels, const std::vector<std::string>& dropped,
-           const std::vector<Arg>& args, std::source_location where)
+           const std::vector<size_t>& order, const std::vector<Arg>& args, std::source_location where)
       : errors_(kernels.size()), done_(kernels.size()) {
     std::vector<bool> skip;
     for (const auto& why : dropped) skip.push_back(!why.empty());
@@ -71,8 +73,9 @@ class Compiles {
     unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
     n = unsigned(std::min<size_t>(n, kernels.size()));
     for (unsigned w = 0; w < n; ++w)
-      workers_.emplace_back([&dev, &kernels, &args, skip, where, this] {
-        for (size_t c; (c = next_++) < kernels.size();) {
+      workers_.emplace_back([&dev, &kernels, &args, skip, order, where, this] {
+        for (size_t i; (i = next_++) < order.size();) {
+          const size_t c = order[i];
           if (!skip[c]) {
             try {
               dev.prepare(kernels[c], args, where);
@@ -107,6 +110,37 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Ranks of `v` from 1, ties sharing their average rank.
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    for (size_t t = i; t <= j; ++t) r[idx[t]] = 0.5 * double(i + j) + 1;
+    i = j + 1;
+  }
+  return r;
+}
+
+// Spearman's rank correlation of a and b (NaN with fewer than two pairs or
+// when either is constant).
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 2) return NAN;
+  auto ra = ranks(a), rb = ranks(b);
+  double n = double(a.size()), ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += ra[i] / n, mb += rb[i] / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
+}
+
 }  // namespace
 
 struct AutotunerImpl {
@@ -119,6 +153,7 @@ struct AutotunerImpl {
   std::map<std::string, size_t> winners;      // key -> configuration index
   bool disk_read = false;
   int64_t measured = 0;
+  TuningReport last;
 
   std::filesystem::path results_path() const {
     auto dir = runtime::KernelCache::default_dir();
@@ -191,10 +226,46 @@ struct AutotunerImpl {
     const bool interp = dev.target() == "interp";
     const int reps = interp ? 1 : std::max(1, options.reps), samples = interp ? 1 : std::max(1, options.samples);
     if (print) std::fprintf(stderr, "autotune %s: tuning %zu configurations for key '%s'\n", name.c_str(), configs.size(), k.c_str());
+    TuningReport report;
+    report.key = k;
+    for (const auto& c : configs) report.configs.push_back({c.name});
+    std::vector<std::string> reasons(configs.size());
+    // Pruned before anything is traced: what `keep` refuses, then what the
+    // cost model ranks past top_k; the rest in the model's order.
+    auto user_call = [&](const char* what, size_t c, const auto& f) {
+      try {
+        return f();
+      } catch (const std::exception& e) {
+        throw Error("autotune " + name + ": AutotuneOptions::" + what + " failed on configuration '" +
+                    configs[c].name + "': " + e.what());
+      }
+    };
+    for (size_t c = 0; c < configs.size(); ++c)
+      if (options.keep && !user_call("keep", c, [&] { return options.keep(configs[c], args); }))
+        reasons[c] = "was pruned by AutotuneOptions::keep";
+    std::vector<size_t> order;
+    for (size_t c = 0; c < configs.size(); ++c)
+      if (reasons[c].empty()) order.push_back(c);
+    if (options.cost_model) {
+      for (size_t c : order) {
+        double e = user_call("cost_model", c, [&] { return options.cost_model(configs[c], args); });
+        if (std::isnan(e))
+          throw Error("autotune " + name + ": AutotuneOptions::cost_model returned NaN for configuration '" +
+                      configs[c].name + "'");
+        report.configs[c].estimate = e;
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return report.configs[a].estimate < report.configs[b].estimate; });
+      for (size_t i = 0; options.top_k > 0 && i < order.size(); ++i)
+        if (i >= size_t(options.top_k))
+          reasons[order[i]] = "was ranked out by the cost model (estimate " + std::to_string(report.configs[order[i]].estimate) +
+                              ", " + std::to_string(i + 1) + " of " + std::to_string(order.size()) + "; top_k " +
+                              std::to_string(options.top_k) + ")";
+    }
     // What any configuration may write, saved once and put back after each.
     std::vector<bool> written(args.size(), false);
-    std::vector<std::string> reasons(configs.size());
-    for (size_t c = 0; c < configs.size(); ++c) {
+    for (size_t c : order) {
+      if (!reasons[c].empty()) continue;
       if (const Kernel* kern = kernel(c)) {
         auto w = written_params(*kern->impl());
         for (size_t i = 0; i < args.size() && i < w.size(); ++i) written[i] = written[i] || w[i];
@@ -205,7 +276,7 @@ struct AutotunerImpl {
     // Every configuration is compiled (and loaded) for this launch's
     // arguments on worker threads, while the loop below measures them in
     // order, each once its compile is done.
-    Compiles compiles(dev, kernels, reasons, args, where);
+    Compiles compiles(dev, kernels, reasons, order, args, where);
     std::vector<std::vector<char>> saved(args.size());
     for (size_t i = 0; i < args.size(); ++i)
       if (written[i] && args[i].kind == Arg::Kind::Pointer && args[i].buffer) {
@@ -216,16 +287,19 @@ struct AutotunerImpl {
       for (size_t i = 0; i < args.size(); ++i)
         if (!saved[i].empty()) Buffer(args[i].buffer).copy_from_host(saved[i].data(), saved[i].size());
     };
+    auto dropped = [&](size_t c) {
+      report.configs[c].dropped = reasons[c];
+      if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
+    };
+    for (size_t c = 0; c < configs.size(); ++c)
+      if (!reasons[c].empty()) dropped(c);
     size_t best = configs.size();
     double best_ms = 0;
-    for (size_t c = 0; c < configs.size(); ++c) {
-      if (!reasons[c].empty()) {
-        if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
-        continue;
-      }
+    for (size_t c : order) {
+      if (!reasons[c].empty()) continue;
       if (std::string why = compiles.wait(c); !why.empty()) {
         reasons[c] = "does not compile: " + why;
-        if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
+        dropped(c);
         continue;
       }
       double ms = 0;
@@ -241,10 +315,16 @@ struct AutotunerImpl {
       }
       restore();
       if (!reasons[c].empty()) {
-        if (print) std::fprintf(stderr, "  %-24s dropped: it %s\n", configs[c].name.c_str(), reasons[c].c_str());
+        dropped(c);
         continue;
       }
-      if (print) std::fprintf(stderr, "  %-24s %10.4f ms\n", configs[c].name.c_str(), ms);
+      report.configs[c].ms = ms;
+      if (print) {
+        if (options.cost_model)
+          std::fprintf(stderr, "  %-24s %10.4f ms  (estimate %g)\n", configs[c].name.c_str(), ms, report.configs[c].estimate);
+        else
+          std::fprintf(stderr, "  %-24s %10.4f ms\n", configs[c].name.c_str(), ms);
+      }
       if (best == configs.size() || ms < best_ms) {
         best = c;
         best_ms = ms;
@@ -255,7 +335,21 @@ struct AutotunerImpl {
       for (size_t c = 0; c < configs.size(); ++c) why += "\n  " + configs[c].name + ": it " + reasons[c];
       throw Error("autotune " + name + ": no configuration runs for key '" + k + "':" + why);
     }
-    if (print) std::fprintf(stderr, "autotune %s: picked %s (%.4f ms)\n", name.c_str(), configs[best].name.c_str(), best_ms);
+    report.picked = configs[best].name;
+    if (options.cost_model) {
+      std::vector<double> est, ms;
+      for (const auto& e : report.configs)
+        if (!std::isnan(e.estimate) && !std::isnan(e.ms)) est.push_back(e.estimate), ms.push_back(e.ms);
+      report.rank_correlation = spearman(est, ms);
+      report.picked_model_rank = int(std::find(order.begin(), order.end(), best) - order.begin()) + 1;
+    }
+    if (print) {
+      std::fprintf(stderr, "autotune %s: picked %s (%.4f ms)\n", name.c_str(), configs[best].name.c_str(), best_ms);
+      if (options.cost_model)
+        std::fprintf(stderr, "autotune %s: the cost model ranked the pick %d of %zu; rank correlation of estimates "
+                     "and times %.2f\n", name.c_str(), report.picked_model_rank, order.size(), report.rank_correlation);
+    }
+    last = std::move(report);
     write_result(k, best, best_ms);
     return best;
   }
@@ -304,6 +398,11 @@ void Autotuner::launch(Device& dev, const TuneGrid& grid, const std::vector<Arg>
 int64_t Autotuner::measured() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->measured;
+}
+
+TuningReport Autotuner::last_tuning() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->last;
 }
 
 }  // namespace tl

@@ -1,11 +1,14 @@
 // tl::Autotuner (issue 15 §1) on the interpreter: the tuned launch is
 // right, a kernel that writes its input writes it once (tuning runs put it
 // back), configurations that do not compile or launch are dropped with
-// their reason, keys are told apart, and a second tuner of the same name
+// their reason, keep / cost_model / top_k prune (Triton's
+// prune_configs_by) and the last tuning's report ranks the estimates
+// against the times, keys are told apart, and a second tuner of the same name
 // (another process) reads the winner from disk without measuring.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -133,6 +136,70 @@ TEST_CASE("autotune: configurations that do not compile or launch are dropped, w
                                                    Contains("bad-warps: it does not compile: ") &&
                                                    Contains("huge-grid: it does not launch: "));
   CHECK(x.download<float>() == std::vector<float>(100, 1.0f));  // untouched
+}
+
+TEST_CASE("autotune: keep, cost_model and top_k prune before anything compiles", "[runtime][autotune]") {
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  std::atomic<int> compiles{0};
+  auto configs = [&] {
+    return std::vector<tl::TuneConfig>{bump_config<32>(compiles), bump_config<64>(compiles),
+                                       bump_config<128>(compiles), bump_config<256>(compiles)};
+  };
+  // keep: blocks larger than the problem are not worth a try (Triton's
+  // early_config_prune); the model estimates the smallest block fastest,
+  // and only its best two are measured.
+  auto n_of = [](const std::vector<tl::Arg>& args) { return args[1].i; };
+  tl::Autotuner tuner("bump-pruned", configs(),
+                      {.keep = [&](const tl::TuneConfig& c, const std::vector<tl::Arg>& args) {
+                         return c.meta.at("BLOCK") <= n_of(args);
+                       },
+                       .cost_model = [](const tl::TuneConfig& c, const std::vector<tl::Arg>&) {
+                         return double(c.meta.at("BLOCK"));
+                       },
+                       .top_k = 2});
+  auto big = dev.upload(std::vector<float>(200, 0.0f));
+  tuner(dev, grid_for(200), big, 200);  // 256 is larger than the problem
+  CHECK(big.download<float>() == std::vector<float>(200, 1.0f));
+  CHECK(tuner.measured() == 2);
+  CHECK(compiles == 2);  // the pruned and ranked-out configurations were never traced
+  tl::TuningReport r = tuner.last_tuning();
+  REQUIRE(r.configs.size() == 4);
+  CHECK(r.configs[0].name == "32");
+  CHECK(r.configs[0].estimate == 32);
+  CHECK_FALSE(std::isnan(r.configs[0].ms));
+  CHECK_FALSE(std::isnan(r.configs[1].ms));
+  CHECK(r.configs[2].estimate == 128);
+  CHECK(std::isnan(r.configs[2].ms));
+  CHECK_THAT(r.configs[2].dropped, Contains("was ranked out by the cost model") && Contains("3 of 3; top_k 2"));
+  CHECK(std::isnan(r.configs[3].estimate));
+  CHECK(r.configs[3].dropped == "was pruned by AutotuneOptions::keep");
+  CHECK((r.picked == "32" || r.picked == "64"));
+  CHECK((r.picked_model_rank == 1 || r.picked_model_rank == 2));
+  // Two measured: their ranks agree or disagree entirely.
+  CHECK((r.rank_correlation == Approx(1.0) || r.rank_correlation == Approx(-1.0)));
+  CHECK(r.key.find("interp") == 0);
+
+  // Without a cost model top_k does nothing: every kept configuration runs.
+  auto x = dev.upload(std::vector<float>(100, 0.0f));
+  tl::Autotuner all("bump-all", configs(), {.top_k = 1});
+  all(dev, grid_for(100), x, 100);
+  CHECK(all.measured() == 4);
+  CHECK(std::isnan(all.last_tuning().rank_correlation));
+  CHECK(all.last_tuning().picked_model_rank == 0);
+
+  // A cost model that fails, or says NaN: an error naming the configuration.
+  tl::Autotuner bad("bump-bad", configs(), {.cost_model = [](const tl::TuneConfig& c, const std::vector<tl::Arg>&) {
+                      if (c.name == "64") throw tl::Error("no estimate");
+                      return 1.0;
+                    }});
+  REQUIRE_THROWS_WITH(bad(dev, grid_for(100), x, 100),
+                      Contains("autotune bump-bad: AutotuneOptions::cost_model failed on configuration '64': no estimate"));
+  tl::Autotuner nan("bump-nan", configs(), {.cost_model = [](const tl::TuneConfig&, const std::vector<tl::Arg>&) {
+                      return std::nan("");
+                    }});
+  REQUIRE_THROWS_WITH(nan(dev, grid_for(100), x, 100), Contains("cost_model returned NaN for configuration '32'"));
+  CHECK(x.download<float>() == std::vector<float>(100, 1.0f));  // the failed tunings ran nothing
 }
 
 TEST_CASE("autotune: names and configuration lists are checked", "[runtime][autotune]") {
