@@ -196,17 +196,34 @@ std::vector<tl::TuneConfig> tune_configs(const std::vector<kernels::GemmConfig>&
 // The gemm through tl::Autotuner (issue 15): the first launch of a shape
 // times every configuration (the results file keeps the winner for the
 // next process), the benchmark then times the winner; its label names it.
+// When this process tuned the shape, model_rank_corr is Spearman's rank
+// correlation of kernels::gemm_estimate_us's estimates with the measured
+// times, and model_rank_of_pick the winner's place in the model's order
+// (1: the model's first choice).
 void gemm_autotuned(benchmark::State& state, Shape s, std::vector<kernels::GemmConfig> timed) {
   try {
     static const std::vector<tl::TuneConfig> configs = tune_configs(timed);
-    static tl::Autotuner tuner("bench_gemm", configs, {.key_args = {3, 4, 5}});
+    // The roofline estimate ranks the configurations (all are measured:
+    // the report says how well it ranked them).
+    static tl::Autotuner tuner(
+        "bench_gemm", configs,
+        {.key_args = {3, 4, 5}, .cost_model = [](const tl::TuneConfig& c, const std::vector<tl::Arg>& a) {
+           return kernels::gemm_estimate_us(kernels::parse_gemm_config(c.name), a[3].i, a[4].i, a[5].i,
+                                            device().processor_count());
+         }});
     Problem& p = problem(s);
     auto grid = [&](const tl::TuneConfig& c) {
       return kernels::gemm_grid(kernels::parse_gemm_config(c.name), s.m, s.n, device());
     };
     auto launch = [&] { tuner(device(), grid, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1); };
+    const int64_t measured_before = tuner.measured();
     launch();  // tunes this shape (or reads its winner), then runs it
     device().synchronize();
+    if (tuner.measured() > measured_before) {  // tuned here: the model's ranking of this shape
+      tl::TuningReport r = tuner.last_tuning();
+      state.counters["model_rank_corr"] = r.rank_correlation;
+      state.counters["model_rank_of_pick"] = r.picked_model_rank;
+    }
     p.tiledsl_ran = true;
     const tl::TuneConfig& pick =
         tuner.pick(device(), grid, {p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1});

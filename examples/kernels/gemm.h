@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -246,6 +247,36 @@ template <class T>
 tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
   return detail::compile_gemm_tile<T>(
       c, {.name = name, .num_warps = c.num_warps, .num_stages = c.num_stages, .warp_specialize = c.warp_specialize});
+}
+
+// A roofline estimate of a gemm of M x N x K under configuration `c`, in
+// microseconds, on a GPU of `sms` multiprocessors reaching `peak_tflops` on
+// its matrix units and
+// `peak_tbps` from memory: the cost model with which an autotuner ranks
+// configurations before measuring them (tl::AutotuneOptions::cost_model),
+// as Triton's matmul perf model does. Counted:
+// - tiles are whole programs (a tile past M or N costs its full product),
+//   spread evenly over the multiprocessors: the busiest one runs
+//   ceil(tiles / sms) of them (wave quantization);
+// - a program's products run at a share of its multiprocessor's peak that
+//   grows with its warps' tiles (operand reuse in registers): BM * BN /
+//   warps elements a warp, at half the peak for 2048 of them;
+// - memory: A, B and C once from DRAM, and A once per tile column and B
+//   once per tile row from L2 (taken as 3x DRAM's bandwidth).
+// The largest of the three times is the estimate. The defaults are the
+// H200's measured ceilings (bf16, docs/perf.md).
+inline double gemm_estimate_us(const GemmConfig& c, int64_t M, int64_t N, int64_t K, int sms,
+                               double peak_tflops = 790, double peak_tbps = 3.8) {
+  const int64_t tiles_m = tl::cdiv(M, int64_t(c.bm)), tiles_n = tl::cdiv(N, int64_t(c.bn));
+  const double busiest = std::ceil(double(tiles_m * tiles_n) / sms);  // tiles on the busiest multiprocessor
+  const double warp_tile = double(c.bm) * c.bn / c.num_warps;
+  const double efficiency = warp_tile / (warp_tile + 2048);
+  const double tile_flops = 2.0 * c.bm * c.bn * double(tl::cdiv(K, int64_t(c.bk)) * c.bk);
+  const double sm_flops_per_us = peak_tflops * 1e6 / sms;
+  const double t_compute = busiest * tile_flops / (sm_flops_per_us * efficiency);
+  const double t_dram = 2.0 * double(M * K + K * N + M * N) / (peak_tbps * 1e6);
+  const double t_l2 = 2.0 * double(M * K * tiles_n + K * N * tiles_m) / (3 * peak_tbps * 1e6);
+  return std::max({t_compute, t_dram, t_l2});
 }
 
 // The launch grid of a gemm of M x N under configuration `c` on `dev`: a
