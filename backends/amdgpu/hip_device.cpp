@@ -81,6 +81,7 @@ class HipRuntime {
   hipError_t (*hipGetDeviceCount)(int*) = nullptr;
   hipError_t (*hipSetDevice)(int) = nullptr;
   hipError_t (*hipDeviceGetName)(char*, int len, int device) = nullptr;
+  hipError_t (*hipDriverGetVersion)(int*) = nullptr;
   // Fills a hipDeviceProp_t, whose layout differs between ROCm 5 and 6
   // (hipGetDevicePropertiesR0600); we only read gcnArchName out of it, by
   // content (see arch_name), so either layout works.
@@ -152,6 +153,7 @@ class HipRuntime {
     sym(r.hipGetDeviceCount, "hipGetDeviceCount");
     sym(r.hipSetDevice, "hipSetDevice");
     sym(r.hipDeviceGetName, "hipDeviceGetName");
+    sym(r.hipDriverGetVersion, "hipDriverGetVersion");
     sym(r.hipGetDeviceProperties, "hipGetDevicePropertiesR0600", "hipGetDeviceProperties");
     sym(r.hipMalloc, "hipMalloc");
     sym(r.hipFree, "hipFree");
@@ -213,6 +215,9 @@ class HipDevice final : public detail::DeviceImpl {
     char name[256] = {};
     hip_.check(hip_.hipDeviceGetName(name, sizeof(name) - 1, index_), "hipDeviceGetName");
     gpu_name_ = name;
+    int version = 0;
+    hip_.check(hip_.hipDriverGetVersion(&version), "hipDriverGetVersion");
+    hardware_ = gpu_name_ + ", HIP driver " + std::to_string(version);
     // Generously larger than any hipDeviceProp_t (about 1.5 KB).
     std::vector<char> props(16 * 1024, '\0');
     hip_.check(hip_.hipGetDeviceProperties(props.data(), index_), "hipGetDeviceProperties");
@@ -238,6 +243,7 @@ class HipDevice final : public detail::DeviceImpl {
 
   std::string name() const override { return index_ == 0 ? "hip" : "hip:" + std::to_string(index_); }
   std::string target() const override { return target_; }
+  std::string hardware() const override { return hardware_; }
   int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   // hipDeviceGetAttribute's enumeration was renumbered between ROCm
@@ -393,6 +399,7 @@ class HipDevice final : public detail::DeviceImpl {
   hipStream_t stream_ = nullptr;
   hipEvent_t timing_start_ = nullptr, timing_end_ = nullptr;
   std::string gpu_name_, arch_, target_;
+  std::string hardware_;  // hardware(): the GPU and the driver's version
   std::mutex timing_mutex_;
   std::optional<runtime::Launcher> launcher_;  // made last in the constructor, from what it found
 };

@@ -77,6 +77,9 @@ class CudaDevice final : public detail::DeviceImpl {
     char name[256] = {};
     d.check(d.cuDeviceGetName(name, sizeof(name) - 1, device_), "cuDeviceGetName");
     gpu_name_ = name;
+    int version = 0;
+    d.check(d.cuDriverGetVersion(&version), "cuDriverGetVersion");
+    hardware_ = gpu_name_ + ", CUDA driver " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
     d.check(d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
     d.check(d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
@@ -110,6 +113,7 @@ class CudaDevice final : public detail::DeviceImpl {
 
   std::string name() const override { return index_ == 0 ? "cuda" : "cuda:" + std::to_string(index_); }
   std::string target() const override { return target_; }
+  std::string hardware() const override { return hardware_; }
   int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   int processor_count() const override { return sm_count_; }
@@ -340,6 +344,7 @@ class CudaDevice final : public detail::DeviceImpl {
   std::once_flag zeros_once_;
   uint64_t zeros_ = 0;
   std::string gpu_name_, target_;
+  std::string hardware_;  // hardware(): the GPU and the driver's version
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;
 
   std::mutex timing_mutex_;

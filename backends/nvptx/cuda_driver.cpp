@@ -98,6 +98,7 @@ void CudaDriver::open(const std::string& library) {
   resolve(h, lib, d->cuDeviceGetCount, "cuDeviceGetCount");
   resolve(h, lib, d->cuDeviceGet, "cuDeviceGet");
   resolve(h, lib, d->cuDeviceGetName, "cuDeviceGetName");
+  resolve(h, lib, d->cuDriverGetVersion, "cuDriverGetVersion");
   resolve(h, lib, d->cuDeviceGetAttribute, "cuDeviceGetAttribute");
   resolve(h, lib, d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   resolve(h, lib, d->cuCtxSetCurrent, "cuCtxSetCurrent");

@@ -127,6 +127,7 @@ class CudaDriver {
   CUresult (*cuDeviceGetCount)(int*) = nullptr;
   CUresult (*cuDeviceGet)(CUdevice*, int ordinal) = nullptr;
   CUresult (*cuDeviceGetName)(char*, int len, CUdevice) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;

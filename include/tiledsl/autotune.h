@@ -12,12 +12,13 @@
 //
 // The key of a launch: the values of its integer arguments (those named by
 // AutotuneOptions::key_args, else all of them), each buffer's element type
-// and whether its address is 16-byte aligned, the device's target and the
-// compiler's version. The first launch of a key compiles every
-// configuration (one that fails to compile or launch is dropped, with its
-// reason), times each on the launch's own arguments (device events,
-// AutotuneOptions::samples samples of `reps` launches, the median), keeps
-// the fastest, then launches it once. Buffers a kernel may write (the
+// and whether its address is 16-byte aligned, the device's target, its GPU
+// and driver version (Device::hardware) and the compiler's version. The
+// first launch of a key compiles every configuration (one that fails to
+// compile or launch is dropped, with its reason), times each on the
+// launch's own arguments (device events, AutotuneOptions::samples samples
+// of `reps` launches, the median), keeps the fastest, then launches it
+// once. Buffers a kernel may write (the
 // pointers its stores and atomics go through) are saved before tuning and
 // put back after each configuration's runs, so the launch writes them once,
 // as an untuned launch would. Later launches of the key use the winner

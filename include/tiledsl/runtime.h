@@ -241,6 +241,10 @@ class Device {
   // pick a kernel's tiles by it: what runs best on one target is not what
   // runs best on another.
   std::string target() const;
+  // The GPU and its driver's version ("NVIDIA H200, CUDA driver 13.0"),
+  // or "the interpreter": what a measured tuning depends on besides the
+  // target (the autotuner keys its results by it).
+  std::string hardware() const;
   // Multiprocessors (SMs, compute units) running programs side by side:
   // what a persistent kernel's grid is sized by. 1 on the interpreter.
   int processor_count() const;

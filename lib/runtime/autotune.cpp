@@ -163,7 +163,7 @@ struct AutotunerImpl {
   // The key of a launch of `args` on `dev` (one line of text, no tabs).
   std::string key(const Device& dev, const std::vector<Arg>& args) const {
     std::ostringstream k;
-    k << dev.target() << ' ' << runtime::compiler_version();
+    k << dev.target() << ' ' << dev.hardware() << ' ' << runtime::compiler_version();
     for (size_t i = 0; i < args.size(); ++i) {
       const Arg& a = args[i];
       bool keyed = options.key_args.empty() ||

@@ -43,6 +43,8 @@ struct DeviceImpl : std::enable_shared_from_this<DeviceImpl> {
   virtual int index() const { return 0; }
   // Device::target: what its kernels are compiled for.
   virtual std::string target() const { return "interp"; }
+  // Device::hardware().
+  virtual std::string hardware() const { return "the interpreter"; }
   // Device memory; addresses are opaque 64-bit numbers to the host.
   virtual uint64_t alloc(size_t bytes) = 0;
   virtual void free(uint64_t address) = 0;

@@ -27,6 +27,7 @@ class InspectDevice final : public detail::DeviceImpl {
   InspectDevice(std::string target, codegen::Stage stage) : target_(std::move(target)), stage_(stage) {}
   std::string name() const override { return "inspect:" + target_; }
   std::string target() const override { return target_; }
+  std::string hardware() const override { return "an inspector for " + target_; }
 
   uint64_t alloc(size_t bytes) override {
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);

@@ -117,6 +117,7 @@ std::vector<std::string> Device::available() { return detail::available_devices(
 std::string Device::name() const { return device_impl(impl_).name(); }
 int Device::index() const { return device_impl(impl_).index(); }
 std::string Device::target() const { return device_impl(impl_).target(); }
+std::string Device::hardware() const { return device_impl(impl_).hardware(); }
 int Device::processor_count() const { return device_impl(impl_).processor_count(); }
 
 Buffer Device::alloc(DType dtype, size_t n) {

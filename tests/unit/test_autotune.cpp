@@ -178,7 +178,7 @@ TEST_CASE("autotune: keep, cost_model and top_k prune before anything compiles",
   CHECK((r.picked_model_rank == 1 || r.picked_model_rank == 2));
   // Two measured: their ranks agree or disagree entirely.
   CHECK((r.rank_correlation == Approx(1.0) || r.rank_correlation == Approx(-1.0)));
-  CHECK(r.key.find("interp") == 0);
+  CHECK(r.key.find("interp the interpreter tiledsl 0.1 runtime build ") == 0);  // target, hardware, compiler
 
   // Without a cost model top_k does nothing: every kept configuration runs.
   auto x = dev.upload(std::vector<float>(100, 0.0f));
@@ -217,6 +217,7 @@ TEST_CASE("autotune on the GPU: timed with device events, writes its input once,
   REQUIRE_GPU();
   TempCacheDir cache;
   auto dev = tl::Device::get("cuda");
+  CHECK_THAT(dev.hardware(), Contains(", CUDA driver "));  // part of every key
   std::atomic<int> compiles{0};
   auto configs = [&] {
     return std::vector<tl::TuneConfig>{bump_config<128>(compiles), bump_config<512>(compiles),
