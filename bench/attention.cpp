@@ -17,6 +17,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -32,21 +33,11 @@ using bench::device;
 
 tl::Buffer random_buffer(size_t n, uint32_t seed) { return bench::random_buffer<tl::bf16>(n, 1.0f, seed); }
 
-// `group` query heads share a key/value head (GROUP of attention_gqa).
-template <int BM, int BN, int D, bool CAUSAL>
-void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg, int group) {
-  const int N = int(state.range(0));
-  const int B = kTokens / N, H = kModelWidth / D;
-  const size_t n = size_t(B) * H * N * D, n_kv = n / size_t(group);
-  kernels::AttentionKernel<tl::bf16, BM, BN, D, CAUSAL> kernel(
-      cfg, {.name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "")});
-  auto q = random_buffer(n, 1), k = random_buffer(n_kv, 2), v = random_buffer(n_kv, 3);
-  auto o = device().alloc<tl::bf16>(n);
-  const float sm_scale = 1.0f / std::sqrt(float(D));
-  const double flops = kernels::attention_flops(B, H, N, D, CAUSAL);
-  auto launch = [&] { kernel(device(), q, k, v, o, B, H, N, sm_scale, group); };
-  // The first launch generates and loads the code: a device that cannot
-  // compile the kernel throws here, before the timed loop starts.
+// Runs `launch` once (it compiles: a device that cannot compile the kernel
+// throws here, before the timed loop), then times it in the benchmark's
+// loop, reporting TFLOP/s of `flops` and the configuration.
+void time_launches(benchmark::State& state, const std::function<void()>& launch, double flops, int B, int H, int BM,
+                   int BN, const kernels::AttentionConfig& cfg) {
   launch();
   device().synchronize();
   for (auto _ : state) {
@@ -61,6 +52,21 @@ void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg
   state.counters["BN"] = BN;
   state.counters["warps"] = cfg.num_warps;
   state.counters["stages"] = cfg.num_stages;
+}
+
+// `group` query heads share a key/value head (GROUP of attention_gqa).
+template <int BM, int BN, int D, bool CAUSAL>
+void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg, int group) {
+  const int N = int(state.range(0));
+  const int B = kTokens / N, H = kModelWidth / D;
+  const size_t n = size_t(B) * H * N * D, n_kv = n / size_t(group);
+  kernels::AttentionKernel<tl::bf16, BM, BN, D, CAUSAL> kernel(
+      cfg, {.name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "")});
+  auto q = random_buffer(n, 1), k = random_buffer(n_kv, 2), v = random_buffer(n_kv, 3);
+  auto o = device().alloc<tl::bf16>(n);
+  const float sm_scale = 1.0f / std::sqrt(float(D));
+  const double flops = kernels::attention_flops(B, H, N, D, CAUSAL);
+  time_launches(state, [&] { kernel(device(), q, k, v, o, B, H, N, sm_scale, group); }, flops, B, H, BM, BN, cfg);
   state.counters["descriptors"] = cfg.descriptors;
 }
 
@@ -123,21 +129,8 @@ void time_attention_varlen(benchmark::State& state, const kernels::AttentionConf
   auto cu = device().upload(starts);
   const float sm_scale = 1.0f / std::sqrt(float(D));
   const double flops = 4.0 * H * D * pairs;
-  auto launch = [&] { kernel(device(), q, k, v, o, cu, cu, B, H, longest, sm_scale); };
-  launch();
-  device().synchronize();
-  for (auto _ : state) {
-    double ms = device().time_ms(launch, 20);
-    state.SetIterationTime(ms / 1e3);
-    state.counters["TFLOP/s"] = flops / (ms / 1e3) / 1e12;
-    state.counters["ms"] = ms;
-  }
-  state.counters["B"] = B;
-  state.counters["H"] = H;
-  state.counters["BM"] = BM;
-  state.counters["BN"] = BN;
-  state.counters["warps"] = cfg.num_warps;
-  state.counters["stages"] = cfg.num_stages;
+  time_launches(state, [&] { kernel(device(), q, k, v, o, cu, cu, B, H, longest, sm_scale); }, flops, B, H, BM, BN,
+                cfg);
 }
 
 template <int D, bool CAUSAL>
