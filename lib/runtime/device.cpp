@@ -100,6 +100,14 @@ void register_device(DeviceEntry entry) {
   r.entries.insert(r.entries.end() - 1, std::move(entry));
 }
 
+std::vector<std::string> device_kinds() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<std::string> names;
+  for (const auto& e : r.entries) names.push_back(e.name);
+  return names;
+}
+
 std::vector<std::string> available_devices() {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);

@@ -199,6 +199,8 @@ DeviceEntry driver_device_entry(std::string name, std::function<bool()> availabl
 std::vector<DeviceEntry> builtin_gpu_devices();
 void register_device(DeviceEntry entry);
 std::vector<std::string> available_devices();
+// Every registered kind of device, available here or not ("interp" last).
+std::vector<std::string> device_kinds();
 // The device named `name` ("cuda", "cuda:1"), created on first use; throws
 // tl::Error naming the available devices when it is unknown or unavailable,
 // and how many there are when the index is past the last.

@@ -4,10 +4,12 @@
 // would compile (runtime/launcher.cpp).
 #include "runtime/precompiled.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "ir/parser.h"
 #include "ir/verifier.h"
+#include "runtime/device.h"
 
 namespace tl {
 
@@ -56,10 +58,12 @@ Kernel load_precompiled(const PrecompiledKernel& k) {
   for (const auto& a : fn->body.args) impl->params.push_back(a->type);
   impl->fn = fn;
   impl->module = std::move(module);
+  const std::vector<std::string> kinds = detail::device_kinds();
   for (const auto& b : k.binaries) {
     detail::PrecompiledEntry e{b, split_facts(b.specialization)};
     std::string where = "its binary for " + std::string(b.target) + " [" + std::string(b.specialization) + "]";
-    if (b.device != "cuda" && b.device != "hip") fail(where + " is for device '" + std::string(b.device) + "'");
+    if (b.device == "interp" || std::find(kinds.begin(), kinds.end(), b.device) == kinds.end())
+      fail(where + " is for device '" + std::string(b.device) + "', which is not a GPU device kind of this build");
     if (e.facts.size() != impl->params.size())
       fail(where + " has " + std::to_string(e.facts.size()) + " argument entries for " +
            std::to_string(impl->params.size()) + " parameters");
