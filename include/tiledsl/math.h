@@ -5,6 +5,7 @@
 
 #include <source_location>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -56,16 +57,17 @@ tile<E> max_contiguous(const tile<E>& x, int64_t c, std::source_location w = std
 }
 
 // Triton's inline_asm_elementwise: assembly run on every element of the
-// arguments (broadcast to one shape), giving a tile of R. The text is the
-// target's: `ptx` for NVIDIA, `amdgcn` for AMD, each with its LLVM
-// constraints, outputs first (PTX "=r,r,r": one 32-bit result, two 32-bit
-// operands; "f" an f32, "l" 64 bits, "h" 16; AMD "=v,v"). A kernel
-// compiled for a GPU whose text is missing is an error naming the line;
-// the interpreter cannot run either. With pack 1 each operand is one element (f16 and bf16 as
-// 16-bit integers); with pack p > 1, p consecutive elements of a thread
-// are packed into one integer of p times their width, and the result is
-// unpacked likewise (four i8 in one "r"). `is_pure = false` marks text
-// with effects (it is never removed or merged either way).
+// arguments (broadcast to one shape), giving a tile of R (or several:
+// below). The text is the target's: `ptx` for NVIDIA, `amdgcn` for AMD,
+// each with its LLVM constraints, outputs first (PTX "=r,r,r": one 32-bit
+// result, two 32-bit operands; "f" an f32, "l" 64 bits, "h" 16; AMD
+// "=v,v"). A kernel compiled for a GPU whose text is missing is an error
+// naming the line; the interpreter cannot run either. With pack 1 each
+// operand is one element (f16 and bf16 as 16-bit integers); with pack
+// p > 1, p consecutive elements of a thread are packed into one integer of
+// p times their width, and the results are unpacked likewise (four i8 in
+// one "r"). `is_pure = false` marks text with effects (it is never removed
+// or merged either way).
 //   auto y = tl::inline_asm_elementwise<float>({.ptx = {"ex2.approx.f32 $0, $1;", "=f,f"}}, x);
 struct AsmText {
   std::string text{}, constraints{};
@@ -76,13 +78,38 @@ struct InlineAsm {
   int pack = 1;
   std::source_location where = std::source_location::current();  // the call's line (left out by callers)
 };
+namespace detail {
+template <class R>
+struct asm_results {  // one result: tile<R>
+  static std::vector<DType> dtypes() { return {elem_info<R>::dtype}; }
+  static tile<R> wrap(const std::vector<Value*>& v) { return tile<R>(v[0]); }
+};
+template <class... R>
+struct asm_results<std::tuple<R...>> {  // several: std::tuple<tile<R>...>
+  static_assert(sizeof...(R) > 0, "tl::inline_asm_elementwise: at least one result type");
+  static std::vector<DType> dtypes() { return {elem_info<R>::dtype...}; }
+  static std::tuple<tile<R>...> wrap(const std::vector<Value*>& v) {
+    return wrap_each(v, std::index_sequence_for<R...>{});
+  }
+  template <size_t... I>
+  static std::tuple<tile<R>...> wrap_each(const std::vector<Value*>& v, std::index_sequence<I...>) {
+    return {tile<R>(v[I])...};
+  }
+};
+}  // namespace detail
+// R is one element type, or a std::tuple of them for text with several
+// outputs (Triton's tuple `dtype`): the call then returns a std::tuple of
+// tiles, outputs numbered first in the constraints ("=r,=r,r").
+//   auto [lo, hi] = tl::inline_asm_elementwise<std::tuple<uint32_t, uint32_t>>(
+//       {.ptx = {"mov.b64 {$0, $1}, $2;", "=r,=r,l"}}, x);
 template <class R, class... A>
-tile<R> inline_asm_elementwise(const InlineAsm& a, const tile<A>&... args) {
+auto inline_asm_elementwise(const InlineAsm& a, const tile<A>&... args) {
   static_assert(sizeof...(A) > 0, "tl::inline_asm_elementwise: at least one tile argument");
-  return tile<R>(detail::inline_asm({{"ptx", a.ptx.text}, {"ptx_constraints", a.ptx.constraints}, {"amdgcn", a.amdgcn.text},
-                                     {"amdgcn_constraints", a.amdgcn.constraints}},
-                                    a.is_pure, a.pack, {args.value()...}, detail::elem_info<R>::dtype,
-                                    detail::to_loc(a.where)));
+  using Results = detail::asm_results<R>;
+  return Results::wrap(detail::inline_asm({{"ptx", a.ptx.text}, {"ptx_constraints", a.ptx.constraints},
+                                           {"amdgcn", a.amdgcn.text}, {"amdgcn_constraints", a.amdgcn.constraints}},
+                                          a.is_pure, a.pack, {args.value()...}, Results::dtypes(),
+                                          detail::to_loc(a.where)));
 }
 
 // A promise that `cond` holds for every element (Triton's tl.assume), for

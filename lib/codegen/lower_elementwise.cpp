@@ -60,7 +60,8 @@ void Lowerer::lower_elementwise(const Op& op) {
 
 // Per `pack` registers one call of the target's text (ops.def): 16-bit
 // floats travel as i16 (inline-assembly constraints take integers of
-// their width), packed groups as one integer of the group's width.
+// their width), packed groups as one integer of the group's width. Text
+// with several outputs returns them as one struct, each packed alike.
 void Lowerer::lower_inline_asm(const Op& op) {
   const std::string& lang = t_.asm_language;
   if (!op.has_attr(lang))
@@ -76,49 +77,56 @@ void Lowerer::lower_inline_asm(const Op& op) {
     if (pack > 1) return b_.getIntNTy(unsigned(bits * pack));
     return is_float(d) && bits == 16 ? b_.getInt16Ty() : elem_type(d);
   };
+  // Element type of a packed group's vector: i1 travels as a byte.
+  auto lane = [&](DType d) -> llvm::Type* { return bit_width(d) == 1 ? b_.getInt8Ty() : elem_type(d); };
   auto to_wire = [&](const Regs& regs, DType d, int r) -> llvm::Value* {
     auto at = [&](int k) { return regs.size() == 1 ? regs[0] : regs[size_t(r + k)]; };
     if (pack == 1) return wire(d) == elem_type(d) ? at(0) : b_.CreateBitCast(at(0), wire(d));
-    llvm::Type* et = bit_width(d) == 1 ? b_.getInt8Ty() : elem_type(d);
-    llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(et, unsigned(pack)));
+    llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(lane(d), unsigned(pack)));
     for (int k = 0; k < pack; ++k) {
-      llvm::Value* e = bit_width(d) == 1 ? b_.CreateZExt(at(k), et) : at(k);
+      llvm::Value* e = bit_width(d) == 1 ? b_.CreateZExt(at(k), lane(d)) : at(k);
       v = b_.CreateInsertElement(v, e, uint64_t(k));
     }
     return b_.CreateBitCast(v, wire(d));
   };
-  const DType rd = op.result()->type.dtype;
-  std::vector<llvm::Type*> arg_types;
+  auto from_wire = [&](llvm::Value* v, DType d, Regs& out) {
+    if (pack == 1) {
+      out.push_back(wire(d) == elem_type(d) ? v : b_.CreateBitCast(v, elem_type(d)));
+      return;
+    }
+    llvm::Value* vec = b_.CreateBitCast(v, llvm::FixedVectorType::get(lane(d), unsigned(pack)));
+    for (int k = 0; k < pack; ++k) {
+      llvm::Value* e = b_.CreateExtractElement(vec, uint64_t(k));
+      out.push_back(bit_width(d) == 1 ? b_.CreateICmpNE(e, llvm::ConstantInt::get(lane(d), 0)) : e);
+    }
+  };
+  const size_t num_results = op.results.size();
+  std::vector<llvm::Type*> arg_types, result_types;
   std::vector<Regs> ins;
   for (size_t i = 0; i < op.operands.size(); ++i) {
     ins.push_back(operand(op, int(i)));
     arg_types.push_back(wire(op.operands[i]->type.dtype));
   }
-  auto* fty = llvm::FunctionType::get(wire(rd), arg_types, false);
+  for (const auto& r : op.results) result_types.push_back(wire(r->type.dtype));
+  llvm::Type* ret = num_results == 1 ? result_types[0] : llvm::StructType::get(b_.getContext(), result_types);
+  auto* fty = llvm::FunctionType::get(ret, arg_types, false);
   const std::string cons = op.attr_str(lang + "_constraints");
   if (llvm::Error e = llvm::InlineAsm::verify(fty, cons)) {
     llvm::consumeError(std::move(e));
-    unsupported(op, "has constraints \"" + cons + "\" that do not fit one result and " +
-                        std::to_string(op.operands.size()) + " operands");
+    unsupported(op, "has constraints \"" + cons + "\" that do not fit " + std::to_string(num_results) +
+                        (num_results == 1 ? " result" : " results") + " and " + std::to_string(op.operands.size()) +
+                        " operands");
   }
   auto* asm_fn = llvm::InlineAsm::get(fty, text, cons, op.attr_int_or("pure", 1) == 0);
-  Regs out;
+  std::vector<Regs> outs(num_results);
   for (int r = 0; r < n; r += pack) {
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < ins.size(); ++i) args.push_back(to_wire(ins[i], op.operands[i]->type.dtype, r));
     llvm::Value* v = b_.CreateCall(asm_fn, args);
-    if (pack == 1) {
-      out.push_back(wire(rd) == elem_type(rd) ? v : b_.CreateBitCast(v, elem_type(rd)));
-      continue;
-    }
-    llvm::Type* et = bit_width(rd) == 1 ? b_.getInt8Ty() : elem_type(rd);
-    llvm::Value* vec = b_.CreateBitCast(v, llvm::FixedVectorType::get(et, unsigned(pack)));
-    for (int k = 0; k < pack; ++k) {
-      llvm::Value* e = b_.CreateExtractElement(vec, uint64_t(k));
-      out.push_back(bit_width(rd) == 1 ? b_.CreateICmpNE(e, llvm::ConstantInt::get(et, 0)) : e);
-    }
+    for (size_t j = 0; j < num_results; ++j)
+      from_wire(num_results == 1 ? v : b_.CreateExtractValue(v, unsigned(j)), op.results[j]->type.dtype, outs[j]);
   }
-  vals_[op.result()] = out;
+  for (size_t j = 0; j < num_results; ++j) vals_[op.result(int(j))] = std::move(outs[j]);
 }
 
 // For each register of tile `v`, the register holding the first element

@@ -603,8 +603,9 @@ void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc) {
   emit(OpKind::Assert, {cond}, {}, {{"msg", msg}, {"file", loc.file}, {"line", int64_t(loc.line)}}, loc);
 }
 
-Value* inline_asm(const std::vector<std::pair<std::string, std::string>>& text, bool pure, int pack,
-                  const std::vector<Value*>& args, DType result, const ir::Loc& loc) {
+std::vector<Value*> inline_asm(const std::vector<std::pair<std::string, std::string>>& text, bool pure, int pack,
+                               const std::vector<Value*>& args, const std::vector<DType>& results,
+                               const ir::Loc& loc) {
   const char* op = "inline_asm_elementwise";
   if (args.empty()) fail(loc, op, "expected at least one tile argument, found none");
   ir::Attrs attrs{{"pure", int64_t(pure)}, {"pack", int64_t(pack)}};
@@ -623,7 +624,9 @@ Value* inline_asm(const std::vector<std::pair<std::string, std::string>>& text, 
   }
   std::vector<Value*> ops;
   for (Value* a : args) ops.push_back(broadcast_to(a, shape, loc, op));
-  return emit1(OpKind::InlineAsm, ops, Type{result, false, shape}, attrs, loc);
+  std::vector<Type> types;
+  for (DType d : results) types.push_back(Type{d, false, shape});
+  return emit(OpKind::InlineAsm, ops, types, attrs, loc);
 }
 
 void assume(Value* cond, const ir::Loc& loc) {

@@ -426,7 +426,11 @@ class Verifier : public Rules {
 
       case OpKind::InlineAsm: {
         operands_at_least(op, 1);
-        results(op, 1);
+        require(!op.results.empty(), op, "at least one result", "none");
+        for (size_t i = 1; i < op.results.size(); ++i)
+          require(res(op, int(i)).shape == res(op).shape && !res(op, int(i)).is_ptr, op,
+                  "result #" + std::to_string(i) + " a number of result #0's shape " + res(op).str(),
+                  res(op, int(i)).str());
         for (size_t i = 0; i < op.operands.size(); ++i)
           require(op.operands[i]->type.shape == res(op).shape && !op.operands[i]->type.is_ptr, op,
                   "operand #" + std::to_string(i) + " a number of the result's shape " + res(op).str(),

@@ -3,17 +3,21 @@
 // one 32-bit register, two f16 in one, an f16 alone as 16 bits), a scalar
 // argument broadcast, AMDGCN text on gfx942; the errors: the interpreter
 // cannot run assembly, a target without its text, constraints that do not
-// fit and a bad pack name the line; on the GPU ([gpu]) every result
-// against C++.
+// fit and a bad pack name the line; text with several outputs (a tuple of
+// result types: two u32, packed bytes, an i32 beside an f32); on the GPU
+// ([gpu]) every result against C++.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "codegen/compile.h"
 #include "codegen_checks.h"
 #include "gpu_oracle.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
 #include "runtime/kernel.h"
 #include "tiledsl/tiledsl.h"
 
@@ -41,6 +45,44 @@ void asm_ops(ptr<int32_t> x, ptr<uint8_t> b, ptr<f16> h, ptr<f16> g, ptr<int32_t
                                                load(g + i)));
   store(out_n + i, inline_asm_elementwise<f16>({.ptx = {"neg.f16 $0, $1;", "=h,h"}}, load(h + i)));
   store(out_f + i, inline_asm_elementwise<float>({.ptx = {"mul.rn.f32 $0, $1, $2;", "=f,f,f"}}, cast<float>(xi), s));
+}
+
+// Several outputs: quotient and remainder (two u32 from one call), the
+// complement and low nibbles of four bytes at a time (pack 4), and an f32
+// truncated to i32 beside its negation (an i32 and an f32 result).
+void asm_multi(ptr<uint32_t> x, ptr<uint32_t> y, ptr<uint8_t> b, ptr<float> f, ptr<uint32_t> q, ptr<uint32_t> r,
+               ptr<uint8_t> inv, ptr<uint8_t> low, ptr<int32_t> ti, ptr<float> nf) {
+  auto i = arange(0, kN);
+  auto [qv, rv] = inline_asm_elementwise<std::tuple<uint32_t, uint32_t>>(
+      {.ptx = {"div.u32 $0, $2, $3; rem.u32 $1, $2, $3;", "=r,=r,r,r"}}, load(x + i), load(y + i));
+  store(q + i, qv);
+  store(r + i, rv);
+  auto [iv, lv] = inline_asm_elementwise<std::tuple<uint8_t, uint8_t>>(
+      {.ptx = {"not.b32 $0, $2; and.b32 $1, $2, 0x0f0f0f0f;", "=r,=r,r"}, .pack = 4}, load(b + i));
+  store(inv + i, iv);
+  store(low + i, lv);
+  auto [tv, nv] = inline_asm_elementwise<std::tuple<int32_t, float>>(
+      {.ptx = {"cvt.rzi.s32.f32 $0, $2; neg.f32 $1, $2;", "=r,=f,f"}}, load(f + i));
+  store(ti + i, tv);
+  store(nf + i, nv);
+}
+
+// The low and high halves of a 32 x 32-bit product, in AMDGCN only.
+void amd_multi(ptr<uint32_t> x, ptr<uint32_t> y, ptr<uint32_t> lo, ptr<uint32_t> hi) {
+  auto i = arange(0, kN);
+  auto [l, h] = inline_asm_elementwise<std::tuple<uint32_t, uint32_t>>(
+      {.amdgcn = {"v_mul_lo_u32 $0, $2, $3\nv_mul_hi_u32 $1, $2, $3", "=v,=v,v,v"}}, load(x + i), load(y + i));
+  store(lo + i, l);
+  store(hi + i, h);
+}
+
+// Two outputs, constraints naming one.
+void bad_multi(ptr<uint32_t> x, ptr<uint32_t> out) {
+  auto i = arange(0, kN);
+  g_line = __LINE__ + 1;
+  auto [a, b] = inline_asm_elementwise<std::tuple<uint32_t, uint32_t>>({.ptx = {"mov.b32 $0, $1;", "=r,r"}},
+                                                                        load(x + i));
+  store(out + i, a + b);
 }
 
 // Only AMDGCN text: compiles for gfx942, an error for sm_90a.
@@ -110,6 +152,27 @@ TEST_CASE("inline_asm_elementwise: each call's text in the PTX, AMDGCN on gfx942
   CHECK(asm_for(ka, "gfx942").find("v_add_u32") != std::string::npos);
 }
 
+TEST_CASE("inline_asm_elementwise: several outputs, one call each", "[inline_asm][codegen]") {
+  Kernel k = compile(asm_multi, {.name = "asm_multi", .num_warps = 2});
+  // One op for each call, each with its results; the text round-trips.
+  CHECK(codegen_checks::count(k.ir(), "inline_asm ") == 3);
+  CHECK(k.ir().find("= inline_asm ") != std::string::npos);
+  CHECK(ir::print(*ir::parse(k.ir(), "multi.tir")) == k.ir());
+  std::string ptx = asm_for(k, "sm_90a");
+  for (const char* text : {"div.u32", "rem.u32", "not.b32", "and.b32", "cvt.rzi.s32.f32", "neg.f32"}) {
+    INFO(text);
+    CHECK(ptx.find(text) != std::string::npos);
+  }
+  codegen_checks::check_assembles(ptx, "sm_90a");
+}
+
+TEST_CASE("inline_asm_elementwise: several outputs on gfx942", "[inline_asm][codegen]") {
+  Kernel k = compile(amd_multi, {.name = "amd_multi"});
+  std::string isa = asm_for(k, "gfx942");
+  CHECK(isa.find("v_mul_lo_u32") != std::string::npos);
+  CHECK(isa.find("v_mul_hi_u32") != std::string::npos);
+}
+
 TEST_CASE("inline_asm_elementwise: errors name the line", "[inline_asm][frontend]") {
   Kernel k = compile(asm_ops, {.name = "asm_ops"});
   int line = g_line;
@@ -129,9 +192,45 @@ TEST_CASE("inline_asm_elementwise: errors name the line", "[inline_asm][frontend
   Kernel kc = compile(bad_constraints, {.name = "bad_constraints"});
   e = error_of([&] { asm_for(kc, "sm_90a"); });
   CHECK_THAT(e,
-             Catch::Contains(here()) && Catch::Contains("has constraints \"=r,r,r\" that do not fit one result and 1 operands"));
+             Catch::Contains(here()) && Catch::Contains("has constraints \"=r,r,r\" that do not fit 1 result and 1 operands"));
+  Kernel km = compile(bad_multi, {.name = "bad_multi"});
+  e = error_of([&] { asm_for(km, "sm_90a"); });
+  CHECK_THAT(e, Catch::Contains(here()) && Catch::Contains("has constraints \"=r,r\" that do not fit 2 results and 1 operands"));
   e = error_of([&] { compile(bad_pack, {.name = "bad_pack"}); });
   CHECK_THAT(e, Catch::Contains(here()) && Catch::Contains("expected a pack of 1, 2, 4 or 8, found 3"));
+}
+
+TEST_CASE("inline_asm_elementwise: several outputs on the GPU", "[inline_asm][gpu]") {
+  REQUIRE_GPU();
+  Device d = Device::get("cuda");
+  Kernel k = compile(asm_multi, {.name = "asm_multi", .num_warps = 2});
+  std::vector<uint32_t> x, y;
+  std::vector<float> f;
+  Inputs in = inputs();
+  for (int i = 0; i < kN; ++i) {
+    x.push_back(uint32_t(i) * 2654435761u);
+    y.push_back(uint32_t(i % 13) + 1);
+    f.push_back(float(i) * 0.75f - 90.3f);
+  }
+  auto q = d.alloc<uint32_t>(kN), r = d.alloc<uint32_t>(kN);
+  auto inv = d.alloc<uint8_t>(kN), low = d.alloc<uint8_t>(kN);
+  auto ti = d.alloc<int32_t>(kN);
+  auto nf = d.alloc<float>(kN);
+  d(k, Grid{1}, d.upload(x), d.upload(y), d.upload(in.b), d.upload(f), q, r, inv, low, ti, nf);
+  d.synchronize();
+  auto gq = q.download<uint32_t>(), gr = r.download<uint32_t>();
+  auto ginv = inv.download<uint8_t>(), glow = low.download<uint8_t>();
+  auto gti = ti.download<int32_t>();
+  auto gnf = nf.download<float>();
+  for (size_t i = 0; i < size_t(kN); ++i) {
+    INFO("i = " << i);
+    CHECK(gq[i] == x[i] / y[i]);
+    CHECK(gr[i] == x[i] % y[i]);
+    CHECK(ginv[i] == uint8_t(~in.b[i]));
+    CHECK(glow[i] == uint8_t(in.b[i] & 0x0f));
+    CHECK(gti[i] == int32_t(f[i]));
+    CHECK(gnf[i] == -f[i]);
+  }
 }
 
 TEST_CASE("inline_asm_elementwise: the results on the GPU", "[inline_asm][gpu]") {

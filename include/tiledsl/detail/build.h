@@ -215,9 +215,10 @@ Value* atomic_cas(Value* ptr, const Operand& cmp, const Operand& value, const st
 void device_assert(Value* cond, const std::string& msg, const ir::Loc& loc);
 void assume(Value* cond, const ir::Loc& loc);
 // `text`: the attributes "ptx", "ptx_constraints", "amdgcn",
-// "amdgcn_constraints" (empty ones are left out).
-Value* inline_asm(const std::vector<std::pair<std::string, std::string>>& text, bool pure, int pack,
-                  const std::vector<Value*>& args, DType result, const ir::Loc& loc);
+// "amdgcn_constraints" (empty ones are left out). One result per dtype.
+std::vector<Value*> inline_asm(const std::vector<std::pair<std::string, std::string>>& text, bool pure, int pack,
+                               const std::vector<Value*>& args, const std::vector<DType>& results,
+                               const ir::Loc& loc);
 void debug_barrier(const ir::Loc& loc);
 void device_print(const std::string& prefix, const std::vector<Value*>& values, const ir::Loc& loc);
 
