@@ -4,6 +4,10 @@
 // torch's scaled_dot_product_attention (cuDNN and FlashAttention back ends)
 // and a Triton kernel on the same shapes.
 //
+// attention_tuned: the configuration tl::Autotuner picks for each shape
+// (kernels::tune_attention over kernels::attention_tune_configs, as the
+// example does on a GPU), beside the fixed one of attention<...>.
+//
 // attention_varlen: the packed variable-length kernel on 16k tokens of
 // sequences around the argument's length (no peer measures it yet).
 //
@@ -83,6 +87,21 @@ void attention(benchmark::State& state) {
   }
 }
 
+// attention<D, CAUSAL> in the configuration the tuner picks for each
+// length (measured on the first run, read from the results file after).
+template <int D, bool CAUSAL>
+void attention_tuned(benchmark::State& state) {
+  try {
+    const int N = int(state.range(0)), B = kTokens / N, H = kModelWidth / D;
+    const std::string name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "");
+    auto cfg = kernels::tune_attention<tl::bf16, D, CAUSAL>(
+        device(), "bench_" + name, kernels::attention_tune_configs(D, device().target()), B, H, N, 1, {.name = name});
+    kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention<BM, BN, D, CAUSAL>(state, cfg, 1); });
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 #define ATTENTION_LENGTHS(D, CAUSAL)                                                                 \
   BENCHMARK(attention<D, CAUSAL>)                                                                   \
       ->Arg(1024)->Arg(2048)->Arg(4096)->Arg(8192)->Arg(16384)                                       \
@@ -92,6 +111,14 @@ ATTENTION_LENGTHS(64, false)
 ATTENTION_LENGTHS(64, true)
 ATTENTION_LENGTHS(128, false)
 ATTENTION_LENGTHS(128, true)
+
+#define ATTENTION_TUNED(D, CAUSAL)                                                                  \
+  BENCHMARK(attention_tuned<D, CAUSAL>)                                                             \
+      ->Arg(1024)->Arg(4096)->Arg(16384)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+ATTENTION_TUNED(64, false)
+ATTENTION_TUNED(64, true)
+ATTENTION_TUNED(128, false)
+ATTENTION_TUNED(128, true)
 
 // Grouped-query attention, 4 query heads a key/value head (32 over 8 at
 // d = 64), at 4096 keys: named attention_gqa so the summaries keep it apart.

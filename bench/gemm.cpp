@@ -25,7 +25,8 @@
 //   TILEDSL_CUBLAS       the cuBLAS library to load (see bench/cublas.h)
 //
 // Names: gemm_tiledsl/MxNxK/<config>, gemm_tiledsl/MxNxK/autotuned (the
-// pick of tl::Autotuner over those configurations and two for narrow M) and
+// pick of tl::Autotuner over those configurations and the example's
+// candidates, kernels::gemm_tune_configs) and
 // gemm_cublas/MxNxK; the label says how each was compiled, which
 // configuration the tuner picked, or which library ran. gemm_cublas also reports
 // tl_vs_cublas: max |C_tiledsl - C_cublas| / max |C_cublas| over the whole
@@ -178,43 +179,30 @@ void gemm_tiledsl(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
 }
 
 // The configurations the autotuned benchmark chooses from: the timed list
-// (TILEDSL_GEMM_CONFIG or the defaults) and two for narrow M (16- and
-// 64-row tiles of 4 warps).
-std::vector<tl::TuneConfig> tune_configs(const std::vector<kernels::GemmConfig>& timed) {
+// (TILEDSL_GEMM_CONFIG or the defaults) and the example's candidates for
+// this GPU (kernels::gemm_tune_configs: narrow tiles among them).
+std::vector<kernels::GemmConfig> tune_configs(const std::vector<kernels::GemmConfig>& timed) {
   std::vector<kernels::GemmConfig> list = timed;
-  for (const char* narrow : {"16x64x128:4:4", "64x64x64:4:4"}) {
-    auto c = kernels::parse_gemm_config(narrow);
+  for (const auto& c : kernels::gemm_tune_configs(device().target()))
     if (std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.str() == c.str(); }) == list.end())
       list.push_back(c);
-  }
-  std::vector<tl::TuneConfig> configs;
-  for (const auto& c : list)
-    configs.push_back({c.str(), [c] { return kernels::compile_gemm<tl::bf16>(c, "gemm"); }, {}});
-  return configs;
+  return list;
 }
 
-// The gemm through tl::Autotuner (issue 15): the first launch of a shape
-// times every configuration (the results file keeps the winner for the
-// next process), the benchmark then times the winner; its label names it.
-// When this process tuned the shape, model_rank_corr is Spearman's rank
-// correlation of kernels::gemm_estimate_us's estimates with the measured
-// times, and model_rank_of_pick the winner's place in the model's order
-// (1: the model's first choice).
+// The gemm through tl::Autotuner (issue 15; kernels::gemm_tuner, as the
+// example): the first launch of a shape times every configuration (the
+// results file keeps the winner for the next process), the benchmark then
+// times the winner; its label names it. When this process tuned the
+// shape, model_rank_corr is Spearman's rank correlation of
+// kernels::gemm_estimate_us's estimates with the measured times, and
+// model_rank_of_pick the winner's place in the model's order (1: the
+// model's first choice).
 void gemm_autotuned(benchmark::State& state, Shape s, std::vector<kernels::GemmConfig> timed) {
   try {
-    static const std::vector<tl::TuneConfig> configs = tune_configs(timed);
-    // The roofline estimate ranks the configurations (all are measured:
-    // the report says how well it ranked them).
-    static tl::Autotuner tuner(
-        "bench_gemm", configs,
-        {.key_args = {3, 4, 5}, .cost_model = [](const tl::TuneConfig& c, const std::vector<tl::Arg>& a) {
-           return kernels::gemm_estimate_us(kernels::parse_gemm_config(c.name), a[3].i, a[4].i, a[5].i,
-                                            device().processor_count());
-         }});
+    static const std::vector<kernels::GemmConfig> configs = tune_configs(timed);
+    static tl::Autotuner tuner = kernels::gemm_tuner<tl::bf16>("bench_gemm", configs, device().processor_count());
     Problem& p = problem(s);
-    auto grid = [&](const tl::TuneConfig& c) {
-      return kernels::gemm_grid(kernels::parse_gemm_config(c.name), s.m, s.n, device());
-    };
+    auto grid = kernels::gemm_tune_grid(s.m, s.n, device());
     auto launch = [&] { tuner(device(), grid, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1); };
     const int64_t measured_before = tuner.measured();
     launch();  // tunes this shape (or reads its winner), then runs it

@@ -142,7 +142,7 @@ ATTENTION_NAME = re.compile(r"(attention|attention_gqa|attention_varlen)<(\d+), 
 NORM_NAME = re.compile(r"(copy|softmax|layernorm)(_persistent|_warps)?<(tl::bf16|float)((?:, \d+)*)>$")
 CPP_DTYPE = {"tl::bf16": "bf16", "float": "f32"}
 KNOWN_NAMES = ("gemm_tiledsl/MxNxK/<config>, gemm_cublas/MxNxK, attention<D, causal>/N, "
-               "attention_gqa<D, causal>/N, attention_varlen<D, causal>/N, copy<T>, softmax<T, N>, "
+               "attention_gqa<D, causal>/N, attention_varlen<D, causal>/N, attention_tuned<D, causal>/N, copy<T>, softmax<T, N>, "
                "layernorm<T, N> and their _persistent and _warps forms, softmax_cold_compile")
 
 
@@ -162,6 +162,8 @@ def parse_bench_name(name):
         return "attention", shape, "tiledsl"
     if family == "softmax_cold_compile":
         return "norms", None, None
+    if family.startswith("attention_tuned<"):  # the tuner's pick: in summarize_attention.py's table only
+        return "attention", None, None
     m = NORM_NAME.match(family)
     if m:
         op, form, dtype, ints = m.group(1), m.group(2), CPP_DTYPE[m.group(3)], m.group(4)

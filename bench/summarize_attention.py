@@ -2,7 +2,8 @@
 """Markdown table of bench_attention (tiledsl) and compare_attention.py
 (torch SDPA with the cuDNN and FlashAttention-2 back ends, Triton) results
 from one run: bf16 forward TFLOP/s per head dim, causality and sequence
-length, and tiledsl's ratio to each. A result that failed shows its error
+length, and tiledsl's ratio to each (its fixed configuration; the
+autotuned one, attention_tuned, beside it where it ran). A result that failed shows its error
 below the table instead of a number.
 
     python3 bench/summarize_attention.py attention.json compare_attention.json
@@ -16,18 +17,18 @@ IMPLS = [("cudnn", "cuDNN"), ("fa2", "FA2"), ("triton", "Triton"), ("triton_best
 
 
 def main(ours_path, theirs_path):
-    ours, errors = {}, []
+    ours, tuned, errors = {}, {}, []
     keys = set()  # every (D, causal, N) seen, failed ones included
     for b in json.load(open(ours_path))["benchmarks"]:
-        m = re.match(r"attention<(\d+), (true|false)>/(\d+)", b["name"])
+        m = re.match(r"attention(_tuned)?<(\d+), (true|false)>/(\d+)", b["name"])
         if not m:
             continue
-        key = (int(m.group(1)), m.group(2) == "true", int(m.group(3)))
+        key = (int(m.group(2)), m.group(3) == "true", int(m.group(4)))
         keys.add(key)
         if b.get("error_occurred"):
-            errors.append(f"tiledsl {key}: {b.get('error_message', '')}")
+            errors.append(f"tiledsl{m.group(1) or ''} {key}: {b.get('error_message', '')}")
             continue
-        ours[key] = b
+        (tuned if m.group(1) else ours)[key] = b
     theirs = {}
     for r in json.load(open(theirs_path)):
         if "kv" in r:  # grouped-query rows: not in this table
@@ -45,7 +46,7 @@ def main(ours_path, theirs_path):
     def ratio(a, b):
         return f"{a / b:.2f}" if a and b else "-"
 
-    head = ["D", "causal", "N", "B x H", "tiledsl"] + [name for _, name in IMPLS] + \
+    head = ["D", "causal", "N", "B x H", "tiledsl", "tuned"] + [name for _, name in IMPLS] + \
            ["tl/cuDNN", "tl/FA2", "tl/Triton"]
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---:" for _ in head) + "|")
@@ -54,7 +55,10 @@ def main(ours_path, theirs_path):
         tl_tflops = ours_row.get("TFLOP/s", 0)
         other = {impl: theirs.get((d, causal, n, impl), {}).get("TFLOP/s", 0) for impl, _ in IMPLS}
         bh = f"{TOKENS // n} x {MODEL_WIDTH // d}"
-        cells = [str(d), "yes" if causal else "no", str(n), bh, num(tl_tflops)] + \
+        tuned_row = tuned.get((d, causal, n))
+        tuned_cell = (f"{tuned_row['TFLOP/s']:.1f} ({int(tuned_row['BM'])}x{int(tuned_row['BN'])}:"
+                      f"{int(tuned_row['warps'])}:{int(tuned_row['stages'])})" if tuned_row else "-")
+        cells = [str(d), "yes" if causal else "no", str(n), bh, num(tl_tflops), tuned_cell] + \
                 [num(other[impl]) for impl, _ in IMPLS] + \
                 [ratio(tl_tflops, other["cudnn"]), ratio(tl_tflops, other["fa2"]), ratio(tl_tflops, other["triton"])]
         print("| " + " | ".join(cells) + " |")

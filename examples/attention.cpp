@@ -15,8 +15,11 @@
 //                                     keys as long as the queries unless
 //                                     given after '/'
 //
-// Tiles, warps and stages come from kernels::attention_config
-// (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:desc] overrides them).
+// On a GPU tiles, warps and stages are autotuned (tl::Autotuner over
+// kernels::attention_tune_configs, the pick kept on disk for the next run;
+// --tune does it on the interpreter too); TILEDSL_ATTN_CONFIG=
+// BMxBN:warps:stages[:desc] fixes them. The sweep, --small, the
+// interpreter and varlen runs use kernels::attention_config.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -164,11 +167,28 @@ examples::Check check_outputs(const std::vector<T>& got, const Reference& ref, d
   return c;
 }
 
+// The kernel's name for a case (the tuner compiles under it too).
+std::string kernel_name(const Case& c) {
+  return std::string("attention_") + (c.varlen() ? "varlen_" : "") + dtype_name(c.dtype) + "_d" +
+         std::to_string(c.D) + (c.causal ? "_causal" : "");
+}
+
+// Calls f.template operator()<T, D, CAUSAL>() for a case's element type,
+// head dim and causality; returns what f returns.
+template <class F>
+int with_case_types(const Case& c, F&& f) {
+  auto with_dtype = [&]<int D, bool CAUSAL>() {
+    return c.dtype == DType::bf16 ? f.template operator()<tl::bf16, D, CAUSAL>()
+                                  : f.template operator()<tl::f16, D, CAUSAL>();
+  };
+  if (c.D == 64) return c.causal ? with_dtype.template operator()<64, true>() : with_dtype.template operator()<64, false>();
+  return c.causal ? with_dtype.template operator()<128, true>() : with_dtype.template operator()<128, false>();
+}
+
 // Compiles, runs and checks one case; returns the exit code (0 on PASS).
 template <class T, int BM, int BN, int D, bool CAUSAL>
 int run_case(examples::Setup& s, const Case& c, const kernels::AttentionConfig& cfg) {
-  std::string name = std::string("attention_") + (c.varlen() ? "varlen_" : "") + dtype_name(c.dtype) + "_d" +
-                     std::to_string(D) + (CAUSAL ? "_causal" : "");
+  const std::string name = kernel_name(c);
   const Geometry g(c);
   std::optional<kernels::AttentionKernel<T, BM, BN, D, CAUSAL>> dense;
   std::optional<kernels::AttentionVarlenKernel<T, BM, BN, D, CAUSAL>> varlen;
@@ -223,8 +243,9 @@ int run_case(examples::Setup& s, const Case& c, const kernels::AttentionConfig& 
   return examples::report(check, {.ms = ms, .flops = flops});
 }
 
-// Picks the template instantiation for a run-time case.
-int run(examples::Setup& s, const Case& c) {
+// Picks the template instantiation for a run-time case, its configuration
+// tuned when `tune` (dense cases only).
+int run(examples::Setup& s, const Case& c, bool tune = false) {
   int64_t tokens = c.varlen() ? std::max(std::accumulate(c.lens_q.begin(), c.lens_q.end(), int64_t(0)),
                                          std::accumulate(c.lens_k.begin(), c.lens_k.end(), int64_t(0)))
                               : int64_t(c.B) * c.N;
@@ -234,13 +255,23 @@ int run(examples::Setup& s, const Case& c) {
   if (c.B * c.H > 65535)
     throw tl::Error("attention: B*H = " + std::to_string(c.B * c.H) + " programs on grid axis 1, expected <= 65535");
   auto cfg = kernels::attention_config(c.D, s.dev.target());
+  if (tune && !c.varlen()) {
+    // One results file per head dim and causality: the key (N, the group)
+    // does not tell them apart.
+    const auto configs = kernels::attention_tune_configs(c.D, s.dev.target());
+    const std::string tuner = "attention_example_d" + std::to_string(c.D) + (c.causal ? "_causal" : "");
+    double ms = examples::wall_ms([&] {
+      with_case_types(c, [&]<class T, int D, bool CAUSAL>() {
+        cfg = kernels::tune_attention<T, D, CAUSAL>(s.dev, tuner, configs, c.B, c.H, c.N, c.group(),
+                                                   {.name = kernel_name(c)});
+        return 0;
+      });
+    });
+    std::printf("attention: autotuned over %zu configurations (BMxBN:warps:stages): %s (%.1f ms)\n", configs.size(),
+                cfg.str().c_str(), ms);
+  }
   return kernels::with_tiles(cfg, [&]<int BM, int BN>() {
-    auto with_dtype = [&]<int D, bool CAUSAL>() {
-      return c.dtype == DType::bf16 ? run_case<tl::bf16, BM, BN, D, CAUSAL>(s, c, cfg)
-                                    : run_case<tl::f16, BM, BN, D, CAUSAL>(s, c, cfg);
-    };
-    if (c.D == 64) return c.causal ? with_dtype.template operator()<64, true>() : with_dtype.template operator()<64, false>();
-    return c.causal ? with_dtype.template operator()<128, true>() : with_dtype.template operator()<128, false>();
+    return with_case_types(c, [&]<class T, int D, bool CAUSAL>() { return run_case<T, BM, BN, D, CAUSAL>(s, c, cfg); });
   });
 }
 
@@ -336,7 +367,7 @@ int main(int argc, char** argv) {
       if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
         std::fprintf(stderr,
                      "attention options: [--dtype=bf16|f16] [--causal=0|1] [--d=64|128] [--shape=B,H,N[,KV]] [--sweep]\n"
-                     "                   [--varlen=L1,L2,...[/K1,K2,...]]\n"
+                     "                   [--varlen=L1,L2,...[/K1,K2,...]] [--tune]\n"
                      "  KV: key/value heads (grouped-query attention; default H)\n"
                      "  varlen: sequences of query lengths Li (keys Ki, default Li) packed [total, H, D];\n"
                      "          H and KV from --shape (its B and N unused), else 4 heads\n"
@@ -347,6 +378,7 @@ int main(int argc, char** argv) {
     std::string shape = examples::take_option(argc, argv, "--shape");
     std::string varlen = examples::take_option(argc, argv, "--varlen");
     bool run_sweep = !examples::take_option(argc, argv, "--sweep").empty();
+    bool force_tune = !examples::take_option(argc, argv, "--tune").empty();
     auto s = examples::parse_args(argc, argv, "flash-attention forward");
 
     if (dtype != "bf16" && dtype != "f16") throw tl::Error("--dtype: expected bf16 or f16, found '" + dtype + "'");
@@ -362,11 +394,14 @@ int main(int argc, char** argv) {
     if (!varlen.empty()) parse_varlen(varlen, c, !shape.empty());
     c.D = std::stoi(head_dim);
     c.dtype = dtype == "bf16" ? DType::bf16 : DType::f16;
+    // Tuned on a GPU unless TILEDSL_ATTN_CONFIG fixes the configuration.
+    const char* fixed = std::getenv("TILEDSL_ATTN_CONFIG");
+    bool tune = !examples::inspecting && (force_tune || (!s.small && !s.on_interp && !(fixed && *fixed)));
     int failures = 0;
     for (bool is_causal : {false, true}) {
       if (causal != "" && is_causal != (causal == "1")) continue;
       c.causal = is_causal;
-      failures += run(s, c);
+      failures += run(s, c, tune);
     }
     // Each run printed its own PASS/FAIL line; the exit code covers all.
     return failures ? 1 : 0;

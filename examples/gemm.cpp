@@ -13,11 +13,19 @@
 //   --config=BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows]  tile configuration (kernels/gemm.h;
 //                                    :desc runs the tensor-descriptor kernel, :persistent
 //                                    its persistent form, :ws / :nows
-//                                    demand or forbid warp specialization)
+//                                    demand or forbid warp specialization).
+//                         Without it a GPU run is autotuned: tl::Autotuner
+//                         measures kernels::gemm_tune_configs for the
+//                         problem (the winner kept on disk for the next
+//                         run) and prints its pick; the interpreter and
+//                         --small use small tiles, the sweep the
+//                         target's default.
+//   --tune                autotune there too (the interpreter, --small)
 //   --sweep               correctness over ragged shapes x both dtypes x the
 //                         four A/B layouts, one PASS/FAIL line each, then an
 //                         overall PASS only if every case passed (small
 //                         shapes only on the interpreter)
+#include <functional>
 #include <optional>
 
 #include "common.h"
@@ -61,13 +69,25 @@ std::vector<T> store_as(const std::vector<T>& logical, int rows, int cols, bool 
   return stored;
 }
 
-// Runs `k` (gemm<T, ...> compiled for `cfg`) on one case and checks up to
-// `max_rows` rows of C (all of them when M is that small) against a double
-// reference. `timed`: time the launch like every example (warm-up + mean on
-// a GPU) rather than launch it once.
+// One launch of the gemm: A, B, C, M, N, K, stride_am, stride_ak,
+// stride_bk, stride_bn (C row-major): a fixed configuration's kernel or the
+// autotuner's pick.
+using GemmLaunch =
+    std::function<void(const tl::Buffer&, const tl::Buffer&, const tl::Buffer&, int, int, int, int, int, int, int)>;
+
+GemmLaunch fixed_launch(examples::Setup& s, const tl::Kernel& k, const kernels::GemmConfig& cfg) {
+  return [&s, k, cfg](const tl::Buffer& a, const tl::Buffer& b, const tl::Buffer& out, int M, int N, int K, int sam,
+                      int sak, int sbk, int sbn) {
+    s.dev(k, kernels::gemm_grid(cfg, M, N, s.dev), a, b, out, M, N, K, sam, sak, sbk, sbn, N, 1);
+  };
+}
+
+// Runs `launch` on one case and checks up to `max_rows` rows of C (all of
+// them when M is that small) against a double reference. `timed`: time the
+// launch like every example (warm-up + mean on a GPU) rather than launch it
+// once.
 template <class T>
-Outcome run_case(examples::Setup& s, const tl::Kernel& k, const kernels::GemmConfig& cfg, const Case& c, int max_rows,
-                 bool timed) {
+Outcome run_case(examples::Setup& s, const GemmLaunch& gemm, const Case& c, int max_rows, bool timed) {
   const int M = c.size.m, N = c.size.n, K = c.size.k;
   // The values are the logical matrices, row-major; the buffers hold them
   // in the layout under test.
@@ -79,9 +99,7 @@ Outcome run_case(examples::Setup& s, const tl::Kernel& k, const kernels::GemmCon
   const int stride_am = c.a_col ? 1 : K, stride_ak = c.a_col ? M : 1;
   const int stride_bk = c.b_col ? 1 : N, stride_bn = c.b_col ? K : 1;
 
-  auto launch = [&] {
-    s.dev(k, kernels::gemm_grid(cfg, M, N, s.dev), a, b, out, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, N, 1);
-  };
+  auto launch = [&] { gemm(a, b, out, M, N, K, stride_am, stride_ak, stride_bk, stride_bn); };
   Outcome o;
   if (timed) {
     o.ms = examples::time_ms(s, launch);
@@ -143,7 +161,18 @@ void check_size(const Shape& s) {
       throw tl::Error("--mnk: a matrix of " + std::to_string(elems) + " elements needs 64-bit offsets (at most 2^31-1)");
 }
 
-// One run: the configuration line, then the report of examples/common.h.
+// The timed run and its report (every row of C checked when the reference
+// is cheap, else 256 rows spread over it).
+template <class T>
+int check_and_time(examples::Setup& s, const GemmLaunch& gemm, const Case& c) {
+  const auto& z = c.size;
+  int max_rows = double(z.m) * z.n * z.k <= 1 << 30 ? z.m : 256;
+  auto o = run_case<T>(s, gemm, c, max_rows, true);
+  return examples::report(o.check, {.ms = o.ms, .flops = 2.0 * z.m * z.n * z.k});
+}
+
+// One run of configuration `cfg`: the configuration line, then the report
+// of examples/common.h.
 int run_one(examples::Setup& s, const kernels::GemmConfig& cfg, const Case& c) {
   check_size(c.size);
   return with_dtype(c.dtype, [&]<class T>() {
@@ -156,13 +185,43 @@ int run_one(examples::Setup& s, const kernels::GemmConfig& cfg, const Case& c) {
 #endif
     std::printf("gemm: %s, config %s (tiles BMxBNxBK:warps:stages), GROUP_M=%d on %s (%s %.1f ms)\n",
                 c.str().c_str(), cfg.str().c_str(), kernels::kGemmGroupM, s.dev.name().c_str(), made, compile_ms);
-    // Every row of C when the reference is cheap, else 256 rows spread over it.
-    const auto& z = c.size;
-    int max_rows = double(z.m) * z.n * z.k <= 1 << 30 ? z.m : 256;
-    auto o = run_case<T>(s, k, cfg, c, max_rows, true);
-    return examples::report(o.check, {.ms = o.ms, .flops = 2.0 * z.m * z.n * z.k});
+    return check_and_time<T>(s, fixed_launch(s, k, cfg), c);
   });
 }
+
+#ifndef TILEDSL_GEMM_AOT
+// One run through tl::Autotuner over kernels::gemm_tune_configs for the
+// device's target: the first launch of the problem compiles the candidates
+// in parallel and measures each (or reads the pick a previous run kept on
+// disk); the line names the pick, then the report.
+int run_tuned(examples::Setup& s, const Case& c) {
+  check_size(c.size);
+  return with_dtype(c.dtype, [&]<class T>() {
+    const auto configs = kernels::gemm_tune_configs(s.dev.target());
+    tl::Autotuner tuner = kernels::gemm_tuner<T>("gemm_example_" + c.dtype, configs, s.dev.processor_count());
+    const int M = c.size.m, N = c.size.n, K = c.size.k;
+    const tl::TuneGrid grid = kernels::gemm_tune_grid(M, N, s.dev);
+    GemmLaunch launch = [&](const tl::Buffer& a, const tl::Buffer& b, const tl::Buffer& out, int m, int n, int k,
+                            int sam, int sak, int sbk, int sbn) {
+      tuner(s.dev, grid, a, b, out, m, n, k, sam, sak, sbk, sbn, n, 1);
+    };
+    // The pick, on buffers of the problem's shape and strides (the tuner
+    // keys by the integer arguments; what the buffers hold does not matter).
+    tl::Buffer a = s.dev.alloc<T>(size_t(M) * K), b = s.dev.alloc<T>(size_t(K) * N), out = s.dev.alloc<T>(size_t(M) * N);
+    const int sam = c.a_col ? 1 : K, sak = c.a_col ? M : 1, sbk = c.b_col ? 1 : N, sbn = c.b_col ? K : 1;
+    const tl::TuneConfig* pick = nullptr;
+    double tune_ms =
+        examples::wall_ms([&] { pick = &tuner.pick(s.dev, grid, {a, b, out, M, N, K, sam, sak, sbk, sbn, N, 1}); });
+    std::string how = tuner.measured() ? "measured " + std::to_string(tuner.measured()) + " of " +
+                                             std::to_string(configs.size()) + " configurations"
+                                       : "kept from an earlier run";
+    std::printf("gemm: %s, autotuned: config %s (tiles BMxBNxBK:warps:stages), GROUP_M=%d on %s (%s, %.1f ms)\n",
+                c.str().c_str(), pick->name.c_str(), kernels::kGemmGroupM, s.dev.name().c_str(), how.c_str(),
+                tune_ms);
+    return check_and_time<T>(s, launch, c);
+  });
+}
+#endif
 
 // Every shape x dtype x A/B layout; one line per case, a total at the end.
 int run_sweep(examples::Setup& s, const kernels::GemmConfig& cfg) {
@@ -176,7 +235,7 @@ int run_sweep(examples::Setup& s, const kernels::GemmConfig& cfg) {
   int cases = 0, failed = 0;
   for (std::string dtype : {"bf16", "f16"}) {
     with_dtype(dtype, [&]<class T>() {
-      tl::Kernel k = gemm_kernel<T>(dtype, cfg);
+      GemmLaunch gemm = fixed_launch(s, gemm_kernel<T>(dtype, cfg), cfg);
       for (const Shape& size : shapes) {
         for (int layout = 0; layout < 4; ++layout) {
           Case c{size, dtype, bool(layout & 2), bool(layout & 1)};
@@ -185,7 +244,7 @@ int run_sweep(examples::Setup& s, const kernels::GemmConfig& cfg) {
           int max_rows = double(size.m) * size.n * size.k <= 1 << 30 ? size.m : 64;
           ++cases;
           try {
-            auto o = run_case<T>(s, k, cfg, c, max_rows, false);
+            auto o = run_case<T>(s, gemm, c, max_rows, false);
             const auto& ch = o.check;
             if (ch.mismatches) {
               ++failed;
@@ -228,7 +287,7 @@ int main(int argc, char** argv) {
       if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
         std::fprintf(stderr,
                      "gemm options: [--dtype=bf16|f16] [--a=row|col] [--b=row|col] [--mnk=M,N,K]\n"
-                     "              [--config=BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows]] [--sweep]\n"
+                     "              [--config=BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows]] [--tune] [--sweep]\n"
                      "  tiles with an instantiation: %s\n",
                      kernels::gemm_tiles_list().c_str());
     auto layout_is_col = [](const std::string& v, const char* opt) {
@@ -250,13 +309,14 @@ int main(int argc, char** argv) {
     if (auto text = examples::take_option(argc, argv, "--config"); !text.empty())
       config = kernels::parse_gemm_config(text);
     bool sweep = examples::take_option(argc, argv, "--sweep") == "1";
+    bool tune = examples::take_option(argc, argv, "--tune") == "1";
     auto s = examples::parse_args(argc, argv, "matrix multiply, bf16 or f16 with f32 accumulation");
 
-    // On a GPU the configuration is the target's default
+    // The sweep checks one configuration: the target's default
     // (kernels::default_gemm_config: on sm_90a the persistent kernel on
-    // tensor copies); the interpreter (and --small, which CI runs on it)
-    // uses 64x64x32 tiles and 4 warps, so that small problems still span
-    // several tiles.
+    // tensor copies) on a GPU. The interpreter (and --small, which CI runs
+    // on it) uses 64x64x32 tiles and 4 warps, so that small problems still
+    // span several tiles.
     kernels::GemmConfig cfg = config                       ? *config
                               : (s.small || s.on_interp) ? kernels::small_gemm_config()
                                                          : kernels::default_gemm_config(s.dev.target());
@@ -268,6 +328,13 @@ int main(int argc, char** argv) {
              : s.small    ? Shape{192, 160, 100}
              : s.on_interp ? Shape{1536, 1536, 1536}
                            : Shape{4096, 4096, 4096};
+    // A GPU run without --config is autotuned (the ahead-of-time form
+    // carries the default configurations only).
+#ifdef TILEDSL_GEMM_AOT
+    if (tune) throw tl::Error("--tune: the ahead-of-time form carries the default configurations only");
+#else
+    if (!config && !examples::inspecting && (tune || (!s.small && !s.on_interp))) return run_tuned(s, c);
+#endif
     return run_one(s, cfg, c);
   });
 }

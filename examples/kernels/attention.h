@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "tiledsl/autotune.h"
 #include "tiledsl/tiledsl.h"
 
 namespace kernels {
@@ -232,7 +234,28 @@ struct AttentionConfig {
   int num_warps = 4;
   int num_stages = 3;
   bool descriptors = false;  // attention_fwd_desc (":desc") instead of attention_fwd
+
+  std::string str() const {
+    return std::to_string(block_m) + "x" + std::to_string(block_n) + ":" + std::to_string(num_warps) + ":" +
+           std::to_string(num_stages) + (descriptors ? ":desc" : "");
+  }
 };
+
+// Parses "BMxBN:warps:stages[:desc]" (AttentionConfig::str); `what` names
+// the text's source in the error.
+inline AttentionConfig parse_attention_config(const std::string& text, const std::string& what) {
+  AttentionConfig c;
+  char form[8] = "";
+  int fields = std::sscanf(text.c_str(), "%dx%d:%d:%d:%7s", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, form);
+  c.descriptors = fields == 5 && std::string(form) == "desc";
+  bool parsed = fields == 4 || c.descriptors;
+  bool tiles_ok = (c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128);
+  bool warps_ok = c.num_warps >= 1 && c.num_warps <= 16 && (c.num_warps & (c.num_warps - 1)) == 0;
+  if (!parsed || !tiles_ok || !warps_ok || c.num_stages < 1 || c.num_stages > 8)
+    throw tl::Error(what + ": expected BMxBN:warps:stages[:desc] with BM 64 or 128, BN 32, 64 or 128, "
+                    "warps a power of two up to 16 and 1 to 8 stages (e.g. 128x64:8:3), found '" + text + "'");
+  return c;
+}
 
 // The configuration for head dim `head_dim` on `target` (Device::target()):
 // TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when
@@ -245,22 +268,14 @@ struct AttentionConfig {
 // tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
+inline AttentionConfig default_attention_config(int head_dim, const std::string& target) {
+  if (target == "sm_90a") return {128, head_dim == 64 ? 128 : 64, 8, 3, true};
+  return {128, 64, head_dim == 64 ? 4 : 8, 3};
+}
 inline AttentionConfig attention_config(int head_dim, const std::string& target = "") {
-  AttentionConfig c{128, 64, head_dim == 64 ? 4 : 8, 3};
-  if (target == "sm_90a") c = {128, head_dim == 64 ? 128 : 64, 8, 3, true};
   const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
-  if (!env || !*env) return c;
-  char form[8] = "";
-  int fields = std::sscanf(env, "%dx%d:%d:%d:%7s", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, form);
-  c.descriptors = fields == 5 && std::string(form) == "desc";
-  bool parsed = fields == 4 || c.descriptors;
-  bool tiles_ok = (c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128);
-  bool warps_ok = c.num_warps >= 1 && c.num_warps <= 16 && (c.num_warps & (c.num_warps - 1)) == 0;
-  if (!parsed || !tiles_ok || !warps_ok || c.num_stages < 1 || c.num_stages > 8)
-    throw tl::Error("TILEDSL_ATTN_CONFIG: expected BMxBN:warps:stages[:desc] with BM 64 or 128, BN 32, 64 or 128, "
-                    "warps a power of two up to 16 and 1 to 8 stages (e.g. 128x64:8:3), found '" +
-                    std::string(env) + "'");
-  return c;
+  if (env && *env) return parse_attention_config(env, "TILEDSL_ATTN_CONFIG");
+  return default_attention_config(head_dim, target);
 }
 
 // The kernel of configuration `c` compiled with `options` (its warps and
@@ -326,6 +341,59 @@ decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
   if (c.block_m == 64) return with_bn.template operator()<64>();
   if (c.block_m == 128) return with_bn.template operator()<128>();
   throw tl::Error("attention: BM " + std::to_string(c.block_m) + " has no instantiation (64 or 128)");
+}
+
+// The configurations a tuned attention chooses from for head dim
+// `head_dim` on `target`: the default (default_attention_config), the other key block sizes and pipeline depths of
+// the same form (the descriptor form on sm_90a, whose launch takes more
+// arguments: one tuner's configurations share one argument list), and 64
+// query rows for short sequences. One whose buffers do not fit the GPU's
+// shared memory fails to compile and is dropped by the tuner, saying so.
+inline std::vector<AttentionConfig> attention_tune_configs(int head_dim, const std::string& target) {
+  std::vector<std::string> names;
+  if (target == "sm_90a")
+    names = {"128x128:8:2:desc", "128x64:8:2:desc", "128x64:8:3:desc", "128x128:8:3:desc", "64x64:4:3:desc"};
+  else
+    names = {"128x64:8:3", "128x64:4:3", "128x32:4:3", "64x64:4:3", "128x128:8:2"};
+  std::vector<AttentionConfig> out{default_attention_config(head_dim, target)};
+  for (const auto& n : names) {
+    AttentionConfig c = parse_attention_config(n, "attention_tune_configs");
+    if (std::none_of(out.begin(), out.end(), [&](const AttentionConfig& x) { return x.str() == c.str(); }))
+      out.push_back(c);
+  }
+  return out;
+}
+
+// Picks the configuration of attention<T, D, CAUSAL> for B x H heads of N
+// (over H / group key/value heads) with tl::Autotuner over `configs` (all
+// of one form), named `name` for its results file: measures each on
+// buffers of the problem's size the first time a key is seen, and the
+// next run reads the pick from disk. The key is the launch's integers: N
+// and the group (and in the descriptor form the head counts), as Triton's
+// tutorial keys by N_CTX; B and H, which set only the grid's second axis,
+// are not in the pointer form's.
+template <class T, int D, bool CAUSAL>
+AttentionConfig tune_attention(tl::Device& dev, const std::string& name, const std::vector<AttentionConfig>& configs,
+                               int B, int H, int N, int group, const tl::CompileOptions& options) {
+  std::vector<tl::TuneConfig> list;
+  for (const auto& c : configs)
+    list.push_back({c.str(), [c, options] {
+                      return with_tiles(c, [&]<int BM, int BN>() {
+                        return AttentionKernel<T, BM, BN, D, CAUSAL>(c, options).kernel;
+                      });
+                    },
+                    {{"BM", c.block_m}}});
+  tl::Autotuner tuner(name, list);
+  const size_t n = size_t(B) * H * N * D, n_kv = size_t(B) * (H / group) * N * D;
+  tl::Buffer q = dev.alloc<T>(n), k = dev.alloc<T>(n_kv), v = dev.alloc<T>(n_kv), o = dev.alloc<T>(n);
+  auto grid = [&](const tl::TuneConfig& c) {
+    return tl::Grid{uint32_t(tl::cdiv(N, int(c.meta.at("BM")))), uint32_t(B * H)};
+  };
+  const float sm_scale = 1.0f / std::sqrt(float(D));
+  std::vector<tl::Arg> args = {q, k, v, o, N, sm_scale, group};
+  if (configs.front().descriptors)
+    for (int extra : {B * H, B * H / group, N * D}) args.push_back(extra);
+  return parse_attention_config(tuner.pick(dev, grid, args).name, "tune_attention");
 }
 
 }  // namespace kernels

@@ -24,7 +24,9 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "tiledsl/autotune.h"
 #include "tiledsl/tiledsl.h"
 
 namespace kernels {
@@ -285,6 +287,52 @@ inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N, const tl::Device& d
   int64_t tiles = int64_t(tl::cdiv(M, c.bm)) * tl::cdiv(N, c.bn);
   if (c.persistent) tiles = std::max<int64_t>(1, std::min<int64_t>(tiles, dev.processor_count()));
   return tl::Grid{uint32_t(tiles)};
+}
+
+// The configurations a tuned gemm chooses from on `target`: its default
+// (default_gemm_config, so tuning never loses to it but by the timing
+// noise), other tile shapes and depths of the same kernel form, and small
+// and 16-row tiles for narrow problems (a few rows against a wide weight is
+// memory-bound: many programs along N read it at once). A configuration
+// whose pipeline does not fit the GPU fails to compile and is dropped by
+// the tuner with that reason.
+inline std::vector<GemmConfig> gemm_tune_configs(const std::string& target) {
+  std::vector<std::string> names;
+  if (target == "sm_90a")
+    names = {"128x256x64:8:3:persistent", "256x128x64:8:3:persistent", "128x128x64:8:4:persistent",
+             "128x256x64:8:4:desc", "128x128x64:4:4:desc", "64x64x64:4:4", "16x64x128:4:4"};
+  else if (target == "sm_80" || target == "sm_90")
+    names = {"128x256x64:8:3", "128x128x64:8:4", "128x128x32:4:4", "64x64x64:4:4", "16x64x128:4:4"};
+  else
+    names = {"128x128x32:4:2", "128x128x32:4:4", "64x64x64:4:2", "64x64x32:4:3", "16x64x128:4:2"};
+  std::vector<GemmConfig> out{default_gemm_config(target)};
+  for (const auto& n : names) {
+    GemmConfig c = parse_gemm_config(n);
+    if (std::none_of(out.begin(), out.end(), [&](const GemmConfig& x) { return x.str() == c.str(); }))
+      out.push_back(c);
+  }
+  return out;
+}
+
+// An autotuner of gemm<T> over `configs` (tl::Autotuner, named `name` for
+// its results file), keyed by every integer argument (the sizes and the
+// strides), ranking the configurations by gemm_estimate_us on a GPU of
+// `sms` multiprocessors before measuring all of them. Launch it with
+// gemm_tune_grid's grid and the kernel's arguments:
+//   tuner(dev, kernels::gemm_tune_grid(M, N, dev), a, b, c, M, N, K, ...);
+template <class T>
+tl::Autotuner gemm_tuner(const std::string& name, const std::vector<GemmConfig>& configs, int sms) {
+  std::vector<tl::TuneConfig> list;
+  for (const auto& c : configs) list.push_back({c.str(), [c] { return compile_gemm<T>(c); }, {}});
+  return tl::Autotuner(name, list,
+                       {.cost_model = [sms](const tl::TuneConfig& c, const std::vector<tl::Arg>& a) {
+                         return gemm_estimate_us(parse_gemm_config(c.name), a[3].i, a[4].i, a[5].i, sms);
+                       }});
+}
+
+// The grid of each configuration of a gemm_tuner launch of M x N on `dev`.
+inline tl::TuneGrid gemm_tune_grid(int M, int N, const tl::Device& dev) {
+  return [M, N, &dev](const tl::TuneConfig& c) { return gemm_grid(parse_gemm_config(c.name), M, N, dev); };
 }
 
 }  // namespace kernels
