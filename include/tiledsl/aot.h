@@ -36,6 +36,9 @@
 // most specialized binary its arguments satisfy, so list the fast case and
 // a general one. Triton's JIT specializes the same facts per launch.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <string>
 #include <vector>
@@ -96,3 +99,5 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
 int main(int argc, char** argv, const std::vector<KernelSpec>& kernels);
 
 }  // namespace tl::aot
+
+#pragma GCC visibility pop

@@ -37,6 +37,9 @@
 // prune_configs_by does. Not yet: a built-in cost model (occupancy, waves,
 // the kernel's arithmetic intensity) for tuners that give none (issue 15).
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cmath>
 #include <cstdint>
@@ -141,3 +144,5 @@ class Autotuner {
 };
 
 }  // namespace tl
+
+#pragma GCC visibility pop

@@ -7,6 +7,9 @@
 // Parameters are deduced from the signature: each must be tl::ptr<T> or
 // tl::scalar<T> (by value or const reference).
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstddef>
 #include <source_location>
@@ -70,3 +73,5 @@ Kernel compile(F f, CompileOptions opts = {}, std::source_location w = std::sour
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

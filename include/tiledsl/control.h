@@ -12,6 +12,9 @@
 // it skips the rest of the C++ body, which at trace time is the same thing.)
 // Plain C++ loops and `if constexpr` unroll / select at trace time.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <optional>
 #include <exception>
@@ -176,3 +179,5 @@ void if_(detail::located<bool> cond, Then&& then_fn, Else&& else_fn) {
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

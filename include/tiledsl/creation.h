@@ -1,5 +1,8 @@
 // Creation ops: program ids, index ranges, constant tiles, cdiv.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <initializer_list>
 #include <source_location>
@@ -71,3 +74,5 @@ tile<detail::binary_elem_t<detail::BinCat::Bitwise, A, B>> cdiv(
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

@@ -16,6 +16,9 @@
 // row stride, last stride 1, innermost coordinate a multiple of 16 bytes)
 // becomes a tensor copy, pipelined in a loop (codegen/tma_descriptors.h).
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <initializer_list>
@@ -122,3 +125,5 @@ tensor_descriptor<T> make_tensor_descriptor(const ptr<T>& base, std::initializer
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

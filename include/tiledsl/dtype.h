@@ -4,6 +4,9 @@
 // the host, the interpreter and the tests: round to nearest even, as the GPU's
 // cvt.rn does.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <bit>
 #include <cmath>
@@ -234,3 +237,5 @@ inline double round_to(DType t, double v) {
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

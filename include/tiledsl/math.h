@@ -2,6 +2,9 @@
 // functions, fma. Two-operand forms accept C++ numbers (weakly typed, as in
 // the operators) and broadcast numpy-style.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <source_location>
 #include <string>
@@ -223,3 +226,5 @@ auto fma(const A& a, const B& b, const C& c, std::source_location w = std::sourc
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

@@ -2,6 +2,9 @@
 // Masks are bool tiles that broadcast to the pointer tile's shape; `other`
 // and stored values are converted to the pointee type and broadcast too.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <source_location>
 #include <string>
@@ -129,3 +132,5 @@ template <class... E>
 device_print(const std::string&, const tile<E>&...) -> device_print<E...>;
 
 }  // namespace tl
+
+#pragma GCC visibility pop

@@ -16,6 +16,9 @@
 // links the compiler (tiledsl::tiledsl), and is otherwise a tl::Error that
 // lists the binaries there are.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <span>
@@ -56,3 +59,5 @@ Kernel load_precompiled(const PrecompiledKernel& k);
 std::vector<PrecompiledBinary> precompiled_binaries(const Kernel& k);
 
 }  // namespace tl
+
+#pragma GCC visibility pop

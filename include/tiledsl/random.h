@@ -26,6 +26,9 @@
 // second. n_rounds is a trace-time constant (Triton's constexpr; 10 by
 // default, what Random123 calls philox4x32_10 and philox4x64_10).
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <array>
 #include <cstdint>
@@ -208,3 +211,5 @@ std::array<tile<float>, 4> randn4x(const S& seed, const tile<E>& offset, int n_r
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

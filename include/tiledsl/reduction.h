@@ -1,5 +1,8 @@
 // Reductions, scans and the matrix product.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <source_location>
 #include <string>
@@ -242,3 +245,5 @@ tile<C> dot(const tile<E>& a, const tile<E>& b, const tile<C>& acc, const DotOpt
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

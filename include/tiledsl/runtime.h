@@ -6,6 +6,9 @@
 // expected and what was found. No vendor header is included: streams and
 // device pointers cross this API as void*.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <functional>
@@ -381,3 +384,5 @@ class Event {
 };
 
 }  // namespace tl
+
+#pragma GCC visibility pop

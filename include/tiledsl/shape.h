@@ -1,6 +1,9 @@
 // Shape ops. Binary ops broadcast numpy-style on their own (tile.h); these
 // are the explicit forms.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <initializer_list>
 #include <source_location>
@@ -75,3 +78,5 @@ std::pair<tile<E>, tile<E>> split(const tile<E>& x, std::source_location w = std
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

@@ -22,6 +22,9 @@
 // Every error is a tl::Error naming the caller's line, the function, what
 // it expected and what it found.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <optional>
@@ -656,3 +659,5 @@ tile<E> div_rn(const tile<E>& x, const tile<E>& y, std::source_location w = std:
 }
 
 }  // namespace tl
+
+#pragma GCC visibility pop

@@ -12,6 +12,9 @@
 // converting constructor has a defaulted std::source_location: that is how an
 // operator records the user's line without an explicit argument.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <source_location>
@@ -261,3 +264,5 @@ class tile {
 };
 
 }  // namespace tl
+
+#pragma GCC visibility pop

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/export.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor_map_param.h"
 #include "transforms/axis_analysis.h"
@@ -17,14 +18,16 @@ namespace tl::codegen {
 // Facts about the launch arguments that the compiled code may rely on
 // (as Triton does): integers divisible by 16 or equal to 1, pointers
 // aligned to 16 bytes. Part of the kernel cache key.
-struct Specialization {
+// Its methods, parse_stage and the argument facts below are the runtime's
+// (lib/runtime/compiler.cpp), exported for the compiler (ir/export.h).
+struct TILEDSL_SHARED Specialization {
   std::vector<transforms::ArgFacts> args;
   std::string key() const;  // e.g. "d16,d1,v1,d16"
 };
 
 // What a stage dump or a compile produces.
 enum class Stage { Tile, Gpu, Llvm, Asm };
-bool parse_stage(const std::string& name, Stage& out);  // tile|gpu|llvm|asm
+TILEDSL_SHARED bool parse_stage(const std::string& name, Stage& out);  // tile|gpu|llvm|asm
 
 // A tensor map the kernel takes by value after its own parameters
 // (runtime/tensor_map_param.h).
@@ -68,7 +71,7 @@ std::string lower_gpu_ir(ir::Function& gpu, const Specialization& spec, const st
 CompiledKernel compile_gpu_ir(ir::Function& gpu, const Specialization& spec, const std::string& target);
 
 // Facts of one launch argument: an integer's value, a pointer's address.
-transforms::ArgFacts int_arg_facts(int64_t value);
-transforms::ArgFacts pointer_arg_facts(uint64_t address);
+TILEDSL_SHARED transforms::ArgFacts int_arg_facts(int64_t value);
+TILEDSL_SHARED transforms::ArgFacts pointer_arg_facts(uint64_t address);
 
 }  // namespace tl::codegen

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "ir/ir.h"
+#include "tiledsl/compile.h"
 #include "tiledsl/detail/trace.h"
 
 namespace tl::detail {

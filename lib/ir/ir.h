@@ -17,8 +17,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/export.h"
 #include "ir/linear_layout.h"
 #include "tiledsl/detail/ir_types.h"
+
+TILEDSL_SHARED_BEGIN
 
 namespace tl::ir {
 
@@ -213,3 +216,5 @@ std::vector<Value*> carried_args(const Op& loop, size_t k);
 Value* carried_yield(const Op& loop, size_t k);
 
 }  // namespace tl::ir
+
+TILEDSL_SHARED_END

@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include "ir/export.h"
+
+TILEDSL_SHARED_BEGIN
+
 namespace tl::ir {
 
 class LinearLayout {
@@ -132,3 +136,5 @@ LinearLayout swizzled_shared_layout(const std::vector<int64_t>& shape, int vec, 
                                     const std::vector<int>& order);
 
 }  // namespace tl::ir
+
+TILEDSL_SHARED_END

@@ -18,7 +18,10 @@
 
 #include <string>
 
+#include "ir/export.h"
 #include "ir/ir.h"
+
+TILEDSL_SHARED_BEGIN
 
 namespace tl::ir {
 
@@ -30,3 +33,5 @@ std::string print(const Function& fn, const PrintOptions& opts = {});
 std::string print(const Module& m, const PrintOptions& opts = {});
 
 }  // namespace tl::ir
+
+TILEDSL_SHARED_END

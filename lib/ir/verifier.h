@@ -6,7 +6,10 @@
 // Throws tl::Error "<loc>: '<op>' <what was expected>, found <what was found>".
 #pragma once
 
+#include "ir/export.h"
 #include "ir/ir.h"
+
+TILEDSL_SHARED_BEGIN
 
 namespace tl::ir {
 
@@ -14,3 +17,5 @@ void verify(const Function& fn);
 void verify(const Module& m);
 
 }  // namespace tl::ir
+
+TILEDSL_SHARED_END

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "codegen/compile.h"
+#include "ir/export.h"
+
+TILEDSL_SHARED_BEGIN
 
 namespace tl::runtime {
 
@@ -48,3 +51,5 @@ bool known_target(const std::string& target);
 std::string build_identity(const void* address);
 
 }  // namespace tl::runtime
+
+TILEDSL_SHARED_END

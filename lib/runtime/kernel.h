@@ -2,12 +2,12 @@
 // The tracer (lib/frontend) fills it; devices (interp, later GPUs) read it.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ir/export.h"
 #include "ir/ir.h"
 #include "tiledsl/precompiled.h"
 #include "tiledsl/runtime.h"
@@ -15,11 +15,10 @@
 namespace tl::detail {
 
 // A number no other kernel of the process has (a kernel's address may be
-// reused once it is freed).
-inline uint64_t next_kernel_id() {
-  static std::atomic<uint64_t> last{0};
-  return ++last;
-}
+// reused once it is freed). Out of line: both libraries make kernels (the
+// tracer, load_precompiled), and with hidden visibility an inline
+// function's counter would be one per library.
+TILEDSL_SHARED uint64_t next_kernel_id();
 
 // A binary compiled ahead of time (tiledsl/precompiled.h), with its
 // specialization split into one entry per parameter ("d16", "v1", "d1").

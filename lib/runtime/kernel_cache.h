@@ -57,6 +57,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/export.h"
 #include "runtime/tensor_map_param.h"
 
 namespace tl::detail {
@@ -301,7 +302,7 @@ struct CachedBinary {
   Bytes binary;
   std::vector<TensorMapParam> tensor_maps{};  // the kernel's parameters after its arguments
 };
-Bytes encode_cached_binary(std::string_view device, const CachedBinary& e);
+TILEDSL_SHARED Bytes encode_cached_binary(std::string_view device, const CachedBinary& e);  // used by lib/aot
 // A tensor map's header line value: "bf16 0 2 a2 a3 a4 1 128 64 128" (its
 // element type, base argument, rank, sizes, strides, box, swizzle; "aN"
 // is argument N); and its parse, nullopt for anything else.

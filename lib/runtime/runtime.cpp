@@ -2,6 +2,7 @@
 // buffers with checked copies, device selection, and launches whose
 // arguments and grid are checked (against the kernel's signature and Grid's
 // limits) before any device sees them; those errors name the caller's line.
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 
@@ -26,6 +27,11 @@ detail::DeviceImpl& device_impl(const std::shared_ptr<detail::DeviceImpl>& d) {
 }
 
 }  // namespace
+
+uint64_t detail::next_kernel_id() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
 
 // ---------------------------------------------------------------------------
 // Kernel

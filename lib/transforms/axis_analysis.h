@@ -18,7 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/export.h"
 #include "ir/ir.h"
+
+TILEDSL_SHARED_BEGIN
 
 namespace tl::transforms {
 
@@ -68,3 +71,5 @@ class AxisAnalysis {
 int64_t highest_pow2_divisor(int64_t v);
 
 }  // namespace tl::transforms
+
+TILEDSL_SHARED_END

@@ -7,7 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/export.h"
 #include "ir/ir.h"
+
+TILEDSL_SHARED_BEGIN
 
 namespace tl::transforms {
 
@@ -28,3 +31,5 @@ std::vector<std::string> pass_names();
 void simplify(ir::Function& fn);
 
 }  // namespace tl::transforms
+
+TILEDSL_SHARED_END

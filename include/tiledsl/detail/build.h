@@ -5,6 +5,9 @@
 // The builders are compiled into the library (lib/frontend/build.cpp) so the
 // public headers stay thin typed wrappers that compile quickly.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -229,3 +232,5 @@ void device_print(const std::string& prefix, const std::vector<Value*>& values, 
 Value* loop_bound(const Operand& b, DType iv, const ir::Loc& loc, const char* which);
 
 }  // namespace tl::detail
+
+#pragma GCC visibility pop

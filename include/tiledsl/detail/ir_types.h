@@ -2,6 +2,9 @@
 // compiler library: IR types, attributes, source locations, op kinds and the
 // error type. Kept free of any IR object so the public headers stay light.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -119,3 +122,5 @@ enum class OpKind : uint8_t {
 
 }  // namespace ir
 }  // namespace tl
+
+#pragma GCC visibility pop

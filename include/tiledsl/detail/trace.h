@@ -16,6 +16,9 @@
 // - Ops are appended at the current insertion point: the function body, or
 //   the body of the innermost open loop / if branch / combine region.
 #pragma once
+// The libraries are built with hidden visibility; what this header declares
+// is their interface (CMakeLists.txt: "Exported symbols").
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -139,3 +142,5 @@ std::vector<Value*> emit_combine(ir::OpKind kind, const std::vector<Value*>& ope
                                  function_ref<std::vector<Value*>(const std::vector<Value*>&)> combine);
 
 }  // namespace tl::detail
+
+#pragma GCC visibility pop
