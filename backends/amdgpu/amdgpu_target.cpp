@@ -60,6 +60,7 @@ class AmdgpuTarget final : public Target {
     // loads.
     name = arch_;
     asm_language = "amdgcn";
+    device = "hip";
     warp_size = wave_size;
     max_shared_bytes = 64 * 1024;  // LDS per work-group on CDNA2/CDNA3 and RDNA3
     matrix_instr = [arch = arch_](DType in, bool allow_tf32) { return amdgpu::matrix_instr(arch, in, allow_tf32); };

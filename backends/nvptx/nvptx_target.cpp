@@ -102,6 +102,7 @@ class NvptxTarget final : public Target {
     // The capability record.
     name = arch_;
     asm_language = "ptx";
+    device = "cuda";
     warp_size = 32;
     max_shared_bytes = shared_kib * 1024;
     has_matrix_load_8x8 = true;  // ldmatrix

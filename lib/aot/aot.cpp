@@ -25,14 +25,13 @@
 #include <stdlib.h>  // mkdtemp
 
 #include "aot/aot.h"
+#include "codegen/target_info.h"
 #include "runtime/kernel_cache.h"
 
 namespace tl::aot {
 
 std::string device_of(const std::string& target) {
-  if (target.rfind("sm_", 0) == 0) return "cuda";
-  if (target.rfind("gfx", 0) == 0) return "hip";
-  return "";
+  return codegen::is_known_target(target) ? codegen::get_target_info(target).device : "";
 }
 
 namespace {
@@ -202,11 +201,12 @@ Precompiled precompile(const detail::KernelImpl& k, const codegen::Specializatio
   e.tensor_maps = ck.tensor_maps;
   Precompiled out;
   out.assembly = ck.assembly;
-  if (device_of(target) == "cuda" && !ptxas.empty()) {
+  const bool ptx = codegen::get_target_info(target).asm_language == "ptx";
+  if (ptx && !ptxas.empty()) {
     out.binary = assemble_ptx(ptxas, ck.assembly, target);
     out.kind = "cubin";
     e.binary.assign(out.binary.begin(), out.binary.end());
-  } else if (device_of(target) == "cuda") {
+  } else if (ptx) {
     // PTX, which cuModuleLoadData takes NUL-terminated.
     e.binary.assign(ck.assembly.begin(), ck.assembly.end());
     e.binary.push_back(0);
@@ -232,7 +232,7 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
         throw Error("aot: namespace '" + options.name_space + "' is not a C++ namespace name");
   }
   for (const auto& t : options.targets)
-    if (device_of(t).empty() || !codegen::is_known_target(t)) {
+    if (device_of(t).empty()) {
       std::string known;
       for (const auto& a : codegen::available_targets())
         if (!device_of(a).empty()) known += " " + a;

@@ -13,7 +13,8 @@
 
 namespace tl::aot {
 
-// "cuda" for sm_* targets, "hip" for gfx*, "" otherwise.
+// The device kind that runs `target`'s code (its back end's TargetInfo:
+// "cuda", "hip"), "" for a target the compiler does not know.
 std::string device_of(const std::string& target);
 
 struct Precompiled {

@@ -19,6 +19,7 @@ namespace tl::codegen {
 struct TargetInfo {
   std::string name;              // "sm_90a", "gfx942"
   std::string asm_language;      // what inline assembly it takes: "ptx", "amdgcn"
+  std::string device;            // the device kind that runs its code: "cuda", "hip"
   int warp_size = 32;            // 32 or 64
   int max_shared_bytes = 0;      // per block, opt-in maximum
   // 8x8 matrix loads of 16-bit elements from shared memory (dots may read
