@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,13 @@ namespace tl::detail {
 // function's counter would be one per library.
 TILEDSL_SHARED uint64_t next_kernel_id();
 
-// A binary compiled ahead of time (tiledsl/precompiled.h), with its
-// specialization split into one entry per parameter ("d16", "v1", "d1").
+// A binary compiled ahead of time (tiledsl/precompiled.h): its names
+// copied (the caller's may be temporaries), its payload the caller's, and
+// its specialization split into one entry per parameter ("d16", "v1",
+// "d1").
 struct PrecompiledEntry {
-  PrecompiledBinary binary;
+  std::string device, target, specialization;
+  std::span<const uint8_t> payload;
   std::vector<std::string> facts;
 };
 

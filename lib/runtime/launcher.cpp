@@ -77,7 +77,7 @@ std::shared_ptr<const LoadedKernel> Launcher::load(const detail::KernelImpl& k,
   // arguments, else a compile when there is a compiler.
   if (!k.precompiled.empty()) {
     if (const auto* p = pick_precompiled(k, driver_.device, driver_.target, spec))
-      loaded = precompiled_.get_or_create(p->binary.payload.data(), [&] { return load_precompiled(k, *p); });
+      loaded = precompiled_.get_or_create(p->payload.data(), [&] { return load_precompiled(k, *p); });
     else if (!compiler())
       throw Error(no_precompiled_binary(k, driver_.device, driver_.target, spec));
   }
@@ -140,10 +140,10 @@ std::shared_ptr<LoadedKernel> Launcher::loaded_kernel(void* function, const Cach
 std::shared_ptr<const LoadedKernel> Launcher::load_precompiled(const detail::KernelImpl& k,
                                                                const detail::PrecompiledEntry& p) {
   std::string why;
-  auto e = decode_cached_binary(driver_.device, p.binary.payload, &why);
+  auto e = decode_cached_binary(driver_.device, p.payload, &why);
   if (!e)
-    throw Error("kernel '" + k.name + "': its precompiled binary for " + std::string(p.binary.target) + " [" +
-                std::string(p.binary.specialization) + "] cannot be used: " + why);
+    throw Error("kernel '" + k.name + "': its precompiled binary for " + p.target + " [" + p.specialization +
+                "] cannot be used: " + why);
   check_shared_bytes(k, *e);
   auto t0 = Clock::now();
   auto out = loaded_kernel(driver_.load(k, *e, false), *e);

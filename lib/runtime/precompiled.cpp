@@ -60,7 +60,8 @@ Kernel load_precompiled(const PrecompiledKernel& k) {
   impl->module = std::move(module);
   const std::vector<std::string> kinds = detail::device_kinds();
   for (const auto& b : k.binaries) {
-    detail::PrecompiledEntry e{b, split_facts(b.specialization)};
+    detail::PrecompiledEntry e{std::string(b.device), std::string(b.target), std::string(b.specialization), b.payload,
+                               split_facts(b.specialization)};
     std::string where = "its binary for " + std::string(b.target) + " [" + std::string(b.specialization) + "]";
     if (b.device == "interp" || std::find(kinds.begin(), kinds.end(), b.device) == kinds.end())
       fail(where + " is for device '" + std::string(b.device) + "', which is not a GPU device kind of this build");
@@ -78,7 +79,7 @@ Kernel load_precompiled(const PrecompiledKernel& k) {
 std::vector<PrecompiledBinary> precompiled_binaries(const Kernel& k) {
   std::vector<PrecompiledBinary> out;
   if (!k.impl()) return out;
-  for (const auto& e : k.impl()->precompiled) out.push_back(e.binary);
+  for (const auto& e : k.impl()->precompiled) out.push_back({e.device, e.target, e.specialization, e.payload});
   return out;
 }
 
@@ -89,7 +90,7 @@ const detail::PrecompiledEntry* pick_precompiled(const detail::KernelImpl& k, st
   const detail::PrecompiledEntry* best = nullptr;
   int best_score = -1;
   for (const auto& e : k.precompiled) {
-    if (e.binary.device != device || e.binary.target != target || e.facts.size() != spec.args.size()) continue;
+    if (e.device != device || e.target != target || e.facts.size() != spec.args.size()) continue;
     int score = 0;
     bool fits = true;
     for (size_t i = 0; i < e.facts.size() && fits; ++i) {
@@ -107,8 +108,7 @@ std::string no_precompiled_binary(const detail::KernelImpl& k, std::string_view 
                                   const codegen::Specialization& spec) {
   std::string have;
   for (const auto& e : k.precompiled)
-    have += "\n  " + std::string(e.binary.device) + " " + std::string(e.binary.target) + " [" +
-            std::string(e.binary.specialization) + "]";
+    have += "\n  " + e.device + " " + e.target + " [" + e.specialization + "]";
   return "kernel '" + k.name + "' on " + std::string(device) + " (" + std::string(target) +
          "): no precompiled binary fits this launch, whose arguments are [" + spec.key() +
          "], and this program has no compiler to make one (link tiledsl::tiledsl to compile at run time, or "
