@@ -207,7 +207,8 @@ int run_tuned(examples::Setup& s, const Case& c) {
     };
     // The pick, on buffers of the problem's shape and strides (the tuner
     // keys by the integer arguments; what the buffers hold does not matter).
-    tl::Buffer a = s.dev.alloc<T>(size_t(M) * K), b = s.dev.alloc<T>(size_t(K) * N), out = s.dev.alloc<T>(size_t(M) * N);
+    tl::Buffer a = s.dev.alloc<T>(size_t(M) * K), b = s.dev.alloc<T>(size_t(K) * N);
+    tl::Buffer out = s.dev.alloc<T>(size_t(M) * N);
     const int sam = c.a_col ? 1 : K, sak = c.a_col ? M : 1, sbk = c.b_col ? 1 : N, sbn = c.b_col ? K : 1;
     const tl::TuneConfig* pick = nullptr;
     double tune_ms =

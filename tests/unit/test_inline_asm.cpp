@@ -192,10 +192,12 @@ TEST_CASE("inline_asm_elementwise: errors name the line", "[inline_asm][frontend
   Kernel kc = compile(bad_constraints, {.name = "bad_constraints"});
   e = error_of([&] { asm_for(kc, "sm_90a"); });
   CHECK_THAT(e,
-             Catch::Contains(here()) && Catch::Contains("has constraints \"=r,r,r\" that do not fit 1 result and 1 operands"));
+             Catch::Contains(here()) &&
+                 Catch::Contains("has constraints \"=r,r,r\" that do not fit 1 result and 1 operands"));
   Kernel km = compile(bad_multi, {.name = "bad_multi"});
   e = error_of([&] { asm_for(km, "sm_90a"); });
-  CHECK_THAT(e, Catch::Contains(here()) && Catch::Contains("has constraints \"=r,r\" that do not fit 2 results and 1 operands"));
+  CHECK_THAT(e, Catch::Contains(here()) &&
+                    Catch::Contains("has constraints \"=r,r\" that do not fit 2 results and 1 operands"));
   e = error_of([&] { compile(bad_pack, {.name = "bad_pack"}); });
   CHECK_THAT(e, Catch::Contains(here()) && Catch::Contains("expected a pack of 1, 2, 4 or 8, found 3"));
 }
