@@ -2,7 +2,7 @@
 // streams, events, launches and event timing on GPU n ("cuda:n"), and what
 // the shared launch path (runtime/launcher.h) asks of the CUDA driver:
 //
-//   PTX --driver JIT linker--> cubin (link)
+//   PTX --driver JIT linker, or ptxas where TILEDSL_PTXAS names one--> cubin (link)
 //   cubin --cuModuleLoadDataEx--> CUmodule --> CUfunction (load)
 //
 // Specialization, cache keys, the kernel cache, the compile and its
@@ -27,6 +27,7 @@
 
 #include "codegen/compile.h"
 #include "nvptx/cuda_driver.h"
+#include "nvptx/cuda_ptxas.h"
 #include "nvptx/cuda_tensor_map.h"
 #include "runtime/compiler.h"
 #include "runtime/launcher.h"
@@ -80,6 +81,8 @@ class CudaDevice final : public detail::DeviceImpl {
     int version = 0;
     d.check(d.cuDriverGetVersion(&version), "cuDriverGetVersion");
     hardware_ = gpu_name_ + ", CUDA driver " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+    ptxas_ = ptxas_from_environment();
+    if (ptxas_) hardware_ += ", ptxas " + ptxas_->version;
     d.check(d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
     d.check(d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
@@ -102,6 +105,7 @@ class CudaDevice final : public detail::DeviceImpl {
         .max_shared_bytes = max_shared_optin_,
         .shared_memory = "shared memory per block",
         .link = [this](const detail::KernelImpl& k, const codegen::CompiledKernel& ck) { return link(k, ck); },
+        .linker = ptxas_ ? "ptxas " + ptxas_->version : "",
         .load = [this](const detail::KernelImpl& k, const runtime::CachedBinary& e,
                        bool may_refuse) -> void* { return load(k, e, may_refuse); },
     });
@@ -323,9 +327,14 @@ class CudaDevice final : public detail::DeviceImpl {
     return function;
   }
 
-  // The launcher's link: PTX -> cubin by the driver's JIT linker.
+  // The launcher's link: PTX -> cubin by the driver's JIT linker, or by
+  // TILEDSL_PTXAS's ptxas.
   runtime::Bytes link(const detail::KernelImpl& k, const codegen::CompiledKernel& ck) const {
     try {
+      if (ptxas_) {
+        std::string cubin = run_ptxas(ptxas_->path, ck.assembly, target_, k.name);
+        return runtime::Bytes(cubin.begin(), cubin.end());
+      }
       return link_ptx_to_cubin(driver_, ck.assembly, k.name);
     } catch (const Error& err) {
       if (!cuda_target_is_fallback(cc_major_, cc_minor_)) throw;
@@ -344,7 +353,8 @@ class CudaDevice final : public detail::DeviceImpl {
   std::once_flag zeros_once_;
   uint64_t zeros_ = 0;
   std::string gpu_name_, target_;
-  std::string hardware_;  // hardware(): the GPU and the driver's version
+  std::string hardware_;  // hardware(): the GPU, the driver's version and the ptxas linking, if any
+  std::optional<Ptxas> ptxas_;  // links instead of the driver's JIT (TILEDSL_PTXAS)
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;
 
   std::mutex timing_mutex_;

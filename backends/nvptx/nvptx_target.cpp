@@ -13,6 +13,7 @@
 
 #include "codegen/lower_llvm.h"
 #include "codegen/target.h"
+#include "nvptx/cuda_ptxas.h"
 #include "nvptx/matrix_unit.h"
 
 namespace tl::codegen {
@@ -114,6 +115,9 @@ class NvptxTarget final : public Target {
     matrix_instr = [sm = sm_](DType in, bool allow_tf32) { return nvptx::mma_instr(in, allow_tf32, sm); };
     warpgroup_instr = [arch = arch_](DType in, int64_t M, int64_t N, int64_t K, int num_warps) {
       return nvptx::wgmma_instr(in, M, N, K, num_warps, arch);
+    };
+    assemble_with = [arch = arch_](const std::string& ptxas, const std::string& ptx, const std::string& kernel) {
+      return tl::nvptx::run_ptxas(ptxas, ptx, arch, kernel);
     };
     static std::once_flag once;
     std::call_once(once, [] {

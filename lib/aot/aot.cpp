@@ -22,8 +22,6 @@
 #include <sstream>
 #include <thread>
 
-#include <stdlib.h>  // mkdtemp
-
 #include "aot/aot.h"
 #include "codegen/target_info.h"
 #include "runtime/kernel_cache.h"
@@ -155,41 +153,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (ec) throw Error("aot: cannot write " + path.string() + ": " + ec.message());
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 }  // namespace
-
-std::string assemble_ptx(const std::string& ptxas, const std::string& ptx, const std::string& target) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "tiledsl-aot-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw Error("aot: cannot make a temporary directory for ptxas");
-  const std::filesystem::path dir = tmpl;
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  write_file(dir / "k.ptx", ptx);
-  auto quote = [](const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  };
-  std::string cmd = quote(ptxas) + " -arch=" + quote(target) + " -o " + quote((dir / "k.cubin").string()) + " " +
-                    quote((dir / "k.ptx").string()) + " > " + quote((dir / "log").string()) + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::string cubin = read_file(dir / "k.cubin");
-  if (rc != 0 || cubin.empty())
-    throw Error("aot: " + ptxas + " -arch=" + target + " failed (status " + std::to_string(rc) + "):\n" +
-                read_file(dir / "log"));
-  return cubin;
-}
 
 Precompiled precompile(const detail::KernelImpl& k, const codegen::Specialization& spec, const std::string& target,
                        const std::string& ptxas) {
@@ -201,9 +165,10 @@ Precompiled precompile(const detail::KernelImpl& k, const codegen::Specializatio
   e.tensor_maps = ck.tensor_maps;
   Precompiled out;
   out.assembly = ck.assembly;
-  const bool ptx = codegen::get_target_info(target).asm_language == "ptx";
+  const codegen::TargetInfo& info = codegen::get_target_info(target);
+  const bool ptx = info.asm_language == "ptx";
   if (ptx && !ptxas.empty()) {
-    out.binary = assemble_ptx(ptxas, ck.assembly, target);
+    out.binary = info.assemble_with(ptxas, ck.assembly, k.name);
     out.kind = "cubin";
     e.binary.assign(out.binary.begin(), out.binary.end());
   } else if (ptx) {

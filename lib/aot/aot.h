@@ -31,8 +31,4 @@ struct Precompiled {
 Precompiled precompile(const detail::KernelImpl& k, const codegen::Specialization& spec, const std::string& target,
                        const std::string& ptxas = "");
 
-// `ptx` assembled by `ptxas` for `target` (ptxas -arch=<target>): the
-// cubin's bytes, or a tl::Error with ptxas's messages.
-std::string assemble_ptx(const std::string& ptxas, const std::string& ptx, const std::string& target);
-
 }  // namespace tl::aot

@@ -48,6 +48,12 @@ struct TargetInfo {
   std::function<std::optional<MatrixInstr>(DType in, int64_t M, int64_t N, int64_t K, int num_warps)> warpgroup_instr =
       [](DType, int64_t, int64_t, int64_t, int) { return std::optional<MatrixInstr>(); };
 
+  // The binary an assembler program (a path: NVIDIA's ptxas) makes of this
+  // target's assembly; `name` is the kernel's, for messages. Unset where the
+  // target has none (AMD's code objects come out of the compile itself).
+  std::function<std::string(const std::string& tool, const std::string& assembly, const std::string& name)>
+      assemble_with{};
+
   // 32-bit registers one thread may hold in a block of `threads` (0: unknown).
   int thread_register_limit(int threads) const {
     return block_registers ? std::min(thread_registers, block_registers / std::max(threads, 1)) : 0;

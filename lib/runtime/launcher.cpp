@@ -82,7 +82,8 @@ std::shared_ptr<const LoadedKernel> Launcher::load(const detail::KernelImpl& k,
       throw Error(no_precompiled_binary(k, driver_.device, driver_.target, spec));
   }
   if (!loaded) {
-    CacheKey key = kernel_cache_key(k, by_kernel.second, driver_.target);
+    CacheKey key = kernel_cache_key(k, by_kernel.second,
+                                    driver_.linker.empty() ? driver_.target : driver_.target + " " + driver_.linker);
     loaded = loaded_.get_or_create(key, [&] { return load_binary(k, spec, key); });
   }
   std::lock_guard lock(by_kernel_mutex_);

@@ -49,6 +49,10 @@ struct GpuDriver {
   // CompileStats::link_ms. Empty when codegen::compile makes the binary
   // itself.
   std::function<Bytes(const detail::KernelImpl&, const codegen::CompiledKernel&)> link;
+  // What `link` runs when it is not the driver's own (a part of the cache
+  // key, so that binaries of one never stand in for the other's): "" or,
+  // say, "ptxas V13.0.88".
+  std::string linker;
   // Loads `e.binary` and finds `e.entry` in it: the driver's function
   // handle. When the driver refuses the binary itself and `may_refuse` is
   // set, returns nullptr (the launcher then evicts the cached binary and

@@ -158,7 +158,7 @@ TEST_CASE("aot: NVIDIA binaries assembled by ptxas at build time", "[aot]") {
   spec.args.resize(3);
   // A ptxas that cannot run: its failure, named.
   CHECK_THAT(message_of([&] { tl::aot::precompile(*k.impl(), spec, "sm_90a", "/nonexistent/ptxas"); }),
-             Catch::Contains("aot: /nonexistent/ptxas -arch=sm_90a failed"));
+             Catch::Contains("ptxas (/nonexistent/ptxas -arch=sm_90a) failed on 'aot_scale': it could not be run"));
   const char* ptxas = "/usr/local/cuda/bin/ptxas";
   if (!fs::exists(ptxas)) {
     WARN("[SKIP] no CUDA toolkit: the cubin path is not exercised");

@@ -1,0 +1,137 @@
+// ptxas as the CUDA device's linker (backends/nvptx/cuda_ptxas.h,
+// TILEDSL_PTXAS): which program the variable names, a kernel's PTX
+// assembled into a cubin, ptxas's own message when it refuses the PTX, and
+// the launcher keeping the binaries of two linkers apart. The assembling
+// cases need the CUDA toolkit's ptxas (/usr/local/cuda/bin/ptxas) and say
+// so when it is absent; no GPU is needed.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "codegen/compile.h"
+#include "nvptx/cuda_ptxas.h"
+#include "runtime/launcher.h"
+#include "temp_dir.h"
+#include "tiledsl/tiledsl.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kToolkitPtxas = "/usr/local/cuda/bin/ptxas";
+
+// TILEDSL_PTXAS set to `value` (unset for nullptr) while it lives.
+struct PtxasEnv {
+  std::string old;
+  bool had = false;
+  explicit PtxasEnv(const char* value) {
+    if (const char* o = std::getenv("TILEDSL_PTXAS")) old = o, had = true;
+    if (value) ::setenv("TILEDSL_PTXAS", value, 1);
+    else ::unsetenv("TILEDSL_PTXAS");
+  }
+  ~PtxasEnv() {
+    if (had) ::setenv("TILEDSL_PTXAS", old.c_str(), 1);
+    else ::unsetenv("TILEDSL_PTXAS");
+  }
+};
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tl::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void ptxas_scale(tl::ptr<float> x, tl::scalar<int32_t> n) {
+  auto offs = tl::program_id(0) * 256 + tl::arange(0, 256);  // [256] i32
+  auto mask = offs < n;                                      // [256] i1
+  tl::store(x + offs, tl::load(x + offs, mask) * 2.0f, mask);
+}
+
+}  // namespace
+
+TEST_CASE("ptxas: TILEDSL_PTXAS names the linker, or none", "[ptxas]") {
+  {
+    PtxasEnv env(nullptr);
+    CHECK_FALSE(tl::nvptx::ptxas_from_environment());
+  }
+  {
+    PtxasEnv env("0");
+    CHECK_FALSE(tl::nvptx::ptxas_from_environment());
+  }
+  {
+    PtxasEnv env("/nonexistent/ptxas");
+    CHECK_THAT(message_of([] { tl::nvptx::ptxas_from_environment(); }),
+               Catch::Contains("TILEDSL_PTXAS=/nonexistent/ptxas: no ptxas runs (tried /nonexistent/ptxas)"));
+  }
+  if (!fs::exists(kToolkitPtxas)) {
+    WARN("[SKIP] no CUDA toolkit at /usr/local/cuda: a ptxas that runs is not exercised");
+    return;
+  }
+  PtxasEnv env(kToolkitPtxas);
+  auto p = tl::nvptx::ptxas_from_environment();
+  REQUIRE(p);
+  CHECK(p->path == kToolkitPtxas);
+  REQUIRE(p->version.size() > 1);
+  CHECK(p->version[0] == 'V');
+  CHECK(p->version.find_first_not_of("V0123456789.") == std::string::npos);
+}
+
+TEST_CASE("ptxas: a kernel's PTX becomes a cubin; PTX it refuses is an error in its words", "[ptxas]") {
+  if (!fs::exists(kToolkitPtxas)) {
+    WARN("[SKIP] no CUDA toolkit at /usr/local/cuda");
+    return;
+  }
+  tl::Kernel k = tl::compile(ptxas_scale, {.name = "ptxas_scale"});
+  tl::codegen::Specialization spec;
+  spec.args.resize(2);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    tl::codegen::CompiledKernel ck = tl::codegen::compile(*k.impl(), spec, arch);
+    std::string cubin = tl::nvptx::run_ptxas(kToolkitPtxas, ck.assembly, arch, "ptxas_scale");
+    REQUIRE(cubin.size() > 4);
+    CHECK(cubin.substr(0, 4) == "\x7f" "ELF");
+    CHECK(cubin.find(ck.entry) != std::string::npos);  // the entry's symbol
+  }
+  std::string broken = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry f() { bogus.instr; }\n";
+  std::string msg = message_of([&] { tl::nvptx::run_ptxas(kToolkitPtxas, broken, "sm_90a", "broken"); });
+  CHECK_THAT(msg, Catch::Contains("ptxas (" + std::string(kToolkitPtxas) + " -arch=sm_90a) failed on 'broken' (status"));
+  CHECK_THAT(msg, Catch::Contains("bogus"));  // ptxas's own message, naming the line
+}
+
+TEST_CASE("ptxas: binaries of another linker are cached under a key of their own", "[ptxas][cache]") {
+  TempDir dir;
+  tl::runtime::KernelCache cache{dir.path};
+  tl::Kernel k = tl::compile(ptxas_scale, {.name = "ptxas_scale"});
+  std::vector<tl::detail::LaunchArg> args = {tl::detail::LaunchArg{k.params()[0], 0x10000, 0, 0},
+                                             tl::detail::LaunchArg{k.params()[1], 0, 4096, 0}};
+  int links = 0, handle = 0;
+  auto driver = [&](std::string linker) {
+    return tl::runtime::GpuDriver{
+        .device = "ptxas-test",
+        .target = "sm_80",
+        .gpu_name = "Test GPU",
+        .max_shared_bytes = 48 * 1024,
+        .shared_memory = "shared memory per block",
+        .link =
+            [&](const tl::detail::KernelImpl&, const tl::codegen::CompiledKernel& ck) {
+              ++links;
+              return tl::runtime::Bytes(ck.assembly.begin(), ck.assembly.end());
+            },
+        .linker = std::move(linker),
+        .load = [&](const tl::detail::KernelImpl&, const tl::runtime::CachedBinary&, bool) -> void* { return &handle; },
+    };
+  };
+  // The driver's own linker, then ptxas: two compiles, two cache entries;
+  // each again (a fresh launcher, so from the disk cache): no compile.
+  for (int round = 0; round < 2; ++round) {
+    for (const char* linker : {"", "ptxas V13.0.88"}) {
+      tl::runtime::Launcher launcher(driver(linker), cache);
+      launcher.load(*k.impl(), args);
+      CHECK(launcher.stats().compiles == (round == 0 ? 1 : 0));
+    }
+  }
+  CHECK(links == 2);
+}
