@@ -161,6 +161,51 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
   dout.store({head, start_m * BM, 0}, tl::reshape(tl::cast<T>(out), {1, BM, HEAD_DIM}));  // rows past N not written
 }
 
+// attention_fwd_desc as a persistent program: at most one program per
+// multiprocessor, each walking the (head, query block) tiles from its
+// program id in steps of the program count, so that the producer loads the
+// next tile's first keys while the consumers finish the last one's
+// softmax and store its output. The tiles of one head are consecutive
+// (the programs working at once share their K and V through L2); causal,
+// a head's last query blocks, which see the most keys, come first.
+//
+// Launch: grid {min(tiles, multiprocessors)} with tiles = cdiv(N, BM) * B
+// * H; arguments as attention_fwd_desc's.
+template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
+void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
+                          tl::scalar<float> sm_scale, tl::scalar<int32_t> group, tl::scalar<int32_t> heads,
+                          tl::scalar<int32_t> kv_heads, tl::scalar<int32_t> head_stride) {
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
+  auto blocks = [&](tl::ptr<T> x, tl::scalar<int32_t> n_heads, int64_t rows) {  // [heads, N, D], a [1, rows, D] box
+    return tl::make_tensor_descriptor(x, {n_heads, seq_len, HEAD_DIM}, {head_stride, HEAD_DIM, 1}, {1, rows, HEAD_DIM});
+  };
+  auto dq = blocks(Q, heads, BM), dk = blocks(K, kv_heads, BN), dv = blocks(V, kv_heads, BN), dout = blocks(O, heads, BM);
+  auto qk_scale = sm_scale * 1.44269504f;                       // scalar f32: log2(e) folded in
+  auto m_blocks = tl::cdiv(seq_len, BM);                        // scalar i32: query blocks of a head
+
+  for (auto tile : tl::range(tl::program_id(0), m_blocks * heads, tl::num_programs(0))) {
+    auto head = tile / m_blocks;                                // batch * H + head
+    auto start_m = tile % m_blocks;                             // block of query rows
+    if constexpr (CAUSAL) start_m = m_blocks - 1 - start_m;     // the longest rows first
+    auto kv_head = head / group;
+    auto offs_m = start_m * BM + tl::arange(0, BM);             // [BM] i32
+    auto q = tl::reshape(dq.load({head, start_m * BM, 0}), {BM, HEAD_DIM});  // [BM, D] T
+
+    auto m_i = tl::full<float>({BM}, -INFINITY);                // [BM] f32 running max (log2 units)
+    auto l_i = tl::zeros<float>({BM});                          // [BM] f32 running sum of p
+    auto acc = tl::zeros<float>({BM, HEAD_DIM});                // [BM, D] f32 unnormalized output
+    auto hi = seq_len;                                          // scalar i32
+    if constexpr (CAUSAL) hi = tl::minimum((start_m + 1) * BM, seq_len);
+    for (auto start_n : tl::range(0, hi, BN)) {
+      auto k = tl::reshape(dk.load({kv_head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
+      auto v = tl::reshape(dv.load({kv_head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
+      attend_block<T, CAUSAL, BM, BN, true>(q, k, v, offs_m, start_m, start_n, seq_len, qk_scale, m_i, l_i, acc);
+    }
+    auto out = acc / tl::col(l_i);                              // [BM, D] f32
+    dout.store({head, start_m * BM, 0}, tl::reshape(tl::cast<T>(out), {1, BM, HEAD_DIM}));
+  }
+}
+
 // Variable-length sequences packed one after another (FlashAttention's
 // varlen layout): Q and O of [total_q, H, D] and K, V of [total_k, H /
 // group, D], sequence b's queries rows cu_q[b] .. cu_q[b + 1) and its keys
@@ -234,25 +279,27 @@ struct AttentionConfig {
   int num_warps = 4;
   int num_stages = 3;
   bool descriptors = false;  // attention_fwd_desc (":desc") instead of attention_fwd
+  bool persistent = false;   // attention_persistent (":persistent"), descriptors too
 
   std::string str() const {
     return std::to_string(block_m) + "x" + std::to_string(block_n) + ":" + std::to_string(num_warps) + ":" +
-           std::to_string(num_stages) + (descriptors ? ":desc" : "");
+           std::to_string(num_stages) + (persistent ? ":persistent" : descriptors ? ":desc" : "");
   }
 };
 
-// Parses "BMxBN:warps:stages[:desc]" (AttentionConfig::str); `what` names
-// the text's source in the error.
+// Parses "BMxBN:warps:stages[:desc|:persistent]" (AttentionConfig::str);
+// `what` names the text's source in the error.
 inline AttentionConfig parse_attention_config(const std::string& text, const std::string& what) {
   AttentionConfig c;
-  char form[8] = "";
-  int fields = std::sscanf(text.c_str(), "%dx%d:%d:%d:%7s", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, form);
-  c.descriptors = fields == 5 && std::string(form) == "desc";
+  char form[16] = "";
+  int fields = std::sscanf(text.c_str(), "%dx%d:%d:%d:%15s", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, form);
+  c.persistent = fields == 5 && std::string(form) == "persistent";
+  c.descriptors = c.persistent || (fields == 5 && std::string(form) == "desc");
   bool parsed = fields == 4 || c.descriptors;
   bool tiles_ok = (c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128);
   bool warps_ok = c.num_warps >= 1 && c.num_warps <= 16 && (c.num_warps & (c.num_warps - 1)) == 0;
   if (!parsed || !tiles_ok || !warps_ok || c.num_stages < 1 || c.num_stages > 8)
-    throw tl::Error(what + ": expected BMxBN:warps:stages[:desc] with BM 64 or 128, BN 32, 64 or 128, "
+    throw tl::Error(what + ": expected BMxBN:warps:stages[:desc|:persistent] with BM 64 or 128, BN 32, 64 or 128, "
                     "warps a power of two up to 16 and 1 to 8 stages (e.g. 128x64:8:3), found '" + text + "'");
   return c;
 }
@@ -291,22 +338,32 @@ inline tl::CompileOptions attention_options(const AttentionConfig& c, tl::Compil
   return options;
 }
 
+// The grid of a launch over `heads` heads of N queries: a program a BM-row
+// query block of a head, or (persistent) at most one a multiprocessor.
+inline tl::Grid attention_grid(const tl::Device& dev, int BM, bool persistent, int heads, int N) {
+  const int64_t blocks = tl::cdiv(N, BM);
+  if (!persistent) return {uint32_t(blocks), uint32_t(heads)};
+  return {uint32_t(std::max<int64_t>(1, std::min<int64_t>(blocks * heads, dev.processor_count())))};
+}
+
 template <class T, int BM, int BN, int D, bool CAUSAL>
 struct AttentionKernel {
-  AttentionKernel(const AttentionConfig& c, tl::CompileOptions options) : descriptors(c.descriptors) {
+  AttentionKernel(const AttentionConfig& c, tl::CompileOptions options)
+      : descriptors(c.descriptors), persistent(c.persistent) {
     options = attention_options(c, options);
-    kernel = descriptors ? tl::compile(attention_fwd_desc<T, BM, BN, D, CAUSAL>, options)
-                         : tl::compile(attention_fwd<T, BM, BN, D, CAUSAL>, options);
+    kernel = persistent    ? tl::compile(attention_persistent<T, BM, BN, D, CAUSAL>, options)
+             : descriptors ? tl::compile(attention_fwd_desc<T, BM, BN, D, CAUSAL>, options)
+                           : tl::compile(attention_fwd<T, BM, BN, D, CAUSAL>, options);
   }
   template <class Dev>
   void operator()(Dev& dev, const tl::Buffer& q, const tl::Buffer& k, const tl::Buffer& v, tl::Buffer& o, int B,
                   int H, int N, float sm_scale, int group = 1) const {
-    tl::Grid grid{uint32_t(tl::cdiv(N, BM)), uint32_t(B * H)};
+    tl::Grid grid = attention_grid(dev, BM, persistent, B * H, N);
     if (descriptors) dev(kernel, grid, q, k, v, o, N, sm_scale, group, B * H, B * H / group, N * D);
     else dev(kernel, grid, q, k, v, o, N, sm_scale, group);
   }
   tl::Kernel kernel;
-  bool descriptors;
+  bool descriptors, persistent;
 };
 
 // The varlen kernel (attention_varlen_fwd) in configuration `c`'s tiles,
@@ -382,12 +439,12 @@ AttentionConfig tune_attention(tl::Device& dev, const std::string& name, const s
                         return AttentionKernel<T, BM, BN, D, CAUSAL>(c, options).kernel;
                       });
                     },
-                    {{"BM", c.block_m}}});
+                    {{"BM", c.block_m}, {"persistent", c.persistent}}});
   tl::Autotuner tuner(name, list);
   const size_t n = size_t(B) * H * N * D, n_kv = size_t(B) * (H / group) * N * D;
   tl::Buffer q = dev.alloc<T>(n), k = dev.alloc<T>(n_kv), v = dev.alloc<T>(n_kv), o = dev.alloc<T>(n);
   auto grid = [&](const tl::TuneConfig& c) {
-    return tl::Grid{uint32_t(tl::cdiv(N, int(c.meta.at("BM")))), uint32_t(B * H)};
+    return attention_grid(dev, int(c.meta.at("BM")), c.meta.at("persistent") != 0, B * H, N);
   };
   const float sm_scale = 1.0f / std::sqrt(float(D));
   std::vector<tl::Arg> args = {q, k, v, o, N, sm_scale, group};

@@ -58,13 +58,39 @@ class Scheduler {
     return place_pipeline_buffers(it->second, plan_, base, warpgroup_operand_align(loop, plan_)).end;
   }
 
+  std::optional<PipelinePlan> plan_loop(const Op& loop, int64_t base, std::vector<PipelinePlan::Left>* left) const {
+    int64_t budget = register_loads_ ? t_.shared_bytes - base - kScratchReserve : 0;
+    return plan_pipeline(loop, plan_, axis_, {t_.matrix_loads, budget, t_.thread_registers}, left);
+  }
+
+  // Whether a loop inside `loop` would have a pipeline feeding dots if
+  // `loop` had none (its buffers then starting at `base`).
+  bool nested_dot_pipeline(const Op& loop, int64_t base) const {
+    for (const auto& sub : loop.regions)
+      for (const auto& o : sub->ops) {
+        std::vector<PipelinePlan::Left> left;
+        if (o->kind == OpKind::For)
+          if (auto p = plan_loop(*o, base, &left))
+            for (bool r : p->to_registers)
+              if (!r) return true;
+        if (nested_dot_pipeline(*o, base)) return true;
+      }
+    return false;
+  }
+
+  // A loop around a loop whose pipeline feeds dots is not pipelined
+  // itself (as Triton pipelines innermost loops): a persistent program's
+  // loop over tiles whose body loads a block for its inner loop
+  // (attention's Q) would otherwise run that load a tile ahead through a
+  // ring of its own, whose prologue before the inner loop keeps
+  // warp-specialize from the pair. Loops of loads read into registers
+  // nest as they are.
   void walk(const ir::Region& r, int64_t base) {
     for (const auto& o : r.ops) {
       int64_t inner = base;
-      if (o->kind == OpKind::For) {
-        int64_t budget = register_loads_ ? t_.shared_bytes - base - kScratchReserve : 0;
+      if (o->kind == OpKind::For && !nested_dot_pipeline(*o, base)) {
         std::vector<PipelinePlan::Left> left;
-        auto p = plan_pipeline(*o, plan_, axis_, {t_.matrix_loads, budget, t_.thread_registers}, &left);
+        auto p = plan_loop(*o, base, &left);
         if (p) plans_.emplace(o.get(), std::move(*p));
         if (register_loads_) left_.insert(left_.end(), left.begin(), left.end());
         inner = past_buffers(*o, base);

@@ -274,6 +274,29 @@ bool read_in_place(ir::Function& fn, const Value* v, const LayoutPlan& plan, std
   return true;
 }
 
+// Whether the block `op` copies is read in place by dots that are all
+// done with it before the copy runs again: at the top level (it runs
+// once), or in the body of a top-level loop (a persistent program's tile)
+// where no dot in that body carries its accumulator around the loop (such
+// a dot, asynchronous, would still read the buffer when the next
+// iteration's copy writes it; the dots of a loop nested in the body are
+// retired when that loop ends, async_dots.h).
+bool copied_once(const ir::Function& fn, const Op& op) {
+  if (op.parent == &fn.body) return true;
+  const Op* around = op.parent->parent;
+  if (!around || around->kind != OpKind::For || around->parent != &fn.body) return false;
+  const ir::Region& body = *op.parent;
+  const Op* yield = body.terminator();
+  for (const auto& o : body.ops) {
+    if (o->kind != OpKind::Dot) continue;
+    bool carried_in = o->operands[2]->is_arg() && o->operands[2]->owner == &body;
+    bool carried_out = yield && std::find(yield->operands.begin(), yield->operands.end(), o->result()) !=
+                                    yield->operands.end();
+    if (carried_in || carried_out) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
@@ -304,14 +327,15 @@ void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
     for (size_t d = 0; d < r; ++d) copy.push_back(op->operands[1 + 2 * r + d]);
     b.create(OpKind::TmaLoad, copy, {});
     b.create(OpKind::MbarrierWait, {bar, b.constant_int(ir::scalar_type(DType::i32), 0)}, {});
-    // A block copied once (at the top level) and read only by warpgroup
-    // dots from shared memory (attention's Q) is read there in place, a
-    // trans of it a view of the buffer; any other is loaded into its
-    // layout's registers, a read of the generic proxy, which a later tensor
-    // copy into these bytes (the next use's, in a loop) must follow
+    // A block copied once (at the top level, or once a tile of a
+    // persistent program: copied_once) and read only by warpgroup dots
+    // from shared memory (attention's Q) is read there in place, a trans
+    // of it a view of the buffer; any other is loaded into its layout's
+    // registers, a read of the generic proxy, which a later tensor copy
+    // into these bytes (the next use's, in a loop) must follow
     // (expand_pipelines.h).
     std::vector<Op*> trans;
-    if (op->parent == &fn.body && read_in_place(fn, v, plan, trans)) {
+    if (copied_once(fn, *op) && read_in_place(fn, v, plan, trans)) {
       b.create(OpKind::MbarrierInval, {bar}, {});
       for (Op* t : trans) {
         Type tt = buf_type;

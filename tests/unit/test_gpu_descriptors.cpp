@@ -641,6 +641,67 @@ TEST_CASE("attention's 128-key blocks at head dim 128: P carried narrow, no spil
   }
 }
 
+// Without a GPU: the persistent attention (kernels::attention_persistent)
+// is warp-specialized as a whole, the tile loop in both partitions: one
+// ring of K and V for every tile, Q copied by the consumers each tile, the
+// producer loading the next tile's keys while the consumers end the last;
+// no spills at head dims 64 and 128.
+TEST_CASE("the persistent attention: the tile loop warp-specialized as a whole, no spills", "[codegen][descriptor]") {
+  using namespace codegen_checks;
+  auto check = [&]<int BN, int D, bool CAUSAL>() {
+    INFO("BN " << BN << ", D " << D << (CAUSAL ? ", causal" : ""));
+    CompileOptions options{.name = "attention", .num_warps = 8, .num_stages = 2, .flush_denormals = true};
+    Kernel k = compile(kernels::attention_persistent<bf16, 128, BN, D, CAUSAL>, options);
+    std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
+    CHECK(count(gpu, R"(warp_specialize \{registers)") == 1);
+    auto c = codegen::compile(*k.impl(), aligned(k), "sm_90a");
+    CHECK(c.threads == 12 * 32);
+    const std::string& ptx = c.assembly;
+    CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.mbarrier)") > 0);
+    CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.3d\.global\.shared::cta)") >= 1);  // O.s store
+    CHECK(count(ptx, R"(setmaxnreg\.dec\.sync\.aligned\.u32)") == 1);
+    CHECK(count(ptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n\d+k16[^;]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd)") > 0);
+    check_assembles(ptx, "sm_90a");
+    if (auto log = ptxas(ptx, "sm_90a")) {
+      CHECK(count(*log, R"( 0 bytes spill stores)") == 1);
+      CHECK(count(*log, "C7514") == 0);
+    }
+  };
+  check.template operator()<64, 128, false>();
+  check.template operator()<64, 128, true>();
+  check.template operator()<128, 64, false>();
+}
+
+// The persistent attention against the interpreter running the same
+// kernel: 3 heads of N queries, on 2 programs (each walks many tiles,
+// their rings and phases carried across tiles) and on 8 (at N = 1 five
+// have no tile at all); ragged N, causal and not, d 64.
+TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 and many tiles, ragged N",
+          "[gpu][descriptor]") {
+  REQUIRE_GPU();
+  constexpr int BM = 128, BN = 64, D = 64, H = 3;
+  auto run = [&]<bool CAUSAL>() {
+    CompileOptions options{.name = "attention_persistent", .num_warps = 8, .num_stages = 2};
+    Kernel k = compile(kernels::attention_persistent<bf16, BM, BN, D, CAUSAL>, options);
+    for (int n : {1, 100, 128, 300})
+    for (uint32_t programs : {2u, 8u}) {
+      INFO(n << " queries, " << programs << " programs" << (CAUSAL ? ", causal" : ""));
+      same_on_both<float>([&](Device& d) {
+        auto q = d.upload(small_ints(size_t(H) * n * D, 71)), kk = d.upload(small_ints(size_t(H) * n * D, 72));
+        auto v = d.upload(small_ints(size_t(H) * n * D, 73));
+        auto o = d.alloc<bf16>(size_t(H) * n * D);
+        d(k, Grid{programs}, q, kk, v, o, n, 0.125f, 1, H, H, n * D);
+        d.synchronize();
+        std::vector<float> out;
+        for (bf16 x : o.download<bf16>()) out.push_back(float(x));
+        return std::vector<std::vector<float>>{out};
+      }, 2e-2, 2e-2);
+    }
+  };
+  run.template operator()<false>();
+  run.template operator()<true>();
+}
+
 TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
           "with and without an online softmax",
           "[gpu][descriptor]") {
