@@ -113,29 +113,14 @@ void attention_fwd(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::s
   tl::store(O + base + tl::col(offs_m) * HEAD_DIM + tl::row(offs_d), tl::cast<T>(out), row_ok);
 }
 
-// The same attention through tensor descriptors of Q and O as [B * H, N,
-// D] and K, V as [B * H / group, N, D] (`heads` = B * H, `head_stride` = N
-// * D): each block is a [1, rows, D] box of one head, so the hardware's
-// bounds (or the masks the descriptors mean) read keys past N as 0 within
-// the head. On sm_90 Q, K and V become tensor copies (K and V pipelined on
-// mbarriers by a producer warp, Q read by the products where it landed);
-// elsewhere the masked loads the descriptors mean.
-//
-// Launch: grid {cdiv(N, BM), B * H}; arguments Q, K, V, O, N, sm_scale,
-// group, B * H, B * H / group, N * D.
-template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
-void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
-                        tl::scalar<float> sm_scale, tl::scalar<int32_t> group, tl::scalar<int32_t> heads,
-                        tl::scalar<int32_t> kv_heads, tl::scalar<int32_t> head_stride) {
-  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
-  auto start_m = tl::program_id(0);                             // block of query rows
-  auto head = tl::program_id(1);                                // batch * H + head
-  auto kv_head = head / group;                                  // its key/value head
-  auto blocks = [&](tl::ptr<T> x, tl::scalar<int32_t> n_heads, int64_t rows) {  // [heads, N, D], a [1, rows, D] box
-    return tl::make_tensor_descriptor(x, {n_heads, seq_len, HEAD_DIM}, {head_stride, HEAD_DIM, 1}, {1, rows, HEAD_DIM});
-  };
-  auto dq = blocks(Q, heads, BM), dk = blocks(K, kv_heads, BN), dv = blocks(V, kv_heads, BN), dout = blocks(O, heads, BM);
-
+// The descriptor forms' work on one block of query rows: the BM rows from
+// start_m * BM of head `head` (Q and O [heads, N, D] through dq and dout)
+// against the keys and values of `kv_head` (dk, dv), the output stored.
+// Q is copied once; K and V stream in BN-row blocks.
+template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL, class Desc>
+void attend_rows(const Desc& dq, const Desc& dk, const Desc& dv, const Desc& dout, tl::scalar<int32_t> head,
+                 tl::scalar<int32_t> kv_head, tl::scalar<int32_t> start_m, tl::scalar<int32_t> seq_len,
+                 tl::scalar<float> sm_scale) {
   auto offs_m = start_m * BM + tl::arange(0, BM);               // [BM] i32
   auto q = tl::reshape(dq.load({head, start_m * BM, 0}), {BM, HEAD_DIM});  // [BM, D] T
   auto qk_scale = sm_scale * 1.44269504f;                       // scalar f32: log2(e) folded in
@@ -161,6 +146,32 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
   dout.store({head, start_m * BM, 0}, tl::reshape(tl::cast<T>(out), {1, BM, HEAD_DIM}));  // rows past N not written
 }
 
+// The same attention through tensor descriptors of Q and O as [B * H, N,
+// D] and K, V as [B * H / group, N, D] (`heads` = B * H, `head_stride` = N
+// * D): each block is a [1, rows, D] box of one head, so the hardware's
+// bounds (or the masks the descriptors mean) read keys past N as 0 within
+// the head. On sm_90 Q, K and V become tensor copies (K and V pipelined on
+// mbarriers by a producer warp, Q read by the products where it landed);
+// elsewhere the masked loads the descriptors mean.
+//
+// Launch: grid {cdiv(N, BM), B * H}; arguments Q, K, V, O, N, sm_scale,
+// group, B * H, B * H / group, N * D.
+template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
+void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
+                        tl::scalar<float> sm_scale, tl::scalar<int32_t> group, tl::scalar<int32_t> heads,
+                        tl::scalar<int32_t> kv_heads, tl::scalar<int32_t> head_stride) {
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
+  auto start_m = tl::program_id(0);                             // block of query rows
+  auto head = tl::program_id(1);                                // batch * H + head
+  auto kv_head = head / group;                                  // its key/value head
+  auto blocks = [&](tl::ptr<T> x, tl::scalar<int32_t> n_heads, int64_t rows) {  // [heads, N, D], a [1, rows, D] box
+    return tl::make_tensor_descriptor(x, {n_heads, seq_len, HEAD_DIM}, {head_stride, HEAD_DIM, 1}, {1, rows, HEAD_DIM});
+  };
+  auto dq = blocks(Q, heads, BM), dk = blocks(K, kv_heads, BN), dv = blocks(V, kv_heads, BN), dout = blocks(O, heads, BM);
+
+  attend_rows<T, BM, BN, HEAD_DIM, CAUSAL>(dq, dk, dv, dout, head, kv_head, start_m, seq_len, sm_scale);
+}
+
 // attention_fwd_desc as a persistent program: at most one program per
 // multiprocessor, each walking the (head, query block) tiles from its
 // program id in steps of the program count, so that the producer loads the
@@ -180,29 +191,13 @@ void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O
     return tl::make_tensor_descriptor(x, {n_heads, seq_len, HEAD_DIM}, {head_stride, HEAD_DIM, 1}, {1, rows, HEAD_DIM});
   };
   auto dq = blocks(Q, heads, BM), dk = blocks(K, kv_heads, BN), dv = blocks(V, kv_heads, BN), dout = blocks(O, heads, BM);
-  auto qk_scale = sm_scale * 1.44269504f;                       // scalar f32: log2(e) folded in
   auto m_blocks = tl::cdiv(seq_len, BM);                        // scalar i32: query blocks of a head
 
   for (auto tile : tl::range(tl::program_id(0), m_blocks * heads, tl::num_programs(0))) {
     auto head = tile / m_blocks;                                // batch * H + head
     auto start_m = tile % m_blocks;                             // block of query rows
     if constexpr (CAUSAL) start_m = m_blocks - 1 - start_m;     // the longest rows first
-    auto kv_head = head / group;
-    auto offs_m = start_m * BM + tl::arange(0, BM);             // [BM] i32
-    auto q = tl::reshape(dq.load({head, start_m * BM, 0}), {BM, HEAD_DIM});  // [BM, D] T
-
-    auto m_i = tl::full<float>({BM}, -INFINITY);                // [BM] f32 running max (log2 units)
-    auto l_i = tl::zeros<float>({BM});                          // [BM] f32 running sum of p
-    auto acc = tl::zeros<float>({BM, HEAD_DIM});                // [BM, D] f32 unnormalized output
-    auto hi = seq_len;                                          // scalar i32
-    if constexpr (CAUSAL) hi = tl::minimum((start_m + 1) * BM, seq_len);
-    for (auto start_n : tl::range(0, hi, BN)) {
-      auto k = tl::reshape(dk.load({kv_head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
-      auto v = tl::reshape(dv.load({kv_head, start_n, 0}), {BN, HEAD_DIM});  // [BN, D] T
-      attend_block<T, CAUSAL, BM, BN, true>(q, k, v, offs_m, start_m, start_n, seq_len, qk_scale, m_i, l_i, acc);
-    }
-    auto out = acc / tl::col(l_i);                              // [BM, D] f32
-    dout.store({head, start_m * BM, 0}, tl::reshape(tl::cast<T>(out), {1, BM, HEAD_DIM}));
+    attend_rows<T, BM, BN, HEAD_DIM, CAUSAL>(dq, dk, dv, dout, head, head / group, start_m, seq_len, sm_scale);
   }
 }
 
