@@ -18,7 +18,7 @@
 // On a GPU tiles, warps and stages are autotuned (tl::Autotuner over
 // kernels::attention_tune_configs, the pick kept on disk for the next run;
 // --tune does it on the interpreter too); TILEDSL_ATTN_CONFIG=
-// BMxBN:warps:stages[:desc] fixes them. The sweep, --small, the
+// BMxBN:warps:stages[:desc|:persistent] fixes them. The sweep, --small, the
 // interpreter and varlen runs use kernels::attention_config.
 #include <algorithm>
 #include <cstdint>
@@ -205,7 +205,7 @@ int run_case(examples::Setup& s, const Case& c, const kernels::AttentionConfig& 
                                        std::to_string(c.kv_heads()) + " N=" + std::to_string(c.N);
   std::printf("attention: %s D=%d %s %s, tiles %dx%d, %d warps, %d stages%s on %s (tl::compile %.1f ms)\n",
               shape.c_str(), D, dtype_name(c.dtype), CAUSAL ? "causal" : "non-causal", BM, BN, cfg.num_warps,
-              cfg.num_stages, cfg.descriptors && !c.varlen() ? ", descriptors" : "", s.dev.name().c_str(), compile_ms);
+              cfg.num_stages, c.varlen() ? "" : cfg.persistent ? ", persistent" : cfg.descriptors ? ", descriptors" : "", s.dev.name().c_str(), compile_ms);
 
   size_t n = size_t(g.rows()) * D, n_kv = std::max<size_t>(1, g.kv_rows() * D);
   auto hq = examples::random_vector<T>(n, 9), hk = examples::random_vector<T>(n_kv, 10),
