@@ -283,6 +283,7 @@ TEST_CASE("aot: a launch takes the most specialized binary its arguments satisfy
                              .max_shared_bytes = 48 * 1024,
                              .shared_memory = "shared memory per block",
                              .link = nullptr,
+                             .linker = "",
                              .load = [&](const tl::detail::KernelImpl&, const tl::runtime::CachedBinary& e,
                                          bool may_refuse) -> void* {
                                CHECK_FALSE(may_refuse);
@@ -325,6 +326,7 @@ TEST_CASE("aot: a launch takes the most specialized binary its arguments satisfy
                              .link = [](const tl::detail::KernelImpl&, const tl::codegen::CompiledKernel& ck) {
                                return tl::runtime::Bytes(ck.assembly.begin(), ck.assembly.end());
                              },
+                             .linker = "",
                              .load = [&](const tl::detail::KernelImpl&, const tl::runtime::CachedBinary&,
                                          bool) -> void* { return &handle; }},
       cache);
@@ -341,7 +343,7 @@ TEST_CASE("aot: a precompiled kernel loads and runs on the GPU without a compile
   // Both binaries the generator would make for this GPU's target.
   auto facts = [](std::initializer_list<int64_t> d) {
     tl::codegen::Specialization s;
-    for (int64_t x : d) s.args.push_back(tl::transforms::ArgFacts{.divisibility = x});
+    for (int64_t x : d) s.args.push_back(tl::transforms::ArgFacts{.divisibility = x, .value = std::nullopt});
     return s;
   };
   auto aligned = tl::aot::precompile(*traced.impl(), facts({16, 16, 16}), dev.target());
