@@ -1,6 +1,7 @@
 // Loop scheduling (see schedule_loops.h).
 #include "codegen/schedule_loops.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -23,14 +24,18 @@ class Scheduler {
   Scheduler(const ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const ScheduleTarget& t)
       : fn_(fn), plan_(plan), axis_(axis), t_(t) {}
 
-  // Plans every loop, outer ones first: a loop's buffers sit above those
-  // of the loops around it (and the cluster exchange), as the lowering
-  // places them.
+  // Plans every loop in two walks: innermost first, to find the loops
+  // around a loop whose pipeline feeds dots (not pipelined, see
+  // `plan_innermost_first`), then outer first, placing each loop's buffers
+  // above those of the loops around it (and the cluster exchange), as the
+  // lowering places them.
   void schedule(bool register_loads) {
     plans_.clear();
     left_.clear();
     register_loads_ = register_loads;
-    walk(fn_.body, start());
+    std::map<const Op*, Planned> at_start;
+    plan_innermost_first(fn_.body, at_start);
+    place(fn_.body, start(), at_start);
   }
 
   // At most how much shared memory the kernel takes with this schedule.
@@ -58,24 +63,17 @@ class Scheduler {
     return place_pipeline_buffers(it->second, plan_, base, warpgroup_operand_align(loop, plan_)).end;
   }
 
-  std::optional<PipelinePlan> plan_loop(const Op& loop, int64_t base, std::vector<PipelinePlan::Left>* left) const {
-    int64_t budget = register_loads_ ? t_.shared_bytes - base - kScratchReserve : 0;
-    return plan_pipeline(loop, plan_, axis_, {t_.matrix_loads, budget, t_.thread_registers}, left);
-  }
+  // A loop's plan, and the loads read into registers its budget left out.
+  struct Planned {
+    std::optional<PipelinePlan> plan;
+    std::vector<PipelinePlan::Left> left;
+  };
 
-  // Whether a loop inside `loop` would have a pipeline feeding dots if
-  // `loop` had none (its buffers then starting at `base`).
-  bool nested_dot_pipeline(const Op& loop, int64_t base) const {
-    for (const auto& sub : loop.regions)
-      for (const auto& o : sub->ops) {
-        std::vector<PipelinePlan::Left> left;
-        if (o->kind == OpKind::For)
-          if (auto p = plan_loop(*o, base, &left))
-            for (bool r : p->to_registers)
-              if (!r) return true;
-        if (nested_dot_pipeline(*o, base)) return true;
-      }
-    return false;
+  Planned plan_loop(const Op& loop, int64_t base) const {
+    int64_t budget = register_loads_ ? t_.shared_bytes - base - kScratchReserve : 0;
+    Planned p;
+    p.plan = plan_pipeline(loop, plan_, axis_, {t_.matrix_loads, budget, t_.thread_registers}, &p.left);
+    return p;
   }
 
   // A loop around a loop whose pipeline feeds dots is not pipelined
@@ -85,17 +83,38 @@ class Scheduler {
   // ring of its own, whose prologue before the inner loop keeps
   // warp-specialize from the pair. Loops of loads read into registers
   // nest as they are.
-  void walk(const ir::Region& r, int64_t base) {
+  // Plans the loops in `r` that hold no such loop, innermost first, each
+  // with its buffers at the start (`at_start`: which loads feed dots does
+  // not depend on where the buffers start); whether `r` holds a loop whose
+  // pipeline feeds dots.
+  bool plan_innermost_first(const ir::Region& r, std::map<const Op*, Planned>& at_start) const {
+    bool dots = false;
+    for (const auto& o : r.ops) {
+      bool dots_in_o = false;
+      for (const auto& sub : o->regions) dots_in_o = plan_innermost_first(*sub, at_start) || dots_in_o;
+      if (o->kind == OpKind::For && !dots_in_o) {
+        Planned& p = at_start[o.get()];
+        p = plan_loop(*o, start());
+        dots_in_o = p.plan && std::ranges::count(p.plan->to_registers, false) > 0;
+      }
+      dots = dots || dots_in_o;
+    }
+    return dots;
+  }
+
+  // Records the plans of the loops in `r` that `plan_innermost_first`
+  // planned, their buffers starting at `base`: planned again where that
+  // is not the start (inside a pipelined loop).
+  void place(const ir::Region& r, int64_t base, std::map<const Op*, Planned>& at_start) {
     for (const auto& o : r.ops) {
       int64_t inner = base;
-      if (o->kind == OpKind::For && !nested_dot_pipeline(*o, base)) {
-        std::vector<PipelinePlan::Left> left;
-        auto p = plan_loop(*o, base, &left);
-        if (p) plans_.emplace(o.get(), std::move(*p));
-        if (register_loads_) left_.insert(left_.end(), left.begin(), left.end());
+      if (auto it = at_start.find(o.get()); it != at_start.end()) {
+        Planned p = base == start() ? std::move(it->second) : plan_loop(*o, base);
+        if (p.plan) plans_.emplace(o.get(), std::move(*p.plan));
+        if (register_loads_) left_.insert(left_.end(), p.left.begin(), p.left.end());
         inner = past_buffers(*o, base);
       }
-      for (const auto& sub : o->regions) walk(*sub, inner);
+      for (const auto& sub : o->regions) place(*sub, inner, at_start);
     }
   }
 
