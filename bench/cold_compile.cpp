@@ -3,7 +3,7 @@
 // line with the device's creation (the driver context, reported apart),
 // the trace, and the first launch broken into the compile's stages (GPU
 // passes, lowering to LLVM IR, LLVM's optimization, assembly emission, the
-// driver's JIT link of PTX, module load) and the rest (argument checks,
+// link of PTX by ptxas or the driver's JIT, module load) and the rest (argument checks,
 // tensor maps, the launch itself). Run it in fresh processes with
 // CUDA_CACHE_DISABLE=1 and TILEDSL_ALWAYS_COMPILE=1 (or an empty
 // TILEDSL_CACHE_DIR); without them the same command times a warm start
@@ -76,11 +76,11 @@ int main(int argc, char** argv) {
     tl::CompileStats s = dev.compile_stats();
     double stages = s.passes_ms + s.lower_ms + s.optimize_ms + s.emit_ms + s.link_ms + s.load_ms;
     std::printf(
-        "{\"kernel\": \"%s\", \"config\": \"%s\", \"target\": \"%s\", \"compiles\": %lld, \"cache_hits\": %lld, "
+        "{\"kernel\": \"%s\", \"config\": \"%s\", \"target\": \"%s\", \"hardware\": \"%s\", \"compiles\": %lld, \"cache_hits\": %lld, "
         "\"context_ms\": %.3f, \"trace_ms\": %.3f, \"passes_ms\": %.3f, \"lower_ms\": %.3f, \"optimize_ms\": %.3f, "
         "\"emit_ms\": %.3f, \"jit_link_ms\": %.3f, \"load_ms\": %.3f, \"other_ms\": %.3f, \"first_launch_ms\": %.3f, "
         "\"trace_to_loaded_ms\": %.3f}\n",
-        which.c_str(), config.c_str(), dev.target().c_str(), (long long)s.compiles, (long long)s.cache_hits, ms(t0, t1),
+        which.c_str(), config.c_str(), dev.target().c_str(), dev.hardware().c_str(), (long long)s.compiles, (long long)s.cache_hits, ms(t0, t1),
         ms(t2, t3), s.passes_ms, s.lower_ms, s.optimize_ms, s.emit_ms, s.link_ms, s.load_ms, ms(t3, t4) - stages,
         ms(t3, t4), ms(t2, t4));
   } catch (const tl::Error& e) {

@@ -2,7 +2,7 @@
 
 tiledsl: bench_cold_compile gemm|attention (the examples' default kernels on
 this GPU), with CUDA_CACHE_DISABLE=1 and TILEDSL_ALWAYS_COMPILE=1: the
-trace, each compile stage, the driver's JIT link and the module load; then
+trace, each compile stage, the link (ptxas or the driver's JIT) and the module load; then
 the same command with the disk cache filled (a warm start). Triton 3.x: the
 first call of its tutorial GEMM (one configuration, 128x256x64, 8 warps, 3
 stages, the tiledsl default's tile), its TMA persistent GEMM (the same
@@ -97,7 +97,10 @@ def main():
             rows.append(dict(run([sys.executable, os.path.abspath(__file__), "--triton-child", kernel], env), mode="cold"))
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
-    print("| impl | kernel | mode | context ms | trace ms | passes | lower | optimize | emit | JIT link | load | "
+    hw = next((r["hardware"] for r in rows if "hardware" in r), None)
+    if hw:
+        print(f"tiledsl on {hw} (a ptxas named there links; else the driver's JIT)")
+    print("| impl | kernel | mode | context ms | trace ms | passes | lower | optimize | emit | link | load | "
           "trace-to-loaded / first call ms (median, min-max) |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     groups = {}

@@ -2,7 +2,7 @@
 // streams, events, launches and event timing on GPU n ("cuda:n"), and what
 // the shared launch path (runtime/launcher.h) asks of the CUDA driver:
 //
-//   PTX --driver JIT linker, or ptxas where TILEDSL_PTXAS names one--> cubin (link)
+//   PTX --ptxas where present (TILEDSL_PTXAS), else the driver's JIT linker--> cubin (link)
 //   cubin --cuModuleLoadDataEx--> CUmodule --> CUfunction (load)
 //
 // Specialization, cache keys, the kernel cache, the compile and its
@@ -81,7 +81,7 @@ class CudaDevice final : public detail::DeviceImpl {
     int version = 0;
     d.check(d.cuDriverGetVersion(&version), "cuDriverGetVersion");
     hardware_ = gpu_name_ + ", CUDA driver " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-    ptxas_ = ptxas_from_environment();
+    ptxas_ = ptxas_from_environment(version);
     if (ptxas_) hardware_ += ", ptxas " + ptxas_->version;
     d.check(d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
@@ -327,13 +327,19 @@ class CudaDevice final : public detail::DeviceImpl {
     return function;
   }
 
-  // The launcher's link: PTX -> cubin by the driver's JIT linker, or by
-  // TILEDSL_PTXAS's ptxas.
+  // The launcher's link: PTX -> cubin by ptxas where there is one
+  // (cuda_ptxas.h), else by the driver's JIT linker.
   runtime::Bytes link(const detail::KernelImpl& k, const codegen::CompiledKernel& ck) const {
     try {
       if (ptxas_) {
-        std::string cubin = run_ptxas(ptxas_->path, ck.assembly, target_, k.name);
-        return runtime::Bytes(cubin.begin(), cubin.end());
+        try {
+          std::string cubin = run_ptxas(ptxas_->path, ck.assembly, target_, k.name);
+          return runtime::Bytes(cubin.begin(), cubin.end());
+        } catch (const Error&) {
+          // A ptxas found, not named, may be too old for the PTX: the
+          // driver's JIT takes it (and is what fails, if the PTX is wrong).
+          if (!ptxas_->found) throw;
+        }
       }
       return link_ptx_to_cubin(driver_, ck.assembly, k.name);
     } catch (const Error& err) {
@@ -354,7 +360,7 @@ class CudaDevice final : public detail::DeviceImpl {
   uint64_t zeros_ = 0;
   std::string gpu_name_, target_;
   std::string hardware_;  // hardware(): the GPU, the driver's version and the ptxas linking, if any
-  std::optional<Ptxas> ptxas_;  // links instead of the driver's JIT (TILEDSL_PTXAS)
+  std::optional<Ptxas> ptxas_;  // links instead of the driver's JIT (cuda_ptxas.h)
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;
 
   std::mutex timing_mutex_;

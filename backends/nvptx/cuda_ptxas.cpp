@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -78,20 +79,37 @@ std::optional<std::string> version_of(const std::string& ptxas) {
   return out.substr(v + 1, end == std::string::npos ? std::string::npos : end - v - 1);
 }
 
+// Whether release "V13.0.88" is no newer than a driver of `driver_version`
+// (13000): major and minor compared.
+bool no_newer_than(const std::string& release, int driver_version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(release.c_str(), "V%d.%d", &major, &minor) != 2) return false;
+  return major * 1000 + minor * 10 <= driver_version;
+}
+
 }  // namespace
 
-std::optional<Ptxas> ptxas_from_environment() {
+std::optional<Ptxas> ptxas_from_environment(int driver_version) {
   const char* env = std::getenv("TILEDSL_PTXAS");
   std::string value = env ? env : "";
-  if (value.empty() || value == "0") return std::nullopt;
-  std::vector<std::string> tried = value == "1" ? std::vector<std::string>{"ptxas", "/usr/local/cuda/bin/ptxas"}
-                                                : std::vector<std::string>{value};
-  for (const auto& p : tried)
-    if (auto v = version_of(p)) return Ptxas{p, *v};
+  if (value == "0") return std::nullopt;
+  const bool search = value.empty() || value == "1";
+  std::vector<std::string> tried =
+      search ? std::vector<std::string>{"ptxas", "/usr/local/cuda/bin/ptxas"} : std::vector<std::string>{value};
+  for (const auto& p : tried) {
+    std::optional<std::string> v;
+    try {
+      v = version_of(p);
+    } catch (const Error&) {  // no temporary folder: it cannot run here
+      if (!value.empty()) throw;
+    }
+    if (v && (!value.empty() || no_newer_than(*v, driver_version))) return Ptxas{p, *v, value.empty()};
+  }
+  if (value.empty()) return std::nullopt;
   std::string list;
   for (const auto& p : tried) list += (list.empty() ? "" : ", ") + p;
   throw Error("TILEDSL_PTXAS=" + value + ": no ptxas runs (tried " + list +
-              "); unset it to link with the driver's JIT, or name a ptxas");
+              "); set it to 0 to link with the driver's JIT, or name a ptxas");
 }
 
 std::string run_ptxas(const std::string& ptxas, const std::string& ptx, const std::string& arch,

@@ -1,9 +1,10 @@
 // ptxas, the CUDA toolkit's PTX assembler, run as a program: what makes a
 // cubin from a kernel's PTX when the driver's JIT does not. The AOT
 // compiler uses it with --ptxas (tiledsl/aot.h); a CUDA device links with
-// it instead of the driver's JIT when TILEDSL_PTXAS names one (a newer
-// ptxas than the driver's, say, as Triton ships its own: the two allocate
-// registers differently).
+// it instead of the driver's JIT where the toolkit's is present, as Triton
+// links with the ptxas it ships: the two allocate registers differently,
+// and ptxas's allocation gave the kernels measured the same speed or more
+// (docs/perf.md run 78). TILEDSL_PTXAS picks one or none.
 #pragma once
 
 #include <optional>
@@ -16,15 +17,21 @@ namespace tl::nvptx {
 TILEDSL_SHARED_BEGIN
 
 struct Ptxas {
-  std::string path;     // the program
-  std::string version;  // its release, as `ptxas --version` ends: "V13.0.88"
+  std::string path;        // the program
+  std::string version;     // its release, as `ptxas --version` ends: "V13.0.88"
+  bool found = false;      // looked for, not named: where it fails on a kernel, the driver's JIT links it
 };
 
-// The ptxas TILEDSL_PTXAS names: unset, empty or "0": none (the driver's
-// JIT links); "1": `ptxas` on PATH, else /usr/local/cuda/bin/ptxas; any
-// other value: the path of one. tl::Error when the variable names one that
-// does not run, saying what was tried.
-std::optional<Ptxas> ptxas_from_environment();
+// The ptxas that links kernels for a CUDA driver of `driver_version`
+// (cuDriverGetVersion's number, 13000 for 13.0), by TILEDSL_PTXAS:
+//   unset or empty: `ptxas` on PATH, else /usr/local/cuda/bin/ptxas, if
+//                   one runs and its release is no newer than the driver
+//                   (whose loader must take its cubins); else none;
+//   "0":            none: the driver's JIT links;
+//   "1":            the same search, without the release bound; tl::Error
+//                   when none runs;
+//   anything else:  the path of one; tl::Error when it does not run.
+std::optional<Ptxas> ptxas_from_environment(int driver_version);
 
 // The cubin ptxas makes of `ptx` for `arch` ("sm_90a"); `name` (the
 // kernel's) is for messages. tl::Error with ptxas's own output when it

@@ -1,5 +1,5 @@
 // ptxas as the CUDA device's linker (backends/nvptx/cuda_ptxas.h,
-// TILEDSL_PTXAS): which program the variable names, a kernel's PTX
+// TILEDSL_PTXAS): which program is found or the variable names, a kernel's PTX
 // assembled into a cubin, ptxas's own message when it refuses the PTX, and
 // the launcher keeping the binaries of two linkers apart. The assembling
 // cases need the CUDA toolkit's ptxas (/usr/local/cuda/bin/ptxas) and say
@@ -54,30 +54,59 @@ void ptxas_scale(tl::ptr<float> x, tl::scalar<int32_t> n) {
 }  // namespace
 
 TEST_CASE("ptxas: TILEDSL_PTXAS names the linker, or none", "[ptxas]") {
-  {
-    PtxasEnv env(nullptr);
-    CHECK_FALSE(tl::nvptx::ptxas_from_environment());
-  }
+  constexpr int kDriver = 13000;  // a CUDA 13.0 driver
   {
     PtxasEnv env("0");
-    CHECK_FALSE(tl::nvptx::ptxas_from_environment());
+    CHECK_FALSE(tl::nvptx::ptxas_from_environment(kDriver));
   }
   {
     PtxasEnv env("/nonexistent/ptxas");
-    CHECK_THAT(message_of([] { tl::nvptx::ptxas_from_environment(); }),
-               Catch::Contains("TILEDSL_PTXAS=/nonexistent/ptxas: no ptxas runs (tried /nonexistent/ptxas)"));
+    CHECK_THAT(message_of([] { tl::nvptx::ptxas_from_environment(kDriver); }),
+               Catch::Contains("TILEDSL_PTXAS=/nonexistent/ptxas: no ptxas runs (tried /nonexistent/ptxas)") &&
+                   Catch::Contains("set it to 0"));
+  }
+  {
+    // Unset, without a ptxas that runs on PATH or in the toolkit: none,
+    // and no error.
+    PtxasEnv env(nullptr);
+    const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", "/nonexistent", 1);
+    auto p = tl::nvptx::ptxas_from_environment(kDriver);
+    ::setenv("PATH", path.c_str(), 1);
+    if (!fs::exists(kToolkitPtxas)) CHECK_FALSE(p);
   }
   if (!fs::exists(kToolkitPtxas)) {
     WARN("[SKIP] no CUDA toolkit at /usr/local/cuda: a ptxas that runs is not exercised");
     return;
   }
-  PtxasEnv env(kToolkitPtxas);
-  auto p = tl::nvptx::ptxas_from_environment();
-  REQUIRE(p);
-  CHECK(p->path == kToolkitPtxas);
-  REQUIRE(p->version.size() > 1);
-  CHECK(p->version[0] == 'V');
-  CHECK(p->version.find_first_not_of("V0123456789.") == std::string::npos);
+  {
+    PtxasEnv env(kToolkitPtxas);
+    auto p = tl::nvptx::ptxas_from_environment(kDriver);
+    REQUIRE(p);
+    CHECK(p->path == kToolkitPtxas);
+    CHECK_FALSE(p->found);  // named: its failures are errors
+    REQUIRE(p->version.size() > 1);
+    CHECK(p->version[0] == 'V');
+    CHECK(p->version.find_first_not_of("V0123456789.") == std::string::npos);
+  }
+  {
+    // Unset: the toolkit's (PATH emptied), found rather than named, unless
+    // it is newer than the driver; "1" takes it whatever the driver.
+    PtxasEnv env(nullptr);
+    const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", "/nonexistent", 1);
+    auto found = tl::nvptx::ptxas_from_environment(99000);
+    auto too_new = tl::nvptx::ptxas_from_environment(1000);  // a CUDA 1.0 driver
+    PtxasEnv one("1");
+    auto named = tl::nvptx::ptxas_from_environment(1000);
+    ::setenv("PATH", path.c_str(), 1);
+    REQUIRE(found);
+    CHECK(found->path == kToolkitPtxas);
+    CHECK(found->found);
+    CHECK_FALSE(too_new);
+    REQUIRE(named);
+    CHECK_FALSE(named->found);
+  }
 }
 
 TEST_CASE("ptxas: a kernel's PTX becomes a cubin; PTX it refuses is an error in its words", "[ptxas]") {
