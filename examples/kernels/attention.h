@@ -177,11 +177,17 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
 // program id in steps of the program count, so that the producer loads the
 // next tile's first keys while the consumers finish the last one's
 // softmax and store its output. The tiles of one head are consecutive
-// (the programs working at once share their K and V through L2); causal,
-// a head's last query blocks, which see the most keys, come first.
+// (the programs working at once share their K and V through L2). Causal,
+// query block j sees j + 1 key blocks, and a walk of single tiles hands
+// some programs twice the keys of others (docs/perf.md run 78): a step
+// takes blocks j and T - 1 - j of a head (T + 1 key blocks, the same for
+// every step; with T odd the middle block's step computes it twice), one
+// after the other in the same tile loop (one loop of keys in its body, so
+// both blocks share one ring of K and V buffers).
 //
 // Launch: grid {min(tiles, multiprocessors)} with tiles = cdiv(N, BM) * B
-// * H; arguments as attention_fwd_desc's.
+// * H (causal: cdiv(cdiv(N, BM), 2) * B * H); arguments as
+// attention_fwd_desc's.
 template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
 void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
                           tl::scalar<float> sm_scale, tl::scalar<int32_t> group, tl::scalar<int32_t> heads,
@@ -192,12 +198,23 @@ void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O
   };
   auto dq = blocks(Q, heads, BM), dk = blocks(K, kv_heads, BN), dv = blocks(V, kv_heads, BN), dout = blocks(O, heads, BM);
   auto m_blocks = tl::cdiv(seq_len, BM);                        // scalar i32: query blocks of a head
+  auto pid = tl::program_id(0), programs = tl::num_programs(0);  // scalar i32
 
-  for (auto tile : tl::range(tl::program_id(0), m_blocks * heads, tl::num_programs(0))) {
-    auto head = tile / m_blocks;                                // batch * H + head
-    auto start_m = tile % m_blocks;                             // block of query rows
-    if constexpr (CAUSAL) start_m = m_blocks - 1 - start_m;     // the longest rows first
-    attend_rows<T, BM, BN, HEAD_DIM, CAUSAL>(dq, dk, dv, dout, head, head / group, start_m, seq_len, sm_scale);
+  if constexpr (!CAUSAL) {
+    for (auto tile : tl::range(pid, m_blocks * heads, programs)) {
+      auto head = tile / m_blocks;                              // batch * H + head
+      attend_rows<T, BM, BN, HEAD_DIM, CAUSAL>(dq, dk, dv, dout, head, head / group, tile % m_blocks, seq_len, sm_scale);
+    }
+  } else {
+    // Steps u = pid, pid + programs, ... of steps * heads, two tiles each.
+    auto steps = tl::cdiv(m_blocks, 2);                         // scalar i32: steps a head
+    auto mine = tl::cdiv(steps * heads - pid, programs);        // scalar i32: this program's steps (<= 0: none)
+    for (auto i : tl::range(0, 2 * mine, 1)) {
+      auto step = pid + i / 2 * programs;                       // scalar i32
+      auto head = step / steps, j = step % steps;               // batch * H + head; the step's short block
+      auto start_m = j + (i % 2) * (m_blocks - 1 - 2 * j);      // j, then m_blocks - 1 - j
+      attend_rows<T, BM, BN, HEAD_DIM, CAUSAL>(dq, dk, dv, dout, head, head / group, start_m, seq_len, sm_scale);
+    }
   }
 }
 
@@ -335,10 +352,11 @@ inline tl::CompileOptions attention_options(const AttentionConfig& c, tl::Compil
 
 // The grid of a launch over `heads` heads of N queries: a program a BM-row
 // query block of a head, or (persistent) at most one a multiprocessor.
-inline tl::Grid attention_grid(const tl::Device& dev, int BM, bool persistent, int heads, int N) {
+inline tl::Grid attention_grid(const tl::Device& dev, int BM, bool persistent, bool causal, int heads, int N) {
   const int64_t blocks = tl::cdiv(N, BM);
   if (!persistent) return {uint32_t(blocks), uint32_t(heads)};
-  return {uint32_t(std::max<int64_t>(1, std::min<int64_t>(blocks * heads, dev.processor_count())))};
+  const int64_t steps = causal ? tl::cdiv(blocks, int64_t(2)) : blocks;  // attention_persistent's steps a head
+  return {uint32_t(std::max<int64_t>(1, std::min<int64_t>(steps * heads, dev.processor_count())))};
 }
 
 template <class T, int BM, int BN, int D, bool CAUSAL>
@@ -353,7 +371,7 @@ struct AttentionKernel {
   template <class Dev>
   void operator()(Dev& dev, const tl::Buffer& q, const tl::Buffer& k, const tl::Buffer& v, tl::Buffer& o, int B,
                   int H, int N, float sm_scale, int group = 1) const {
-    tl::Grid grid = attention_grid(dev, BM, persistent, B * H, N);
+    tl::Grid grid = attention_grid(dev, BM, persistent, CAUSAL, B * H, N);
     if (descriptors) dev(kernel, grid, q, k, v, o, N, sm_scale, group, B * H, B * H / group, N * D);
     else dev(kernel, grid, q, k, v, o, N, sm_scale, group);
   }
@@ -398,13 +416,18 @@ decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
 // The configurations a tuned attention chooses from for head dim
 // `head_dim` on `target`: the default (default_attention_config), the other key block sizes and pipeline depths of
 // the same form (the descriptor form on sm_90a, whose launch takes more
-// arguments: one tuner's configurations share one argument list), and 64
-// query rows for short sequences. One whose buffers do not fit the GPU's
-// shared memory fails to compile and is dropped by the tuner, saying so.
+// arguments: one tuner's configurations share one argument list), 64
+// query rows for short sequences, and on sm_90a the persistent form
+// (which shares the descriptor form's arguments): 1-5 % faster without the
+// causal mask, slower with it, where a static walk of the tiles leaves
+// some programs twice the keys of others (docs/perf.md run 78). One whose
+// buffers do not fit the GPU's shared memory fails to compile and is
+// dropped by the tuner, saying so.
 inline std::vector<AttentionConfig> attention_tune_configs(int head_dim, const std::string& target) {
   std::vector<std::string> names;
   if (target == "sm_90a")
-    names = {"128x128:8:2:desc", "128x64:8:2:desc", "128x64:8:3:desc", "128x128:8:3:desc", "64x64:4:3:desc"};
+    names = {"128x128:8:2:desc",       "128x64:8:2:desc",       "128x64:8:3:desc", "128x128:8:3:desc",
+             "64x64:4:3:desc",         "128x64:8:3:persistent", "128x128:8:3:persistent"};
   else
     names = {"128x64:8:3", "128x64:4:3", "128x32:4:3", "64x64:4:3", "128x128:8:2"};
   std::vector<AttentionConfig> out{default_attention_config(head_dim, target)};
@@ -439,7 +462,7 @@ AttentionConfig tune_attention(tl::Device& dev, const std::string& name, const s
   const size_t n = size_t(B) * H * N * D, n_kv = size_t(B) * (H / group) * N * D;
   tl::Buffer q = dev.alloc<T>(n), k = dev.alloc<T>(n_kv), v = dev.alloc<T>(n_kv), o = dev.alloc<T>(n);
   auto grid = [&](const tl::TuneConfig& c) {
-    return attention_grid(dev, int(c.meta.at("BM")), c.meta.at("persistent") != 0, B * H, N);
+    return attention_grid(dev, int(c.meta.at("BM")), c.meta.at("persistent") != 0, CAUSAL, B * H, N);
   };
   const float sm_scale = 1.0f / std::sqrt(float(D));
   std::vector<tl::Arg> args = {q, k, v, o, N, sm_scale, group};
