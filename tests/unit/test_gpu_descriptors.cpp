@@ -672,6 +672,41 @@ TEST_CASE("the persistent attention: the tile loop warp-specialized as a whole, 
   check.template operator()<128, 64, false>();
 }
 
+// On the interpreter, the persistent attention writes what the descriptor
+// form (a program a query block) writes, bit for bit: every tile computed
+// (causal, with an odd count of query blocks, the middle one twice, to the
+// same bits). Program counts 1, 2 and 5 over 2
+// heads of N = 1, 300 (3 blocks: a middle block), 512 (4) and 640 (5);
+// with 5 programs some have no step.
+TEST_CASE("the persistent attention covers every tile on the interpreter: causal steps of blocks j and T-1-j",
+          "[interp][descriptor]") {
+  constexpr int BM = 128, BN = 64, D = 64, H = 2;
+  Device d = Device::get("interp");
+  auto run = [&]<bool CAUSAL>() {
+    CompileOptions options{.name = "attention_persistent", .num_warps = 8, .num_stages = 2};
+    Kernel persistent = compile(kernels::attention_persistent<bf16, BM, BN, D, CAUSAL>, options);
+    Kernel single = compile(kernels::attention_fwd_desc<bf16, BM, BN, D, CAUSAL>, options);
+    for (int n : {1, 300, 512, 640}) {
+      auto q = d.upload(small_ints(size_t(H) * n * D, 81)), k = d.upload(small_ints(size_t(H) * n * D, 82));
+      auto v = d.upload(small_ints(size_t(H) * n * D, 83));
+      auto want = d.alloc<bf16>(size_t(H) * n * D);
+      d(single, Grid{uint32_t(cdiv(n, BM)), uint32_t(H)}, q, k, v, want, n, 0.125f, 1, H, H, n * D);
+      for (uint32_t programs : {1u, 2u, 5u}) {
+        INFO(n << " queries, " << programs << " programs" << (CAUSAL ? ", causal" : ""));
+        auto got = d.upload(std::vector<bf16>(size_t(H) * n * D, bf16(-7.0f)));  // a value no output takes
+        d(persistent, Grid{programs}, q, k, v, got, n, 0.125f, 1, H, H, n * D);
+        auto w = want.download<bf16>(), g = got.download<bf16>();
+        size_t first = 0;  // the first element that differs
+        while (first < w.size() && g[first].bits == w[first].bits) ++first;
+        INFO("first difference at element " << first << " (row " << first / D << ")");
+        CHECK(first == w.size());
+      }
+    }
+  };
+  run.template operator()<false>();
+  run.template operator()<true>();
+}
+
 // The persistent attention against the interpreter running the same
 // kernel: 3 heads of N queries, on 2 programs (each walks many tiles,
 // their rings and phases carried across tiles) and on 8 (at N = 1 five
