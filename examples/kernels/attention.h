@@ -322,13 +322,20 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 // with 8 warps (two consumer warpgroups of 64 query rows beside the
 // compiler's producer) and 3 stages, 128x64 at d = 128 and 128x128 at d =
 // 64 (twice the keys a step for the same shared memory): the fastest on
-// the H200 (docs/perf.md runs 61 and 67); elsewhere 128x64 with 4 warps (d = 64) or 8
-// warps (d = 128), 3 stages: the shapes FlashAttention-2 and Triton's
+// the H200 (docs/perf.md runs 61 and 67); on AMD see below; elsewhere
+// 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes FlashAttention-2 and Triton's
 // tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
 inline AttentionConfig default_attention_config(int head_dim, const std::string& target) {
   if (target == "sm_90a") return {128, head_dim == 64 ? 128 : 64, 8, 3, true};
+  // AMD: a thread's registers grow with BN (the key block every warp
+  // multiplies by) and hardly shrink with more warps: 128x64 at d 128
+  // spilled 78 registers a thread on gfx90a and gfx942 and 116 on gfx1100
+  // (259 at d 64 there); 128x32 with 8 warps spills none but on gfx1100 at
+  // d 128 (50). Chosen by the compiler's register counts: no AMD GPU has
+  // timed them yet.
+  if (target.rfind("gfx", 0) == 0 && (head_dim == 128 || target == "gfx1100")) return {128, 32, 8, 3};
   return {128, 64, head_dim == 64 ? 4 : 8, 3};
 }
 inline AttentionConfig attention_config(int head_dim, const std::string& target = "") {
