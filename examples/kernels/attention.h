@@ -181,13 +181,13 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
 // query block j sees j + 1 key blocks, and a walk of single tiles hands
 // some programs twice the keys of others (docs/perf.md run 78): a step
 // takes blocks j and T - 1 - j of a head (T + 1 key blocks, the same for
-// every step; with T odd the middle block's step computes it twice), one
-// after the other in the same tile loop (one loop of keys in its body, so
-// both blocks share one ring of K and V buffers).
+// every step; with T odd, a head's middle block goes with the next head's
+// first and the steps after it are T + 2), one after the other in the
+// same tile loop (one loop of keys in its body, so both blocks share one
+// ring of K and V buffers).
 //
-// Launch: grid {min(tiles, multiprocessors)} with tiles = cdiv(N, BM) * B
-// * H (causal: cdiv(cdiv(N, BM), 2) * B * H); arguments as
-// attention_fwd_desc's.
+// Launch: grid {min(steps, multiprocessors)}: steps = tiles = cdiv(N, BM)
+// * B * H, causal cdiv(tiles, 2); arguments as attention_fwd_desc's.
 template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
 void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
                           tl::scalar<float> sm_scale, tl::scalar<int32_t> group, tl::scalar<int32_t> heads,
@@ -206,13 +206,15 @@ void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O
       attend_rows<T, BM, BN, HEAD_DIM, CAUSAL>(dq, dk, dv, dout, head, head / group, tile % m_blocks, seq_len, sm_scale);
     }
   } else {
-    // Steps u = pid, pid + programs, ... of steps * heads, two tiles each.
-    auto steps = tl::cdiv(m_blocks, 2);                         // scalar i32: steps a head
-    auto mine = tl::cdiv(steps * heads - pid, programs);        // scalar i32: this program's steps (<= 0: none)
+    // Each head's blocks in the order 0, T-1, 1, T-2, ...: a program takes
+    // them two at a time (positions 2c and 2c + 1, c = pid, pid + programs,
+    // ...). The last position of an odd total is taken twice.
+    auto tiles = m_blocks * heads;                              // scalar i32
+    auto mine = tl::cdiv(tl::cdiv(tiles, 2) - pid, programs);   // scalar i32: this program's pairs (<= 0: none)
     for (auto i : tl::range(0, 2 * mine, 1)) {
-      auto step = pid + i / 2 * programs;                       // scalar i32
-      auto head = step / steps, j = step % steps;               // batch * H + head; the step's short block
-      auto start_m = j + (i % 2) * (m_blocks - 1 - 2 * j);      // j, then m_blocks - 1 - j
+      auto q = tl::minimum(2 * (pid + i / 2 * programs) + i % 2, tiles - 1);  // scalar i32: position
+      auto head = q / m_blocks, r = q % m_blocks;               // batch * H + head; place in its order
+      auto start_m = r / 2 + (r % 2) * (m_blocks - 1 - 2 * (r / 2));  // r even: r / 2; odd: T - 1 - r / 2
       attend_rows<T, BM, BN, HEAD_DIM, CAUSAL>(dq, dk, dv, dout, head, head / group, start_m, seq_len, sm_scale);
     }
   }
@@ -362,8 +364,9 @@ inline tl::CompileOptions attention_options(const AttentionConfig& c, tl::Compil
 inline tl::Grid attention_grid(const tl::Device& dev, int BM, bool persistent, bool causal, int heads, int N) {
   const int64_t blocks = tl::cdiv(N, BM);
   if (!persistent) return {uint32_t(blocks), uint32_t(heads)};
-  const int64_t steps = causal ? tl::cdiv(blocks, int64_t(2)) : blocks;  // attention_persistent's steps a head
-  return {uint32_t(std::max<int64_t>(1, std::min<int64_t>(steps * heads, dev.processor_count())))};
+  // attention_persistent's steps: a tile each, causal a pair.
+  const int64_t tiles = blocks * heads, steps = causal ? tl::cdiv(tiles, int64_t(2)) : tiles;
+  return {uint32_t(std::max<int64_t>(1, std::min<int64_t>(steps, dev.processor_count())))};
 }
 
 template <class T, int BM, int BN, int D, bool CAUSAL>

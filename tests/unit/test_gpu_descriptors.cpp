@@ -674,13 +674,13 @@ TEST_CASE("the persistent attention: the tile loop warp-specialized as a whole, 
 
 // On the interpreter, the persistent attention writes what the descriptor
 // form (a program a query block) writes, bit for bit: every tile computed
-// (causal, with an odd count of query blocks, the middle one twice, to the
-// same bits). Program counts 1, 2 and 5 over 2
-// heads of N = 1, 300 (3 blocks: a middle block), 512 (4) and 640 (5);
-// with 5 programs some have no step.
+// (causal, with an odd count of tiles, the last one twice, to the same
+// bits). Program counts 1, 2 and 5 over 3 heads of N = 1, 300 (3 blocks:
+// a head's middle one pairs with the next head's first), 512 (4) and 640
+// (5); with 5 programs some have no step.
 TEST_CASE("the persistent attention covers every tile on the interpreter: causal steps of blocks j and T-1-j",
           "[interp][descriptor]") {
-  constexpr int BM = 128, BN = 64, D = 64, H = 2;
+  constexpr int BM = 128, BN = 64, D = 64, H = 3;  // odd counts of tiles too
   Device d = Device::get("interp");
   auto run = [&]<bool CAUSAL>() {
     CompileOptions options{.name = "attention_persistent", .num_warps = 8, .num_stages = 2};
