@@ -1,10 +1,14 @@
 // Target-independent LLVM plumbing: the O3 pipeline, assembly and object
 // emission through a TargetMachine, and branch-guarded memory accesses.
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/OptBisect.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/VirtualFileSystem.h>
@@ -55,6 +59,19 @@ void branch_masked_store(llvm::IRBuilder<>& b, llvm::Value* value, llvm::Value* 
 }
 
 namespace {
+// The code generator's passes TILEDSL_LLVM_SKIP_PASSES names (below).
+struct SkipPasses : llvm::OptPassGate {
+  std::vector<std::string> names;
+  bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override {
+    return std::find(names.begin(), names.end(), pass.str()) == names.end();
+  }
+  bool isEnabled() const override { return !names.empty(); }
+};
+SkipPasses& skip_passes() {
+  static SkipPasses gate;
+  return gate;
+}
+
 // Once per process, before the first kernel is optimized (every compile
 // passes here first):
 // - LLVM's shared real file system, which every PassBuilder takes a
@@ -64,10 +81,23 @@ namespace {
 //   then sees the first compile's construction race with another's release.
 // - TILEDSL_LLVM_ARGS="-time-passes ...": options for LLVM itself (as llc
 //   takes them). For looking into the back end; not part of the cache key.
+// - TILEDSL_LLVM_SKIP_PASSES="slsr,...": passes of the code generator
+//   (the legacy pipeline after O3; by their short names: slsr, gvn,
+//   nary-reassociate, ...) skipped, for timing the back end without them (the
+//   NVPTX back end's strength reduction is a quarter of a gemm's LLVM
+//   time, docs/perf.md run 78). Not part of the cache key either.
 void init_llvm_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::vfs::getRealFileSystem();
+    if (const char* skip = std::getenv("TILEDSL_LLVM_SKIP_PASSES")) {
+      std::string list = skip;
+      for (size_t at = 0; at <= list.size();) {
+        size_t end = std::min(list.find(',', at), list.size());
+        if (end > at) skip_passes().names.push_back(list.substr(at, end - at));
+        at = end + 1;
+      }
+    }
     const char* env = std::getenv("TILEDSL_LLVM_ARGS");
     if (!env || !*env) return;
     std::istringstream in(env);
@@ -99,6 +129,8 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
 
 namespace {
 void emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& os, llvm::CodeGenFileType type) {
+  init_llvm_once();
+  if (skip_passes().isEnabled()) m.getContext().setOptPassGate(skip_passes());
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, os, nullptr, type)) throw Error("internal: the target cannot emit this file type");
   pm.run(m);
