@@ -93,19 +93,19 @@ std::optional<Ptxas> ptxas_from_environment(int driver_version) {
   const char* env = std::getenv("TILEDSL_PTXAS");
   std::string value = env ? env : "";
   if (value == "0") return std::nullopt;
-  const bool search = value.empty() || value == "1";
-  std::vector<std::string> tried =
-      search ? std::vector<std::string>{"ptxas", "/usr/local/cuda/bin/ptxas"} : std::vector<std::string>{value};
+  const bool found = value.empty();  // looked for, not asked for: none is no error
+  std::vector<std::string> tried = found || value == "1" ? std::vector<std::string>{"ptxas", "/usr/local/cuda/bin/ptxas"}
+                                                         : std::vector<std::string>{value};
   for (const auto& p : tried) {
     std::optional<std::string> v;
     try {
       v = version_of(p);
     } catch (const Error&) {  // no temporary folder: it cannot run here
-      if (!value.empty()) throw;
+      if (!found) throw;
     }
-    if (v && (!value.empty() || no_newer_than(*v, driver_version))) return Ptxas{p, *v, value.empty()};
+    if (v && (!found || no_newer_than(*v, driver_version))) return Ptxas{p, *v, found};
   }
-  if (value.empty()) return std::nullopt;
+  if (found) return std::nullopt;
   std::string list;
   for (const auto& p : tried) list += (list.empty() ? "" : ", ") + p;
   throw Error("TILEDSL_PTXAS=" + value + ": no ptxas runs (tried " + list +

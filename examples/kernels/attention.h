@@ -325,8 +325,8 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 // compiler's producer) and 3 stages, 128x64 at d = 128 and 128x128 at d =
 // 64 (twice the keys a step for the same shared memory): the fastest on
 // the H200 (docs/perf.md runs 61 and 67); on AMD see below; elsewhere
-// 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes FlashAttention-2 and Triton's
-// tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
+// 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
+// FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
 inline AttentionConfig default_attention_config(int head_dim, const std::string& target) {
@@ -429,8 +429,8 @@ decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
 // arguments: one tuner's configurations share one argument list), 64
 // query rows for short sequences, and on sm_90a the persistent form
 // (which shares the descriptor form's arguments): 1-5 % faster without the
-// causal mask, slower with it, where a static walk of the tiles leaves
-// some programs twice the keys of others (docs/perf.md run 78). One whose
+// causal mask on an H100 (docs/perf.md run 78; its causal form, pairing
+// long and short query blocks, not yet timed). One whose
 // buffers do not fit the GPU's shared memory fails to compile and is
 // dropped by the tuner, saying so.
 inline std::vector<AttentionConfig> attention_tune_configs(int head_dim, const std::string& target) {
