@@ -2,6 +2,7 @@
 #include "codegen/tma_descriptors.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -297,6 +298,48 @@ bool copied_once(const ir::Function& fn, const Op& op) {
   return true;
 }
 
+// Groups of the descriptor_loads left, in program order: a load joins the
+// group before it in its region (one mbarrier, both copies in flight at
+// once: attention's Q and first K block, two round trips to memory a tile
+// otherwise) when its operands are all defined before the group's first
+// load and nothing between them but pure ops and other loads (nothing that
+// writes memory, waits or branches); the group's bytes stay below the
+// mbarrier's transaction count (2^20).
+std::vector<std::vector<Op*>> copy_groups(const std::vector<Op*>& loads,
+                                          const std::function<int64_t(const Op&)>& bytes) {
+  std::vector<std::vector<Op*>> groups;
+  std::unordered_map<const ir::Region*, size_t> open;  // a region's last group
+  std::unordered_map<const ir::Region*, int64_t> open_bytes;
+  for (Op* op : loads) {
+    ir::Region* r = op->parent;
+    auto it = open.find(r);
+    bool joins = it != open.end() && open_bytes[r] + bytes(*op) < (int64_t(1) << 20);
+    if (joins) {
+      const std::vector<Op*>& g = groups[it->second];
+      // Between the group's last load and this one: quiet ops only.
+      auto pos = std::next(r->find(g.back()));
+      for (; joins && pos->get() != op; ++pos) {
+        OpKind k = (*pos)->kind;
+        joins = (*pos)->regions.empty() && (ir::op_is_pure(k) || k == OpKind::Load || k == OpKind::DescriptorLoad);
+      }
+      // Its operands from before the group's first load (an enclosing
+      // region's, or earlier in this one).
+      std::unordered_set<const Op*> after;
+      for (auto p = r->find(g.front()); joins && p->get() != op; ++p) after.insert(p->get());
+      for (const Value* v : op->operands) joins = joins && !(v->def && after.count(v->def));
+    }
+    if (joins) {
+      groups[it->second].push_back(op);
+      open_bytes[r] += bytes(*op);
+    } else {
+      open[r] = groups.size();
+      open_bytes[r] = bytes(*op);
+      groups.push_back({op});
+    }
+  }
+  return groups;
+}
+
 }  // namespace
 
 void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
@@ -304,53 +347,81 @@ void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
   ir::walk(fn.body, [&](Op* o) {
     if (o->kind == OpKind::DescriptorLoad || o->kind == OpKind::DescriptorStore) found.push_back(o);
   });
+  std::vector<Op*> loads;
   for (Op* op : found) {
-    if (op->kind == OpKind::DescriptorStore) {
-      tensor_store(fn, op);
-      continue;
-    }
+    if (op->kind == OpKind::DescriptorStore) tensor_store(fn, op);
+    else loads.push_back(op);
+  }
+  // Each load's buffer, its type, and the copy's box.
+  struct Copy {
+    Type buf_type;
+    TensorBox box;
+  };
+  std::unordered_map<const Op*, Copy> copies;
+  for (Op* op : loads) {
     Value* v = op->result();
-    const size_t r = descriptor_rank(*op);
-    const int eb = byte_size(v->type.dtype);
     Type buf_type{v->type.dtype, false, v->type.shape};
     buf_type.kind = ir::TypeKind::shared;
-    buf_type.layout = fn.intern_layout(buffer_slot_layout(plan.of(v), v->type.shape, eb));
-    TensorBox box = descriptor_box(*op, fn, buf_type);
-    Value* map = entry_tensor_map(fn, *op, box);
-    ir::Builder b(op->parent, op->parent->find(op));
-    b.loc = op->loc;
+    buf_type.layout = fn.intern_layout(buffer_slot_layout(plan.of(v), v->type.shape, byte_size(v->type.dtype)));
+    copies.emplace(op, Copy{buf_type, descriptor_box(*op, fn, buf_type)});
+  }
+  auto bytes = [&](const Op& op) {
+    const TensorBox& box = copies.at(&op).box;
+    return box.panel_bytes() * box.panels;
+  };
+  for (const std::vector<Op*>& group : copy_groups(loads, bytes)) {
+    // At the group's first load: its mbarrier and buffers, every copy,
+    // one wait.
+    Op* head = group.front();
+    ir::Builder b(head->parent, head->parent->find(head));
+    b.loc = head->loc;
     Value* bar = b.create1(OpKind::LocalAlloc, {}, mbarrier_type(fn, 0));
-    Value* buf = b.create1(OpKind::LocalAlloc, {}, buf_type);
-    b.create(OpKind::MbarrierInit, {bar}, {}, {{"count", int64_t(1)}});
-    b.create(OpKind::MbarrierExpectTx, {bar}, {}, {{"bytes", box.panel_bytes() * box.panels}});
-    std::vector<Value*> copy{map, buf, bar};
-    for (size_t d = 0; d < r; ++d) copy.push_back(op->operands[1 + 2 * r + d]);
-    b.create(OpKind::TmaLoad, copy, {});
-    b.create(OpKind::MbarrierWait, {bar, b.constant_int(ir::scalar_type(DType::i32), 0)}, {});
-    // A block copied once (at the top level, or once a tile of a
-    // persistent program: copied_once) and read only by warpgroup dots
-    // from shared memory (attention's Q) is read there in place, a trans
-    // of it a view of the buffer; any other is loaded into its layout's
-    // registers, a read of the generic proxy, which a later tensor copy
-    // into these bytes (the next use's, in a loop) must follow
-    // (expand_pipelines.h).
-    std::vector<Op*> trans;
-    if (copied_once(fn, *op) && read_in_place(fn, v, plan, trans)) {
-      b.create(OpKind::MbarrierInval, {bar}, {});
-      for (Op* t : trans) {
-        Type tt = buf_type;
-        tt.shape = t->result()->type.shape;
-        tt.layout = fn.intern_layout(trans_layout(fn.layout_of(buf_type), t->attr_ints("order")));
-        t->results[0]->type = tt;
-      }
-      ir::replace_uses(fn.body, v, buf);
-    } else {
-      Value* loaded = b.create1(OpKind::LocalLoad, {buf}, v->type);
-      b.create(OpKind::FenceAsyncShared, {}, {});
-      b.create(OpKind::MbarrierInval, {bar}, {});
-      ir::replace_uses(fn.body, v, loaded);
+    std::vector<Value*> bufs;
+    int64_t total = 0;
+    for (Op* op : group) {
+      bufs.push_back(b.create1(OpKind::LocalAlloc, {}, copies.at(op).buf_type));
+      total += bytes(*op);
     }
-    op->parent->erase(op);
+    b.create(OpKind::MbarrierInit, {bar}, {}, {{"count", int64_t(1)}});
+    b.create(OpKind::MbarrierExpectTx, {bar}, {}, {{"bytes", total}});
+    for (size_t i = 0; i < group.size(); ++i) {
+      Op* op = group[i];
+      const size_t r = descriptor_rank(*op);
+      std::vector<Value*> copy{entry_tensor_map(fn, *op, copies.at(op).box), bufs[i], bar};
+      for (size_t d = 0; d < r; ++d) copy.push_back(op->operands[1 + 2 * r + d]);
+      b.create(OpKind::TmaLoad, copy, {});
+    }
+    b.create(OpKind::MbarrierWait, {bar, b.constant_int(ir::scalar_type(DType::i32), 0)}, {});
+    b.create(OpKind::MbarrierInval, {bar}, {});
+    for (size_t i = 0; i < group.size(); ++i) {
+      Op* op = group[i];
+      Value* v = op->result();
+      const Type& buf_type = copies.at(op).buf_type;
+      // A block copied once (at the top level, or once a tile of a
+      // persistent program: copied_once) and read only by warpgroup dots
+      // from shared memory (attention's Q) is read there in place, a
+      // trans of it a view of the buffer; any other is loaded into its
+      // layout's registers where the load was, a read of the generic
+      // proxy, which a later tensor copy into these bytes (the next
+      // use's, in a loop) must follow (expand_pipelines.h).
+      std::vector<Op*> trans;
+      if (copied_once(fn, *op) && read_in_place(fn, v, plan, trans)) {
+        for (Op* t : trans) {
+          Type tt = buf_type;
+          tt.shape = t->result()->type.shape;
+          tt.layout = fn.intern_layout(trans_layout(fn.layout_of(buf_type), t->attr_ints("order")));
+          t->results[0]->type = tt;
+        }
+        ir::replace_uses(fn.body, v, bufs[i]);
+      } else {
+        ir::Builder at(op->parent, op->parent->find(op));
+        at.loc = op->loc;
+        Value* loaded = at.create1(OpKind::LocalLoad, {bufs[i]}, v->type);
+        at.create(OpKind::FenceAsyncShared, {}, {});
+        ir::replace_uses(fn.body, v, loaded);
+      }
+      op->parent->erase(op);
+    }
   }
 }
 

@@ -15,12 +15,17 @@
 //      mbarrier_expect_tx %bar {bytes}
 //      tma_load %map, %buf, %bar, %c0, %c1
 //      mbarrier_wait %bar, 0
-//      %v = local_load %buf          the result's layout
-//      fence_async_shared            the read before any later copy there
 //      mbarrier_inval %bar           its bytes are scratch again
+//      ...
+//      %v = local_load %buf          where the load was, in the result's layout
+//      fence_async_shared            the read before any later copy there
 //
 // where %map is a tensor_map at the function's entry (one per tensor and
-// box). A kept descriptor_store (lower-descriptors runs it only where its
+// box). Loads of one region with nothing between them but pure ops and
+// other loads, whose coordinates are known at the first, are one group:
+// every copy issued at the first load on one mbarrier expecting all their
+// bytes, one wait (attention's Q and first K block, or a one-stage K
+// loop's A and B blocks, take one round trip to memory instead of two). A kept descriptor_store (lower-descriptors runs it only where its
 // coordinates are all non-negative, the masked store elsewhere) becomes
 //
 //      %buf = local_alloc : smem<BMxBNxbf16, #swizzled>

@@ -279,11 +279,15 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK(masked.tensor_maps.empty());
   CHECK(codegen_checks::count(masked.assembly, R"(cp\.async\.bulk\.tensor)") == 0);
 
-  // One stage: each block one copy where it stands, its mbarrier ended after.
+  // One stage: A's and B's blocks copied together where A's stands, on
+  // one mbarrier (one wait), ended after.
   Kernel k1 = compile(gemm_desc<128, 128, 64, 1>, {.name = "gemm_desc", .num_warps = 4});
   auto once = codegen::compile(*k1.impl(), codegen_checks::aligned(k1), "sm_90a");
   CHECK(once.tensor_maps.size() == 3);
-  CHECK(codegen_checks::count(once.assembly, R"(mbarrier\.inval)") >= 2);
+  // A's block one copy, B's (128 bf16 wide) two panels of a 128-byte swizzle.
+  CHECK(codegen_checks::count(once.assembly, R"(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier)") == 3);
+  CHECK(codegen_checks::count(once.assembly, R"(mbarrier\.try_wait\.parity)") == 1);
+  CHECK(codegen_checks::count(once.assembly, R"(mbarrier\.inval)") == 1);
 
   // The example's gemm_desc: a bf16 epilogue converted through shared
   // memory where the ring was (its mbarriers ended first).
