@@ -320,17 +320,18 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 
 // The configuration for head dim `head_dim` on `target` (Device::target()):
 // TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when
-// set, for every head dim and target. Else on sm_90a the descriptor form
+// set, for every head dim and target. Else on sm_90a the descriptor forms
 // with 8 warps (two consumer warpgroups of 64 query rows beside the
-// compiler's producer) and 3 stages, 128x64 at d = 128 and 128x128 at d =
-// 64 (twice the keys a step for the same shared memory): the fastest on
-// the H200 (docs/perf.md runs 61 and 67); on AMD see below; elsewhere
+// compiler's producer) and 3 stages: at d = 128 the persistent one, 128x64
+// (as fast as a program a block without the mask, 5 % faster causal: perf.md
+// run 79), at d = 64 128x128 (twice the keys a step for the same shared
+// memory; runs 61 and 67); on AMD see below; elsewhere
 // 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
 // FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
 inline AttentionConfig default_attention_config(int head_dim, const std::string& target) {
-  if (target == "sm_90a") return {128, head_dim == 64 ? 128 : 64, 8, 3, true};
+  if (target == "sm_90a") return head_dim == 64 ? AttentionConfig{128, 128, 8, 3, true} : AttentionConfig{128, 64, 8, 3, true, true};
   // AMD: a thread's registers grow with BN (the key block every warp
   // multiplies by) and hardly shrink with more warps: 128x64 at d 128
   // spilled 78 registers a thread on gfx90a and gfx942 and 116 on gfx1100
