@@ -133,6 +133,20 @@ tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>> where(
   using R = tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>>;
   return R(detail::select(detail::operand(cond.t), detail::operand(a), detail::operand(b), cond.loc()));
 }
+// Both sides C++ numbers (Triton's `where(mask, 1, 0)`): a tile of cond's
+// shape typed as Triton types Python's numbers: floating point f32, bool
+// and bool bool, integers i32 (u32 for a 32-bit unsigned type, i64 or u64
+// for a 64-bit one).
+template <detail::number A, detail::number B>
+auto where(detail::located<bool> cond, A a, B b) {
+  using C = std::common_type_t<A, B>;
+  using I = std::conditional_t<(sizeof(C) < 4), int32_t,
+                               std::conditional_t<(sizeof(C) == 4), std::conditional_t<std::is_signed_v<C>, int32_t, uint32_t>,
+                                                  std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>>>;
+  using E = std::conditional_t<std::is_floating_point_v<C>, float, std::conditional_t<std::is_same_v<C, bool>, bool, I>>;
+  tile<E> ta(detail::full(dtype_v<E>, detail::Shape{}, detail::Operand::number(E(a)), cond.loc(), "where"));
+  return tile<E>(detail::select(detail::operand(cond.t), detail::operand(ta), detail::operand(E(b)), cond.loc()));
+}
 // Pointer form: both sides the same pointer tile type.
 template <class T>
 ptr<T> where(detail::located<bool> cond, const ptr<T>& a, const ptr<T>& b) {

@@ -309,7 +309,52 @@ void atomic_histogram(ptr<int32_t> bins, ptr<int32_t> counts, ptr<int32_t> maxes
   atomic_max(maxes + b, offs, mask);
 }
 
+// where with C++ numbers on both sides, typed as Triton types Python's.
+void where_numbers(ptr<int32_t> i, ptr<float> f, ptr<uint32_t> u, ptr<int64_t> l, ptr<int32_t> b, scalar<int32_t> n) {
+  auto offs = arange(0, BLOCK);
+  auto odd = (offs % 2) == 1;
+  auto wi = where(odd, 1, 0);
+  auto wf = where(odd, 2.5, -1);
+  auto wu = where(odd, 3u, uint8_t(7));
+  auto wl = where(odd, int64_t(1) << 40, 5);
+  auto wb = where(odd, false, true);
+  static_assert(std::is_same_v<decltype(wi), tile<int32_t>> && std::is_same_v<decltype(wf), tile<float>> &&
+                std::is_same_v<decltype(wu), tile<uint32_t>> && std::is_same_v<decltype(wl), tile<int64_t>> &&
+                std::is_same_v<decltype(wb), tile<bool>>);
+  auto m = offs < n;
+  store(i + offs, wi, m);
+  store(f + offs, wf, m);
+  store(u + offs, wu, m);
+  store(l + offs, wl, m);
+  store(b + offs, cast<int32_t>(wb), m);
+}
+
 }  // namespace
+
+TEST_CASE("numerics: where with C++ numbers on both sides", "[numerics]") {
+  auto dev = Device::get("interp");
+  const int n = 100;
+  auto i = dev.alloc<int32_t>(n);
+  auto f = dev.alloc<float>(n);
+  auto u = dev.alloc<uint32_t>(n);
+  auto l = dev.alloc<int64_t>(n);
+  auto b = dev.alloc<int32_t>(n);
+  dev(compile(where_numbers, {.name = "where_numbers"}), Grid{1}, i, f, u, l, b, n);
+  auto hi = i.download<int32_t>();
+  auto hf = f.download<float>();
+  auto hu = u.download<uint32_t>();
+  auto hl = l.download<int64_t>();
+  auto hb = b.download<int32_t>();
+  for (int k = 0; k < n; ++k) {
+    INFO("element " << k);
+    bool odd = k % 2 == 1;
+    REQUIRE(hi[size_t(k)] == (odd ? 1 : 0));
+    REQUIRE(hf[size_t(k)] == (odd ? 2.5f : -1.0f));
+    REQUIRE(hu[size_t(k)] == (odd ? 3u : 7u));
+    REQUIRE(hl[size_t(k)] == (odd ? int64_t(1) << 40 : 5));
+    REQUIRE(hb[size_t(k)] == (odd ? 0 : 1));
+  }
+}
 
 TEST_CASE("numerics: f32 arithmetic, where, fma, clamp and weak C++ scalars", "[numerics]") {
   check_f32_binary<0>();
