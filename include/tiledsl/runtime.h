@@ -172,17 +172,30 @@ class Buffer {
   // types DLPack 0.6 cannot express (i1, f8e4m3, f8e5m2) are a tl::Error.
   DLManagedTensor* to_dlpack() const;
 
+  // A std::vector<bool> (packed bits in C++) goes through one byte an
+  // element, as bool buffers hold it.
   template <class T>
   void upload(const std::vector<T>& host) {
     check_host_type(dtype_v<T>, host.size());
-    copy_from_host(host.data(), host.size() * sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(host.begin(), host.end());
+      copy_from_host(bytes.data(), bytes.size());
+    } else {
+      copy_from_host(host.data(), host.size() * sizeof(T));
+    }
   }
   template <class T>
   std::vector<T> download() const {
-    std::vector<T> host(size());
-    check_host_type(dtype_v<T>, host.size());
-    copy_to_host(host.data(), host.size() * sizeof(T));
-    return host;
+    check_host_type(dtype_v<T>, size());
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(size());
+      copy_to_host(bytes.data(), bytes.size());
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> host(size());
+      copy_to_host(host.data(), host.size() * sizeof(T));
+      return host;
+    }
   }
   const std::shared_ptr<detail::BufferImpl>& impl() const { return impl_; }
 

@@ -310,7 +310,7 @@ void atomic_histogram(ptr<int32_t> bins, ptr<int32_t> counts, ptr<int32_t> maxes
 }
 
 // where with C++ numbers on both sides, typed as Triton types Python's.
-void where_numbers(ptr<int32_t> i, ptr<float> f, ptr<uint32_t> u, ptr<int64_t> l, ptr<int32_t> b, scalar<int32_t> n) {
+void where_numbers(ptr<int32_t> i, ptr<float> f, ptr<uint32_t> u, ptr<int64_t> l, ptr<bool> b, scalar<int32_t> n) {
   auto offs = arange(0, BLOCK);
   auto odd = (offs % 2) == 1;
   auto wi = where(odd, 1, 0);
@@ -326,7 +326,7 @@ void where_numbers(ptr<int32_t> i, ptr<float> f, ptr<uint32_t> u, ptr<int64_t> l
   store(f + offs, wf, m);
   store(u + offs, wu, m);
   store(l + offs, wl, m);
-  store(b + offs, cast<int32_t>(wb), m);
+  store(b + offs, wb, m);
 }
 
 }  // namespace
@@ -338,13 +338,13 @@ TEST_CASE("numerics: where with C++ numbers on both sides", "[numerics]") {
   auto f = dev.alloc<float>(n);
   auto u = dev.alloc<uint32_t>(n);
   auto l = dev.alloc<int64_t>(n);
-  auto b = dev.alloc<int32_t>(n);
+  auto b = dev.alloc<bool>(n);
   dev(compile(where_numbers, {.name = "where_numbers"}), Grid{1}, i, f, u, l, b, n);
   auto hi = i.download<int32_t>();
   auto hf = f.download<float>();
   auto hu = u.download<uint32_t>();
   auto hl = l.download<int64_t>();
-  auto hb = b.download<int32_t>();
+  std::vector<bool> hb = b.download<bool>();  // bools, a byte each on the device
   for (int k = 0; k < n; ++k) {
     INFO("element " << k);
     bool odd = k % 2 == 1;
@@ -352,8 +352,12 @@ TEST_CASE("numerics: where with C++ numbers on both sides", "[numerics]") {
     REQUIRE(hf[size_t(k)] == (odd ? 2.5f : -1.0f));
     REQUIRE(hu[size_t(k)] == (odd ? 3u : 7u));
     REQUIRE(hl[size_t(k)] == (odd ? int64_t(1) << 40 : 5));
-    REQUIRE(hb[size_t(k)] == (odd ? 0 : 1));
+    REQUIRE(hb[size_t(k)] == !odd);
   }
+  // And a std::vector<bool> uploaded comes back as it went.
+  std::vector<bool> bits(n);
+  for (int k = 0; k < n; ++k) bits[size_t(k)] = k % 3 == 0;
+  CHECK(dev.upload(bits).download<bool>() == bits);
 }
 
 TEST_CASE("numerics: f32 arithmetic, where, fma, clamp and weak C++ scalars", "[numerics]") {
