@@ -23,6 +23,22 @@ tile<T> cast(const tile<E>& x, std::source_location w = std::source_location::cu
   static_assert(!detail::elem_info<E>::is_ptr && !detail::elem_info<T>::is_ptr, "tl::cast converts numbers, not pointers");
   return tile<T>(detail::cast(x.value(), detail::elem_info<T>::dtype, detail::to_loc(w)));
 }
+// A C++ number converted to a scalar of type T the same way (Triton's
+// tl.cast of a constant): `cast<f16>(1.0f)`.
+template <class T, detail::number N>
+tile<T> cast(N x, std::source_location w = std::source_location::current()) {
+  static_assert(!detail::elem_info<T>::is_ptr, "tl::cast converts numbers, not pointers");
+  // N as the element type of its size and kind (char, long long, ... have none of their own).
+  using S = std::conditional_t<sizeof(N) == 1, int8_t,
+                               std::conditional_t<sizeof(N) == 2, int16_t,
+                                                  std::conditional_t<sizeof(N) == 4, int32_t, int64_t>>>;
+  using E = std::conditional_t<std::is_same_v<N, bool>, bool,
+                               std::conditional_t<std::is_floating_point_v<N>,
+                                                  std::conditional_t<sizeof(N) == 4, float, double>,
+                                                  std::conditional_t<std::is_signed_v<N>, S, std::make_unsigned_t<S>>>>;
+  auto v = detail::full(dtype_v<E>, detail::Shape{}, detail::Operand::number(E(x)), detail::to_loc(w), "cast");
+  return tile<T>(detail::cast(v, detail::elem_info<T>::dtype, detail::to_loc(w)));
+}
 // Reinterprets the bits (same bit width; pointer to pointer allowed).
 template <class T, class E>
 tile<T> bitcast(const tile<E>& x, std::source_location w = std::source_location::current()) {

@@ -309,6 +309,14 @@ void atomic_histogram(ptr<int32_t> bins, ptr<int32_t> counts, ptr<int32_t> maxes
   atomic_max(maxes + b, offs, mask);
 }
 
+// C++ numbers cast to scalars (Triton's tl.cast of a constant).
+void cast_numbers(ptr<f16> h, ptr<int32_t> i, ptr<uint8_t> u, ptr<double> d) {
+  store(h, cast<f16>(1.5f));
+  store(i, cast<int32_t>(-2.75));       // truncates, as a tile's cast
+  store(u, cast<uint8_t>(300LL));       // wraps to 44, as a tile's cast
+  store(d, cast<double>('a'));
+}
+
 // where with C++ numbers on both sides, typed as Triton types Python's.
 void where_numbers(ptr<int32_t> i, ptr<float> f, ptr<uint32_t> u, ptr<int64_t> l, ptr<bool> b, scalar<int32_t> n) {
   auto offs = arange(0, BLOCK);
@@ -330,6 +338,19 @@ void where_numbers(ptr<int32_t> i, ptr<float> f, ptr<uint32_t> u, ptr<int64_t> l
 }
 
 }  // namespace
+
+TEST_CASE("numerics: C++ numbers cast to scalars", "[numerics]") {
+  auto dev = Device::get("interp");
+  auto h = dev.alloc<f16>(1);
+  auto i = dev.alloc<int32_t>(1);
+  auto u = dev.alloc<uint8_t>(1);
+  auto d = dev.alloc<double>(1);
+  dev(compile(cast_numbers, {.name = "cast_numbers"}), Grid{1}, h, i, u, d);
+  CHECK(float(h.download<f16>()[0]) == 1.5f);
+  CHECK(i.download<int32_t>()[0] == -2);
+  CHECK(u.download<uint8_t>()[0] == 44);
+  CHECK(d.download<double>()[0] == 97.0);
+}
 
 TEST_CASE("numerics: where with C++ numbers on both sides", "[numerics]") {
   auto dev = Device::get("interp");
