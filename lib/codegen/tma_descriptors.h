@@ -25,7 +25,8 @@
 // other loads, whose coordinates are known at the first, are one group:
 // every copy issued at the first load on one mbarrier expecting all their
 // bytes, one wait (attention's Q and first K block, or a one-stage K
-// loop's A and B blocks, take one round trip to memory instead of two). A kept descriptor_store (lower-descriptors runs it only where its
+// loop's A and B blocks, take one round trip to memory instead of two).
+// A kept descriptor_store (lower-descriptors runs it only where its
 // coordinates are all non-negative, the masked store elsewhere) becomes
 //
 //      %buf = local_alloc : smem<BMxBNxbf16, #swizzled>
