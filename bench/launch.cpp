@@ -105,7 +105,7 @@ void host_path(benchmark::State& state) {
                          .shared_memory = "shared memory",
                          .link = [](const detail::KernelImpl&,
                                     const codegen::CompiledKernel& ck) { return runtime::Bytes(ck.assembly.begin(), ck.assembly.end()); },
-                         .linker = "",
+                         .linker = {},
                          .load = [](const detail::KernelImpl&, const runtime::CachedBinary&, bool) -> void* {
                            return &handle;
                          }},

@@ -234,7 +234,7 @@ class HipDevice final : public detail::DeviceImpl {
         .max_shared_bytes = kMaxSharedBytes,
         .shared_memory = "LDS",
         .link = nullptr,  // codegen::compile links the code object
-        .linker = "",
+        .linker = {},
         .load = [this](const detail::KernelImpl& k, const runtime::CachedBinary& e,
                        bool may_refuse) -> void* { return load(k, e, may_refuse); },
     });

@@ -81,8 +81,7 @@ class CudaDevice final : public detail::DeviceImpl {
     int version = 0;
     d.check(d.cuDriverGetVersion(&version), "cuDriverGetVersion");
     hardware_ = gpu_name_ + ", CUDA driver " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-    ptxas_ = ptxas_from_environment(version);
-    if (ptxas_) hardware_ += ", ptxas " + ptxas_->version;
+    driver_version_ = version;
     d.check(d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
     d.check(d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
@@ -105,7 +104,7 @@ class CudaDevice final : public detail::DeviceImpl {
         .max_shared_bytes = max_shared_optin_,
         .shared_memory = "shared memory per block",
         .link = [this](const detail::KernelImpl& k, const codegen::CompiledKernel& ck) { return link(k, ck); },
-        .linker = ptxas_ ? "ptxas " + ptxas_->version : "",
+        .linker = [this] { return ptxas() ? "ptxas " + ptxas()->version : std::string(); },
         .load = [this](const detail::KernelImpl& k, const runtime::CachedBinary& e,
                        bool may_refuse) -> void* { return load(k, e, may_refuse); },
     });
@@ -117,7 +116,7 @@ class CudaDevice final : public detail::DeviceImpl {
 
   std::string name() const override { return index_ == 0 ? "cuda" : "cuda:" + std::to_string(index_); }
   std::string target() const override { return target_; }
-  std::string hardware() const override { return hardware_; }
+  std::string hardware() const override { return hardware_ + (ptxas() ? ", ptxas " + ptxas()->version : ""); }
   int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   int processor_count() const override { return sm_count_; }
@@ -331,14 +330,14 @@ class CudaDevice final : public detail::DeviceImpl {
   // (cuda_ptxas.h), else by the driver's JIT linker.
   runtime::Bytes link(const detail::KernelImpl& k, const codegen::CompiledKernel& ck) const {
     try {
-      if (ptxas_) {
+      if (const auto& ptxas = this->ptxas()) {
         try {
-          std::string cubin = run_ptxas(ptxas_->path, ck.assembly, target_, k.name);
+          std::string cubin = run_ptxas(ptxas->path, ck.assembly, target_, k.name);
           return runtime::Bytes(cubin.begin(), cubin.end());
         } catch (const Error&) {
           // A ptxas found, not named, may be too old for the PTX: the
           // driver's JIT takes it (and is what fails, if the PTX is wrong).
-          if (!ptxas_->found) throw;
+          if (!ptxas->found) throw;
         }
       }
       return link_ptx_to_cubin(driver_, ck.assembly, k.name);
@@ -359,8 +358,19 @@ class CudaDevice final : public detail::DeviceImpl {
   std::once_flag zeros_once_;
   uint64_t zeros_ = 0;
   std::string gpu_name_, target_;
-  std::string hardware_;  // hardware(): the GPU, the driver's version and the ptxas linking, if any
-  std::optional<Ptxas> ptxas_;  // links instead of the driver's JIT (cuda_ptxas.h)
+  std::string hardware_;  // hardware() but the ptxas linking: the GPU and the driver's version
+  int driver_version_ = 0;
+  // The ptxas that links instead of the driver's JIT (cuda_ptxas.h), looked
+  // for at the first compile, cache lookup or hardware(): finding it runs
+  // `ptxas --version`, which a process launching only kernels compiled
+  // ahead of time never needs. A failure (TILEDSL_PTXAS naming no ptxas)
+  // is thrown there, and again at the next ask.
+  const std::optional<Ptxas>& ptxas() const {
+    std::call_once(ptxas_once_, [&] { ptxas_ = ptxas_from_environment(driver_version_); });
+    return ptxas_;
+  }
+  mutable std::once_flag ptxas_once_;
+  mutable std::optional<Ptxas> ptxas_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;
 
   std::mutex timing_mutex_;

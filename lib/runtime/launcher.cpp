@@ -82,13 +82,20 @@ std::shared_ptr<const LoadedKernel> Launcher::load(const detail::KernelImpl& k,
       throw Error(no_precompiled_binary(k, driver_.device, driver_.target, spec));
   }
   if (!loaded) {
-    CacheKey key = kernel_cache_key(k, by_kernel.second,
-                                    driver_.linker.empty() ? driver_.target : driver_.target + " " + driver_.linker);
+    CacheKey key = kernel_cache_key(k, by_kernel.second, key_target());
     loaded = loaded_.get_or_create(key, [&] { return load_binary(k, spec, key); });
   }
   std::lock_guard lock(by_kernel_mutex_);
   by_kernel_.emplace(std::move(by_kernel), loaded);
   return loaded;
+}
+
+const std::string& Launcher::key_target() {
+  std::call_once(key_target_once_, [&] {
+    std::string linker = driver_.linker ? driver_.linker() : "";
+    key_target_ = linker.empty() ? driver_.target : driver_.target + " " + linker;
+  });
+  return key_target_;
 }
 
 CompileStats Launcher::stats() const {

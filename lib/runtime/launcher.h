@@ -51,8 +51,11 @@ struct GpuDriver {
   std::function<Bytes(const detail::KernelImpl&, const codegen::CompiledKernel&)> link;
   // What `link` runs when it is not the driver's own (a part of the cache
   // key, so that binaries of one never stand in for the other's): "" or,
-  // say, "ptxas V13.0.88".
-  std::string linker;
+  // say, "ptxas V13.0.88"; empty (no function) for "". Asked once, when
+  // the launcher first needs a cache key: finding the linker may run a
+  // program, which a process launching only kernels compiled ahead of time
+  // never does.
+  std::function<std::string()> linker;
   // Loads `e.binary` and finds `e.entry` in it: the driver's function
   // handle. When the driver refuses the binary itself and `may_refuse` is
   // set, returns nullptr (the launcher then evicts the cached binary and
@@ -99,8 +102,13 @@ class Launcher {
                                                        const detail::PrecompiledEntry& p);
   void check_shared_bytes(const detail::KernelImpl& k, const CachedBinary& e) const;
   static std::shared_ptr<LoadedKernel> loaded_kernel(void* function, const CachedBinary& e);
+  // What the cache keys name the target by: the target, and the linker's
+  // name where there is one (GpuDriver::linker, asked once).
+  const std::string& key_target();
 
   const GpuDriver driver_;
+  std::once_flag key_target_once_;
+  std::string key_target_;
   KernelCache& cache_;
   OnceMap<CacheKey, LoadedKernel> loaded_;
   // Precompiled binaries loaded, by their payload's address.

@@ -275,7 +275,7 @@ TEST_CASE("aot: a launch takes the most specialized binary its arguments satisfy
   TempDir dir;
   tl::runtime::KernelCache cache(dir.path);
   std::vector<std::string> loads;  // entries loaded
-  int handle = 0;
+  int handle = 0, linker_asks = 0;
   tl::runtime::Launcher launcher(
       tl::runtime::GpuDriver{.device = "cuda",
                              .target = "sm_90a",
@@ -283,7 +283,7 @@ TEST_CASE("aot: a launch takes the most specialized binary its arguments satisfy
                              .max_shared_bytes = 48 * 1024,
                              .shared_memory = "shared memory per block",
                              .link = nullptr,
-                             .linker = "",
+                             .linker = [&] { return ++linker_asks, std::string("ptxas V0.0"); },
                              .load = [&](const tl::detail::KernelImpl&, const tl::runtime::CachedBinary& e,
                                          bool may_refuse) -> void* {
                                CHECK_FALSE(may_refuse);
@@ -307,6 +307,7 @@ TEST_CASE("aot: a launch takes the most specialized binary its arguments satisfy
   CHECK(st.modules_loaded == 2);
   CHECK(loads.size() == 2);
   CHECK(fs::is_empty(dir.path));  // nothing compiled, nothing cached
+  CHECK(linker_asks == 0);        // nor the linker looked for (CUDA: no ptxas run)
 
   // A binary the device cannot use (written for another device kind) is an
   // error naming it, not a crash.
@@ -326,7 +327,7 @@ TEST_CASE("aot: a launch takes the most specialized binary its arguments satisfy
                              .link = [](const tl::detail::KernelImpl&, const tl::codegen::CompiledKernel& ck) {
                                return tl::runtime::Bytes(ck.assembly.begin(), ck.assembly.end());
                              },
-                             .linker = "",
+                             .linker = {},
                              .load = [&](const tl::detail::KernelImpl&, const tl::runtime::CachedBinary&,
                                          bool) -> void* { return &handle; }},
       cache);

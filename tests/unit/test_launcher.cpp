@@ -63,7 +63,7 @@ struct FakeDriver {
               ++links;
               return tl::runtime::Bytes(ck.assembly.begin(), ck.assembly.end());
             },
-        .linker = "",
+        .linker = {},
         .load = [this](const tl::detail::KernelImpl& k, const CachedBinary& e, bool may_refuse) -> void* {
           std::lock_guard lock(mutex);
           loads.push_back(may_refuse);

@@ -136,7 +136,7 @@ TEST_CASE("ptxas: binaries of another linker are cached under a key of their own
   tl::Kernel k = tl::compile(ptxas_scale, {.name = "ptxas_scale"});
   std::vector<tl::detail::LaunchArg> args = {tl::detail::LaunchArg{k.params()[0], 0x10000, 0, 0},
                                              tl::detail::LaunchArg{k.params()[1], 0, 4096, 0}};
-  int links = 0, handle = 0;
+  int links = 0, handle = 0, asks = 0;
   auto driver = [&](std::string linker) {
     return tl::runtime::GpuDriver{
         .device = "ptxas-test",
@@ -149,18 +149,23 @@ TEST_CASE("ptxas: binaries of another linker are cached under a key of their own
               ++links;
               return tl::runtime::Bytes(ck.assembly.begin(), ck.assembly.end());
             },
-        .linker = std::move(linker),
+        .linker = [&asks, linker] { return ++asks, linker; },
         .load = [&](const tl::detail::KernelImpl&, const tl::runtime::CachedBinary&, bool) -> void* { return &handle; },
     };
   };
   // The driver's own linker, then ptxas: two compiles, two cache entries;
   // each again (a fresh launcher, so from the disk cache): no compile.
+  // The linker is asked once a launcher, however many kernels it loads.
   for (int round = 0; round < 2; ++round) {
     for (const char* linker : {"", "ptxas V13.0.88"}) {
       tl::runtime::Launcher launcher(driver(linker), cache);
       launcher.load(*k.impl(), args);
-      CHECK(launcher.stats().compiles == (round == 0 ? 1 : 0));
+      auto other = args;
+      other[1].i = 4001;  // another specialization (not a multiple of 16)
+      launcher.load(*k.impl(), other);
+      CHECK(launcher.stats().compiles == (round == 0 ? 2 : 0));
     }
   }
-  CHECK(links == 2);
+  CHECK(links == 4);
+  CHECK(asks == 4);
 }
