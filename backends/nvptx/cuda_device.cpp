@@ -104,7 +104,7 @@ class CudaDevice final : public detail::DeviceImpl {
         .max_shared_bytes = max_shared_optin_,
         .shared_memory = "shared memory per block",
         .link = [this](const detail::KernelImpl& k, const codegen::CompiledKernel& ck) { return link(k, ck); },
-        .linker = [this] { return ptxas() ? "ptxas " + ptxas()->version : std::string(); },
+        .linker = [this] { return linker(); },
         .load = [this](const detail::KernelImpl& k, const runtime::CachedBinary& e,
                        bool may_refuse) -> void* { return load(k, e, may_refuse); },
     });
@@ -116,7 +116,7 @@ class CudaDevice final : public detail::DeviceImpl {
 
   std::string name() const override { return index_ == 0 ? "cuda" : "cuda:" + std::to_string(index_); }
   std::string target() const override { return target_; }
-  std::string hardware() const override { return hardware_ + (ptxas() ? ", ptxas " + ptxas()->version : ""); }
+  std::string hardware() const override { return hardware_ + (ptxas() ? ", " + linker() : ""); }
   int index() const override { return index_; }
   bool addresses_are_device_pointers() const override { return true; }
   int processor_count() const override { return sm_count_; }
@@ -369,6 +369,8 @@ class CudaDevice final : public detail::DeviceImpl {
     std::call_once(ptxas_once_, [&] { ptxas_ = ptxas_from_environment(driver_version_); });
     return ptxas_;
   }
+  // The launcher's GpuDriver::linker: "ptxas <release>", or "" for the JIT.
+  std::string linker() const { return ptxas() ? "ptxas " + ptxas()->version : ""; }
   mutable std::once_flag ptxas_once_;
   mutable std::optional<Ptxas> ptxas_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;

@@ -94,8 +94,8 @@ std::optional<Ptxas> ptxas_from_environment(int driver_version) {
   std::string value = env ? env : "";
   if (value == "0") return std::nullopt;
   const bool found = value.empty();  // looked for, not asked for: none is no error
-  std::vector<std::string> tried = found || value == "1" ? std::vector<std::string>{"ptxas", "/usr/local/cuda/bin/ptxas"}
-                                                         : std::vector<std::string>{value};
+  std::vector<std::string> tried{value};
+  if (found || value == "1") tried = {"ptxas", "/usr/local/cuda/bin/ptxas"};
   for (const auto& p : tried) {
     std::optional<std::string> v;
     try {

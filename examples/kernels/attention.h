@@ -331,7 +331,8 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
 inline AttentionConfig default_attention_config(int head_dim, const std::string& target) {
-  if (target == "sm_90a") return head_dim == 64 ? AttentionConfig{128, 128, 8, 3, true} : AttentionConfig{128, 64, 8, 3, true, true};
+  if (target == "sm_90a")
+    return head_dim == 64 ? AttentionConfig{128, 128, 8, 3, true} : AttentionConfig{128, 64, 8, 3, true, true};
   // AMD: a thread's registers grow with BN (the key block every warp
   // multiplies by) and hardly shrink with more warps: 128x64 at d 128
   // spilled 78 registers a thread on gfx90a and gfx942 and 116 on gfx1100

@@ -156,10 +156,11 @@ tile<detail::binary_elem_t<detail::BinCat::Arith, A, B>> where(
 template <detail::number A, detail::number B>
 auto where(detail::located<bool> cond, A a, B b) {
   using C = std::common_type_t<A, B>;
-  using I = std::conditional_t<(sizeof(C) < 4), int32_t,
-                               std::conditional_t<(sizeof(C) == 4), std::conditional_t<std::is_signed_v<C>, int32_t, uint32_t>,
-                                                  std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>>>;
-  using E = std::conditional_t<std::is_floating_point_v<C>, float, std::conditional_t<std::is_same_v<C, bool>, bool, I>>;
+  using I32 = std::conditional_t<(sizeof(C) < 4 || std::is_signed_v<C>), int32_t, uint32_t>;
+  using I64 = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
+  using I = std::conditional_t<(sizeof(C) <= 4), I32, I64>;
+  using E = std::conditional_t<std::is_floating_point_v<C>, float,
+                               std::conditional_t<std::is_same_v<C, bool>, bool, I>>;
   tile<E> ta(detail::full(dtype_v<E>, detail::Shape{}, detail::Operand::number(E(a)), cond.loc(), "where"));
   return tile<E>(detail::select(detail::operand(cond.t), detail::operand(ta), detail::operand(E(b)), cond.loc()));
 }
