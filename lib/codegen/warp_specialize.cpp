@@ -507,7 +507,7 @@ class Specializer {
       Value* later = rel.create1(OpKind::Cmp, {body.args[0].get(), loop.operands[0]}, kI1, {{"pred", std::string("ne")}});
       release(rel, later, empty, prev, p.bar_view);
     }
-    pingpong(*consumers, p);
+    pingpong(p);
     if (p.outer) {
       ir::Region& ob = *p.outer->regions[0];
       loop.operands[3 + slot_k] = carry(*p.outer, zero_at(fn_.body, ws));
@@ -541,9 +541,14 @@ class Specializer {
   // block and P V, then the softmax): each warpgroup issues its products
   // in its turn and hands the turn over, so that one's softmax runs while
   // the other's products keep the tensor cores busy (FlashAttention-3's
-  // ping-pong). A pair of named barriers after the partitions' own.
-  void pingpong(ir::Region& consumers, const Pipeline& p) {
-    if (plan_.num_warps != 8 || p.outer) return;
+  // ping-pong). A pair of named barriers after the partitions' own. In a
+  // persistent program the turns start and finish around the loop each
+  // tile, and the consumers meet at a barrier after the finish: without
+  // it the second warpgroup, running ahead into the next tile, could
+  // arrive on the first's barrier twice before the first took its last
+  // turn.
+  void pingpong(const Pipeline& p) {
+    if (plan_.num_warps != 8) return;
     ir::Region& body = *p.loop->regions[0];
     std::vector<Op*> dots;
     Op* overlapped = nullptr;  // a wait with a later product still pending
@@ -561,8 +566,14 @@ class Specializer {
     };
     turn(body, body.find(dots.front()), "wait");
     turn(body, std::next(body.find(dots.back())), "pass");
-    turn(consumers, consumers.find(p.loop), "start");
-    turn(consumers, std::next(consumers.find(p.loop)), "finish");
+    ir::Region& around = *p.loop->parent;
+    turn(around, around.find(p.loop), "start");
+    turn(around, std::next(around.find(p.loop)), "finish");
+    if (p.outer) {
+      ir::Builder b(&around, std::next(around.find(p.loop), 2));
+      b.loc = p.loop->loc;
+      b.create(OpKind::Barrier, {}, {});
+    }
   }
 
   // An i32 zero before `before` in `r`.

@@ -62,6 +62,11 @@
 //   named_barrier {id = 3, pingpong = "finish"}   warpgroup 0 takes the last turn
 //                                               (every arrival is waited for)
 //
+// In a persistent program the turns start and finish around the loop in
+// each tile, and a barrier of the consumers follows the finish, so that
+// the second warpgroup cannot reach the next tile's start (an arrival on
+// the first's barrier) before the first has taken its last turn.
+//
 // Code before the loop that the producer's warps must not run (a block
 // copied once, a store, a dot: attention's Q and its first product) starts
 // the consumers' partition: the ring's set-up after it moves before it,
