@@ -322,17 +322,19 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 // TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when
 // set, for every head dim and target. Else on sm_90a the descriptor forms
 // with 8 warps (two consumer warpgroups of 64 query rows beside the
-// compiler's producer) and 3 stages: at d = 128 the persistent one, 128x64
-// (as fast as a program a block without the mask, 5 % faster causal: perf.md
-// run 79), at d = 64 128x128 (twice the keys a step for the same shared
-// memory; runs 61 and 67); on AMD see below; elsewhere
+// compiler's producer) and 128-key blocks: at d = 128 the persistent one
+// with 2 stages (3 do not fit shared memory; 5-17 % faster than 128x64 with
+// 3 stages, whose per-block costs, the rescale of O and the row
+// reductions, weigh twice as much: perf.md run 80), at d = 64 a program a
+// block with 3 stages (twice the keys a step for the same shared memory;
+// runs 61, 67 and 80); on AMD see below; elsewhere
 // 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
 // FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
 inline AttentionConfig default_attention_config(int head_dim, const std::string& target) {
   if (target == "sm_90a")
-    return head_dim == 64 ? AttentionConfig{128, 128, 8, 3, true} : AttentionConfig{128, 64, 8, 3, true, true};
+    return head_dim == 64 ? AttentionConfig{128, 128, 8, 3, true} : AttentionConfig{128, 128, 8, 2, true, true};
   // AMD: a thread's registers grow with BN (the key block every warp
   // multiplies by) and hardly shrink with more warps: 128x64 at d 128
   // spilled 78 registers a thread on gfx90a and gfx942 and 116 on gfx1100
@@ -430,16 +432,16 @@ decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
 // the same form (the descriptor form on sm_90a, whose launch takes more
 // arguments: one tuner's configurations share one argument list), 64
 // query rows for short sequences, and on sm_90a the persistent form
-// (which shares the descriptor form's arguments): 1-5 % faster without the
-// causal mask on an H100 (docs/perf.md run 78; its causal form, pairing
-// long and short query blocks, not yet timed). One whose
+// (which shares the descriptor form's arguments; docs/perf.md runs 78-80).
+// One whose
 // buffers do not fit the GPU's shared memory fails to compile and is
 // dropped by the tuner, saying so.
 inline std::vector<AttentionConfig> attention_tune_configs(int head_dim, const std::string& target) {
   std::vector<std::string> names;
   if (target == "sm_90a")
     names = {"128x128:8:2:desc",       "128x64:8:2:desc",       "128x64:8:3:desc", "128x128:8:3:desc",
-             "64x64:4:3:desc",         "128x64:8:3:persistent", "128x128:8:3:persistent"};
+             "64x64:4:3:desc",         "128x64:8:3:persistent", "128x128:8:2:persistent",
+             "128x128:8:3:persistent"};
   else
     names = {"128x64:8:3", "128x64:4:3", "128x32:4:3", "64x64:4:3", "128x128:8:2"};
   std::vector<AttentionConfig> out{default_attention_config(head_dim, target)};

@@ -674,6 +674,8 @@ TEST_CASE("the persistent attention: the tile loop warp-specialized as a whole, 
   check.template operator()<64, 128, false>();
   check.template operator()<64, 128, true>();
   check.template operator()<128, 64, false>();
+  check.template operator()<128, 128, false>();  // d 128's default on sm_90a
+  check.template operator()<128, 128, true>();
 }
 
 // On the interpreter, the persistent attention writes what the descriptor
