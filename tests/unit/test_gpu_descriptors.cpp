@@ -739,17 +739,18 @@ TEST_CASE("the default attention on AMD: no spills but gfx1100 at d 128", "[code
 // The persistent attention against the interpreter running the same
 // kernel: 3 heads of N queries, on 2 programs (each walks many tiles,
 // their rings and phases carried across tiles) and on 8 (at N = 1 five
-// have no tile at all); ragged N, causal and not, d 64.
+// have no tile at all); ragged N, causal and not, d 64 with 64-key blocks
+// and d 128 with 128 (the example's default on sm_90a).
 TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 and many tiles, ragged N",
           "[gpu][descriptor]") {
   REQUIRE_GPU();
-  constexpr int BM = 128, BN = 64, D = 64, H = 3;
-  auto run = [&]<bool CAUSAL>() {
+  constexpr int BM = 128, H = 3;
+  auto run = [&]<int BN, int D, bool CAUSAL>() {
     CompileOptions options{.name = "attention_persistent", .num_warps = 8, .num_stages = 2};
     Kernel k = compile(kernels::attention_persistent<bf16, BM, BN, D, CAUSAL>, options);
     for (int n : {1, 100, 128, 300})
     for (uint32_t programs : {2u, 8u}) {
-      INFO(n << " queries, " << programs << " programs" << (CAUSAL ? ", causal" : ""));
+      INFO(n << " queries, " << programs << " programs, BN " << BN << ", D " << D << (CAUSAL ? ", causal" : ""));
       same_on_both<float>([&](Device& d) {
         auto q = d.upload(small_ints(size_t(H) * n * D, 71)), kk = d.upload(small_ints(size_t(H) * n * D, 72));
         auto v = d.upload(small_ints(size_t(H) * n * D, 73));
@@ -762,8 +763,10 @@ TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 
       }, 2e-2, 2e-2);
     }
   };
-  run.template operator()<false>();
-  run.template operator()<true>();
+  run.template operator()<64, 64, false>();
+  run.template operator()<64, 64, true>();
+  run.template operator()<128, 128, false>();
+  run.template operator()<128, 128, true>();
 }
 
 TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
