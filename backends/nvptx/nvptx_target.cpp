@@ -106,6 +106,7 @@ class NvptxTarget final : public Target {
     device = "cuda";
     warp_size = 32;
     max_shared_bytes = shared_kib * 1024;
+    shared_reserved_per_block = 1024;  // the driver's, of each CTA (sm_80 and later)
     has_matrix_load_8x8 = true;  // ldmatrix
     has_async_copy = true;       // cp.async
     max_cluster_ctas = sm_ >= 90 ? 8 : 1;

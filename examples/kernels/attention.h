@@ -294,27 +294,40 @@ struct AttentionConfig {
   int num_stages = 3;
   bool descriptors = false;  // attention_fwd_desc (":desc") instead of attention_fwd
   bool persistent = false;   // attention_persistent (":persistent"), descriptors too
+  int programs_per_sm = 1;   // CompileOptions::programs_per_sm (":xN", N > 1)
 
   std::string str() const {
     return std::to_string(block_m) + "x" + std::to_string(block_n) + ":" + std::to_string(num_warps) + ":" +
-           std::to_string(num_stages) + (persistent ? ":persistent" : descriptors ? ":desc" : "");
+           std::to_string(num_stages) + (persistent ? ":persistent" : descriptors ? ":desc" : "") +
+           (programs_per_sm > 1 ? ":x" + std::to_string(programs_per_sm) : "");
   }
 };
 
-// Parses "BMxBN:warps:stages[:desc|:persistent]" (AttentionConfig::str);
-// `what` names the text's source in the error.
+// Parses "BMxBN:warps:stages[:desc|:persistent][:xN]" (AttentionConfig::str;
+// xN: N programs a multiprocessor at least); `what` names the text's
+// source in the error.
 inline AttentionConfig parse_attention_config(const std::string& text, const std::string& what) {
   AttentionConfig c;
-  char form[16] = "";
-  int fields = std::sscanf(text.c_str(), "%dx%d:%d:%d:%15s", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, form);
-  c.persistent = fields == 5 && std::string(form) == "persistent";
-  c.descriptors = c.persistent || (fields == 5 && std::string(form) == "desc");
-  bool parsed = fields == 4 || c.descriptors;
+  char rest[32] = "";
+  int fields = std::sscanf(text.c_str(), "%dx%d:%d:%d:%31s", &c.block_m, &c.block_n, &c.num_warps, &c.num_stages, rest);
+  bool parsed = fields == 4 || fields == 5;
+  std::string form, parts = fields == 5 ? rest : "";
+  for (size_t at = 0; parsed && at < parts.size();) {
+    size_t end = std::min(parts.find(':', at), parts.size());
+    std::string part = parts.substr(at, end - at);
+    at = end + 1;
+    if (part.size() == 2 && part[0] == 'x' && part[1] >= '1' && part[1] <= '8') c.programs_per_sm = part[1] - '0';
+    else if (form.empty() && c.programs_per_sm == 1 && (part == "desc" || part == "persistent")) form = part;
+    else parsed = false;
+  }
+  c.persistent = form == "persistent";
+  c.descriptors = c.persistent || form == "desc";
   bool tiles_ok = (c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128);
   bool warps_ok = c.num_warps >= 1 && c.num_warps <= 16 && (c.num_warps & (c.num_warps - 1)) == 0;
   if (!parsed || !tiles_ok || !warps_ok || c.num_stages < 1 || c.num_stages > 8)
-    throw tl::Error(what + ": expected BMxBN:warps:stages[:desc|:persistent] with BM 64 or 128, BN 32, 64 or 128, "
-                    "warps a power of two up to 16 and 1 to 8 stages (e.g. 128x64:8:3), found '" + text + "'");
+    throw tl::Error(what + ": expected BMxBN:warps:stages[:desc|:persistent][:xN] with BM 64 or 128, BN 32, 64 or 128, "
+                    "warps a power of two up to 16, 1 to 8 stages and 1 to 8 programs a multiprocessor (e.g. 128x64:8:3, "
+                    "64x64:4:3:desc:x3), found '" + text + "'");
   return c;
 }
 
@@ -357,6 +370,7 @@ inline AttentionConfig attention_config(int head_dim, const std::string& target 
 inline tl::CompileOptions attention_options(const AttentionConfig& c, tl::CompileOptions options) {
   options.num_warps = c.num_warps;
   options.num_stages = c.num_stages;
+  options.programs_per_sm = c.programs_per_sm;
   // exp2 of a softmax whose result is below 2^-126 counts as 0 (as
   // FlashAttention's fast-math build): one instruction per exponential.
   options.flush_denormals = true;
@@ -441,7 +455,7 @@ inline std::vector<AttentionConfig> attention_tune_configs(int head_dim, const s
   if (target == "sm_90a")
     names = {"128x128:8:2:desc",       "128x64:8:2:desc",       "128x64:8:3:desc", "128x128:8:3:desc",
              "64x64:4:3:desc",         "128x64:8:3:persistent", "128x128:8:2:persistent",
-             "128x128:8:3:persistent"};
+             "128x128:8:3:persistent", "64x64:4:3:desc:x3",     "64x128:4:2:desc:x2"};
   else
     names = {"128x64:8:3", "128x64:4:3", "128x32:4:3", "64x64:4:3", "128x128:8:2"};
   std::vector<AttentionConfig> out{default_attention_config(head_dim, target)};

@@ -69,6 +69,14 @@ struct CompileOptions {
   // never; true: a kernel with no loop it can specialize is an error saying
   // why.
   std::optional<bool> warp_specialize = std::nullopt;
+  // Programs a multiprocessor holds at once, at least (1 to 8; CUDA's
+  // __launch_bounds__ minimum blocks per multiprocessor): a thread's
+  // registers are capped at its share of the register file (ptxas spills
+  // past it), and a program's shared memory at its share of the
+  // multiprocessor's (an error past it). More programs at once hide the
+  // latency one program's warps leave exposed. NVIDIA targets; on AMD a
+  // value above 1 is an error (not supported yet).
+  int programs_per_sm = 1;
 };
 
 // What a device spent compiling kernels (GPU devices; all zero on the

@@ -107,7 +107,8 @@ std::string options_statements(const std::string& var, const CompileOptions& o) 
          ";\n    " + var + ".num_stages = " + std::to_string(o.num_stages) + ";\n    " + var +
          ".fp_fusion = " + (o.fp_fusion ? "true" : "false") + ";\n    " + var +
          ".flush_denormals = " + (o.flush_denormals ? "true" : "false") + ";\n    " + var +
-         ".num_ctas = " + std::to_string(o.num_ctas) + ";\n    " + var + ".warp_specialize = " + ws + ";\n";
+         ".num_ctas = " + std::to_string(o.num_ctas) + ";\n    " + var + ".warp_specialize = " + ws + ";\n    " +
+         var + ".programs_per_sm = " + std::to_string(o.programs_per_sm) + ";\n";
 }
 
 // One binary to make.

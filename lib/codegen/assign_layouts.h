@@ -37,6 +37,7 @@ struct LayoutPlan {
   int num_stages = 3;  // default software-pipelining depth of loops
   bool fp_fusion = true;  // a multiply feeding an add may fuse (CompileOptions)
   bool flush_denormals = false;  // f32 subnormals may read and compute as zero (CompileOptions)
+  int programs_per_sm = 1;       // programs a multiprocessor holds at once, at least (CompileOptions)
   int num_ctas = 1;       // CTAs of a cluster a program's tiles are split over
   const ir::Function* fn = nullptr;  // the GPU IR, whose types hold the layouts
   std::unordered_map<const ir::Value*, LinearLayout> layouts;  // while assigning: those placed so far

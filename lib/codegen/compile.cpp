@@ -169,6 +169,7 @@ struct Pipeline {
     ctx.num_stages = k.options.num_stages;
     ctx.fp_fusion = k.options.fp_fusion;
     ctx.flush_denormals = k.options.flush_denormals;
+    ctx.programs_per_sm = k.options.programs_per_sm;
     ctx.warp_specialize = k.options.warp_specialize ? int(*k.options.warp_specialize) : -1;
     run_gpu_passes(ctx, [&](const GpuPass& p) {
       dump(k.name, target_name, "after-" + std::string(p.name), [&] { return ir::print(*gpu); });

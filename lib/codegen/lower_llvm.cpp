@@ -47,10 +47,13 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
       unsupported(*ws, "needs partitions of warps with registers of their own, which " + t_.name +
                            " does not have (sm_90a)");
     if (threads > 1024) unsupported(*ws, "of " + std::to_string(threads) + " threads (at most 1024)");
-    register_cap_ = std::min(t_.thread_registers, t_.block_registers / threads) / 8 * 8;
   }
+  // Under warp specialization (setmaxnreg moves registers between the
+  // partitions within the block's), or where programs_per_sm asks for more
+  // than one block a multiprocessor: a thread's registers capped at its share.
+  if (ws || plan_.programs_per_sm > 1) register_cap_ = t_.thread_register_limit(threads, plan_.programs_per_sm) / 8 * 8;
   t_.init_kernel(*fn_, threads);
-  if (ws) t_.cap_registers(*fn_, register_cap_);
+  if (register_cap_) t_.cap_registers(*fn_, register_cap_);
   if (plan_.num_ctas > 1) start_cluster(fn);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
   // f32 subnormals flushed (the target picks its flushing instructions).

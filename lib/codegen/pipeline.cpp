@@ -63,10 +63,15 @@ void assign_layouts_pass(GpuContext& c) {
   c.plan->num_stages = c.num_stages;
   c.plan->fp_fusion = c.fp_fusion;
   c.plan->flush_denormals = c.flush_denormals;
+  c.plan->programs_per_sm = c.programs_per_sm;
+  if (c.programs_per_sm > 1 && !c.target.block_registers)
+    throw Error("@" + c.fn.name + ": programs_per_sm = " + std::to_string(c.programs_per_sm) + " is not supported on " +
+                c.target.name + " yet (NVIDIA targets only: expected programs_per_sm = 1)");
   // The kernel options the lowering reads, so that the text is all it needs.
   c.fn.attrs["num_stages"] = int64_t(c.num_stages);
   c.fn.attrs["fp_fusion"] = int64_t(c.fp_fusion);
   if (c.flush_denormals) c.fn.attrs["flush_denormals"] = int64_t(1);
+  if (c.programs_per_sm > 1) c.fn.attrs["programs_per_sm"] = int64_t(c.programs_per_sm);
   convert_layouts(c.fn, *c.plan, c.target.has_matrix_load_8x8);
   c.axis.emplace(c.fn, c.args);  // the conversions' values too
 }
@@ -86,8 +91,8 @@ void schedule_loops_pass(GpuContext& c) {
   expect_gpu_ir(c, "schedule-loops");
   const TargetInfo& t = c.target;
   schedule_loops(c.fn, *c.plan, *c.axis,
-                 {t.name, t.has_async_copy, t.has_matrix_load_8x8, t.max_shared_bytes,
-                  t.thread_register_limit(c.plan->num_warps * c.plan->warp_size)});
+                 {t.name, t.has_async_copy, t.has_matrix_load_8x8, int(t.shared_bytes_for(c.plan->programs_per_sm)),
+                  t.thread_register_limit(c.plan->num_warps * c.plan->warp_size, c.plan->programs_per_sm)});
 }
 
 // Conversions through shared memory as buffers and barriers.
@@ -100,7 +105,11 @@ void expand_conversions_pass(GpuContext& c) {
 // Where each buffer and each op's scratch go in shared memory.
 void allocate_shared_pass(GpuContext& c) {
   expect_gpu_ir(c, "allocate-shared");
-  allocate_shared(c.fn, *c.plan, c.target.name, c.target.max_shared_bytes);
+  const int programs = c.plan->programs_per_sm;
+  allocate_shared(c.fn, *c.plan,
+                  programs > 1 ? c.target.name + " (a program's share at programs_per_sm = " + std::to_string(programs) + ")"
+                               : c.target.name,
+                  c.target.shared_bytes_for(programs));
 }
 
 // Each scheduled loop's pipeline as buffers, copies and waits.
@@ -219,6 +228,7 @@ LayoutPlan plan_from_ir(const ir::Function& fn, const TargetInfo& t) {
   p.num_stages = option("num_stages", p.num_stages);
   p.fp_fusion = option("fp_fusion", p.fp_fusion) != 0;
   p.flush_denormals = option("flush_denormals", p.flush_denormals) != 0;
+  p.programs_per_sm = option("programs_per_sm", p.programs_per_sm);
   if (p.warp_size != t.warp_size)
     throw Error("@" + fn.name + ": expected GPU IR for the " + std::to_string(t.warp_size) + "-lane warps of " + t.name +
                 ", found warp_size = " + std::to_string(p.warp_size));

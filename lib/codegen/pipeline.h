@@ -71,6 +71,7 @@ struct GpuContext {
   int num_stages = 3;
   bool fp_fusion = true;
   bool flush_denormals = false;
+  int programs_per_sm = 1;
   int warp_specialize = -1;  // -1: the compiler decides, 0: never, 1: always
   std::optional<transforms::AxisAnalysis> axis;  // of the IR as it is now
   std::optional<LayoutPlan> plan;                // from assign-layouts, or read from GPU IR

@@ -22,6 +22,7 @@ struct TargetInfo {
   std::string device;            // the device kind that runs its code: "cuda", "hip"
   int warp_size = 32;            // 32 or 64
   int max_shared_bytes = 0;      // per block, opt-in maximum
+  int shared_reserved_per_block = 0;  // shared memory the hardware keeps of each block's
   // 8x8 matrix loads of 16-bit elements from shared memory (dots may read
   // a pipeline's buffers with them).
   bool has_matrix_load_8x8 = false;
@@ -54,9 +55,18 @@ struct TargetInfo {
   std::function<std::string(const std::string& tool, const std::string& assembly, const std::string& name)>
       assemble_with{};
 
-  // 32-bit registers one thread may hold in a block of `threads` (0: unknown).
-  int thread_register_limit(int threads) const {
-    return block_registers ? std::min(thread_registers, block_registers / std::max(threads, 1)) : 0;
+  // 32-bit registers one thread may hold in a block of `threads`, of which
+  // `programs` share a multiprocessor (0: unknown).
+  int thread_register_limit(int threads, int programs = 1) const {
+    return block_registers ? std::min(thread_registers, block_registers / std::max(programs, 1) / std::max(threads, 1))
+                           : 0;
+  }
+  // Shared memory a block may use where `programs` share a multiprocessor:
+  // the multiprocessor's bytes (the opt-in maximum and one block's
+  // reservation) split, less each block's reservation.
+  int64_t shared_bytes_for(int programs) const {
+    if (programs <= 1) return max_shared_bytes;
+    return (int64_t(max_shared_bytes) + shared_reserved_per_block) / programs - shared_reserved_per_block;
   }
 };
 

@@ -21,6 +21,11 @@ int consumer_registers(int consumer_warps, int producer_registers, int block_reg
   return std::min(248, left / (consumer_warps * 32) / 8 * 8);
 }
 
+int warp_specialized_block_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm) {
+  const int threads = (consumer_warps + 4) * 32;
+  return t.thread_register_limit(threads, programs_per_sm) / 8 * 8 * threads;
+}
+
 namespace {
 
 const Type kI32 = ir::scalar_type(DType::i32);
@@ -96,6 +101,12 @@ class Specializer {
       common = "the kernel runs on a cluster of " + std::to_string(plan_.num_ctas) + " CTAs";
     else if (plan_.num_warps % 4)
       common = "the kernel's " + std::to_string(plan_.num_warps) + " warps are not whole warpgroups";
+    else if (int entry = t_.thread_register_limit((plan_.num_warps + 4) * 32, plan_.programs_per_sm) / 8 * 8;
+             entry < kPersistentProducerRegisters)
+      common = "with programs_per_sm = " + std::to_string(plan_.programs_per_sm) + " a thread of its " +
+               std::to_string((plan_.num_warps + 4) * 32) + " threads (a producer warpgroup's beside its warps) has " +
+               std::to_string(entry) + " registers, fewer than a producer keeps (" +
+               std::to_string(kPersistentProducerRegisters) + ")";
     std::string why;
     std::set<const Op*> tried;
     for (auto it = fn_.body.ops.begin(); it != fn_.body.ops.end(); ++it) {
@@ -432,7 +443,8 @@ class Specializer {
     Op* ws = ws_at.create(
         OpKind::WarpSpecialize, {}, {},
         {{"warps", std::vector<int64_t>{warps, 1}},
-         {"registers", std::vector<int64_t>{consumer_registers(warps, producer_registers, t_.block_registers),
+         {"registers", std::vector<int64_t>{consumer_registers(warps, producer_registers,
+                                                               warp_specialized_block_registers(t_, warps, plan_.programs_per_sm)),
                                             producer_registers}}});
     ir::Region* consumers = ws->add_region();
     ir::Region* producer = ws->add_region();

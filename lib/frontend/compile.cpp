@@ -29,6 +29,7 @@ void check_options(const std::string& kernel, const CompileOptions& opts, const 
   if (opts.num_stages < 1) bad("num_stages", "at least 1 (1: no software pipelining)", opts.num_stages);
   if (opts.num_ctas != 1 && opts.num_ctas != 2 && opts.num_ctas != 4 && opts.num_ctas != 8)
     bad("num_ctas", "1, 2, 4 or 8", opts.num_ctas);
+  if (opts.programs_per_sm < 1 || opts.programs_per_sm > 8) bad("programs_per_sm", "1 to 8", opts.programs_per_sm);
 }
 
 // A loop's own num_stages (tl::RangeOptions), at the loop's line.

@@ -33,6 +33,7 @@ void GpuRules::function() const {
   option("num_stages", 1, int64_t(1) << 30, "an integer of at least 1");
   option("fp_fusion", 0, 1, "0 or 1");
   option("flush_denormals", 0, 1, "0 or 1");
+  option("programs_per_sm", 1, 8, "1 to 8");
   for (size_t i = 0; i < fn.layouts.size(); ++i) {
     const LinearLayout& l = fn.layouts[i];
     std::string name = "#l" + std::to_string(i + 1);

@@ -38,7 +38,8 @@ CacheKey kernel_cache_key(const detail::KernelImpl& kernel, std::string_view spe
                         ";num_stages=" + std::to_string(o.num_stages) + ";fp_fusion=" + std::to_string(o.fp_fusion) +
                         ";num_ctas=" + std::to_string(o.num_ctas) + ";warp_specialize=" +
                         (o.warp_specialize ? std::to_string(*o.warp_specialize) : std::string("auto")) +
-                        (o.flush_denormals ? ";flush_denormals=1" : "");
+                        (o.flush_denormals ? ";flush_denormals=1" : "") +
+                        (o.programs_per_sm != 1 ? ";programs_per_sm=" + std::to_string(o.programs_per_sm) : "");
   return CacheKey::make(ir_digest, options, specialization, target);
 }
 

@@ -440,6 +440,22 @@ TEST_CASE("flush_denormals gives f32 operations their flushing forms", "[codegen
   CHECK(!amd.assembly.empty());
 }
 
+// programs_per_sm: a thread's registers capped at its share of the
+// register file with that many programs a multiprocessor (65536 / (4 x
+// 128) = 128; shared memory: test_gpu_descriptors.cpp); AMD: an error.
+TEST_CASE("programs_per_sm caps registers at a program's share", "[codegen]") {
+  Kernel one = compile(exp2_add, {.name = "exp2_add"});
+  CHECK(codegen::compile(*one.impl(), aligned(one), "sm_90a").assembly.find(".maxnreg") == std::string::npos);
+  Kernel four = compile(exp2_add, {.name = "exp2_add", .programs_per_sm = 4});
+  auto c = codegen::compile(*four.impl(), aligned(four), "sm_90a");
+  CHECK(count(c.assembly, R"(\.maxnreg 128)") == 1);
+  check_assembles(c.assembly, "sm_90a");
+  CHECK(codegen::emit_stage(*four.impl(), aligned(four), "sm_90a", codegen::Stage::Gpu).find("programs_per_sm = 4") !=
+        std::string::npos);
+  CHECK_THROWS_WITH(codegen::compile(*four.impl(), aligned(four), "gfx942"),
+                    Catch::Contains("programs_per_sm = 4 is not supported on gfx942 yet"));
+}
+
 TEST_CASE("shared memory is addressed with 32-bit registers", "[codegen]") {
   // Shared addresses fit in 32 bits; 64-bit ones would cost register pairs.
   Kernel k = compile(softmax<1024>, {.name = "softmax"});

@@ -369,6 +369,10 @@ TEST_CASE("errors: num_warps, num_stages and num_ctas are checked by tl::compile
   }
   std::string msg = options_error({.name = "k", .num_ctas = 3}, line);
   CHECK(msg == at_line(line) + "kernel 'k': num_ctas must be 1, 2, 4 or 8, found 3");
+  for (int p : {0, 9, -1}) {
+    msg = options_error({.name = "k", .programs_per_sm = p}, line);
+    CHECK(msg == at_line(line) + "kernel 'k': programs_per_sm must be 1 to 8, found " + std::to_string(p));
+  }
   for (int w : {1, 2, 4, 8, 16, 32}) CHECK_NOTHROW(compile(plain_store, {.name = "k", .num_warps = w}));
   CHECK_NOTHROW(compile(plain_store, {.name = "k", .num_stages = 1}));
 }

@@ -645,6 +645,35 @@ TEST_CASE("attention's 128-key blocks at head dim 128: P carried narrow, no spil
   }
 }
 
+// Without a GPU: attention at d 64 with more than one program a
+// multiprocessor (programs_per_sm): the entry cap is the program's share
+// of the register file, and setmaxnreg moves registers within the
+// program's (a warpgroup raising past them would wait for ever): 2 x 384
+// threads -> 80 at entry, producer 24, two consumer warpgroups 104; 3 x
+// 256 threads -> 80, one consumer warpgroup 136, no spills.
+TEST_CASE("attention with 2 and 3 programs a multiprocessor: setmaxnreg within a program's registers",
+          "[codegen][descriptor]") {
+  using namespace codegen_checks;
+  auto ptx_of = [&](Kernel k) { return codegen::compile(*k.impl(), aligned(k), "sm_90a").assembly; };
+  CompileOptions two{.name = "attention", .num_warps = 8, .num_stages = 3, .flush_denormals = true, .programs_per_sm = 2};
+  std::string p2 = ptx_of(compile(kernels::attention_fwd_desc<bf16, 128, 64, 64, false>, two));
+  CHECK(count(p2, R"(\.maxnreg 80\b)") == 1);
+  CHECK(count(p2, R"(setmaxnreg\.inc\.sync\.aligned\.u32\s+104;)") >= 1);
+  CHECK(count(p2, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+24;)") == 1);
+  CompileOptions three{.name = "attention", .num_warps = 4, .num_stages = 3, .flush_denormals = true, .programs_per_sm = 3};
+  std::string p3 = ptx_of(compile(kernels::attention_fwd_desc<bf16, 64, 64, 64, false>, three));
+  CHECK(count(p3, R"(\.maxnreg 80\b)") == 1);
+  CHECK(count(p3, R"(setmaxnreg\.inc\.sync\.aligned\.u32\s+136;)") >= 1);
+  if (auto log = ptxas(p3, "sm_90a")) CHECK(count(*log, R"( 0 bytes spill stores)") == 1);
+  // Shared memory at a program's share: with 8 a multiprocessor, 28160
+  // bytes (228 KiB / 8 less the 1 KiB each program keeps).
+  CompileOptions eight = two;
+  eight.programs_per_sm = 8;
+  Kernel big = compile(kernels::attention_fwd_desc<bf16, 128, 64, 64, false>, eight);
+  CHECK_THROWS_WITH(codegen::compile(*big.impl(), aligned(big), "sm_90a"),
+                    Catch::Contains("sm_90a (a program's share at programs_per_sm = 8) has 28160"));
+}
+
 // Without a GPU: the persistent attention (kernels::attention_persistent)
 // is warp-specialized as a whole, the tile loop in both partitions: one
 // ring of K and V for every tile, Q copied by the consumers each tile, the

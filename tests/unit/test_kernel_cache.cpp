@@ -95,6 +95,8 @@ TEST_CASE("kernel cache keys leave out source locations but an assert's", "[cach
   CHECK(here.impl()->fn->body.ops.front()->loc.file != there.impl()->fn->body.ops.front()->loc.file);
   CHECK(key(here) == key(there));
   CHECK(key(tl::compile(asserting_kernel<0>, {.name = "a"})) != key(tl::compile(asserting_kernel<1>, {.name = "a"})));
+  // programs_per_sm changes the code (registers capped): the key holds it.
+  CHECK(key(tl::compile(placed_kernel<0>, {.name = "placed", .programs_per_sm = 2})) != key(here));
 }
 
 TEST_CASE("kernel cache: TILEDSL_ALWAYS_COMPILE and TILEDSL_DUMP compile rather than read the disk", "[cache]") {
