@@ -21,9 +21,8 @@ int consumer_registers(int consumer_warps, int producer_registers, int block_reg
   return std::min(248, left / (consumer_warps * 32) / 8 * 8);
 }
 
-int warp_specialized_block_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm) {
-  const int threads = (consumer_warps + 4) * 32;
-  return t.thread_register_limit(threads, programs_per_sm) / 8 * 8 * threads;
+int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm) {
+  return t.thread_register_limit((consumer_warps + 4) * 32, programs_per_sm) / 8 * 8;
 }
 
 namespace {
@@ -101,7 +100,7 @@ class Specializer {
       common = "the kernel runs on a cluster of " + std::to_string(plan_.num_ctas) + " CTAs";
     else if (plan_.num_warps % 4)
       common = "the kernel's " + std::to_string(plan_.num_warps) + " warps are not whole warpgroups";
-    else if (int entry = t_.thread_register_limit((plan_.num_warps + 4) * 32, plan_.programs_per_sm) / 8 * 8;
+    else if (int entry = warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm);
              entry < kPersistentProducerRegisters)
       common = "with programs_per_sm = " + std::to_string(plan_.programs_per_sm) + " a thread of its " +
                std::to_string((plan_.num_warps + 4) * 32) + " threads (a producer warpgroup's beside its warps) has " +
@@ -444,7 +443,8 @@ class Specializer {
         OpKind::WarpSpecialize, {}, {},
         {{"warps", std::vector<int64_t>{warps, 1}},
          {"registers", std::vector<int64_t>{consumer_registers(warps, producer_registers,
-                                                               warp_specialized_block_registers(t_, warps, plan_.programs_per_sm)),
+                                                               warp_specialized_entry_registers(t_, warps, plan_.programs_per_sm) *
+                                                                   (warps + 4) * 32),
                                             producer_registers}}});
     ir::Region* consumers = ws->add_region();
     ir::Region* producer = ws->add_region();

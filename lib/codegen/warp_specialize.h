@@ -124,11 +124,11 @@ void warp_specialize(ir::Function& fn, const LayoutPlan& plan, const TargetInfo&
 // (a multiple of 8, at most 248: a thread has at most 255; with 4
 // consumer warps that is the entry cap, and they keep it).
 int consumer_registers(int consumer_warps, int producer_registers, int block_registers);
-// The registers a block of `consumer_warps` warps and a producer
-// warpgroup holds: each thread's entry cap (its share, with
-// `programs_per_sm` blocks a multiprocessor, a multiple of 8) times its
-// threads. setmaxnreg moves registers within these: a warpgroup raising
-// past them would wait for ever.
-int warp_specialized_block_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm);
+// A thread's registers at entry in a block of `consumer_warps` warps and
+// a producer warpgroup: its share with `programs_per_sm` blocks a
+// multiprocessor, a multiple of 8. The block holds these times its
+// threads; setmaxnreg moves registers within them (a warpgroup raising
+// past them would wait for ever).
+int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm);
 
 }  // namespace tl::codegen
