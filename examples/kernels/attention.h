@@ -332,11 +332,11 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 }
 
 // The configuration for head dim `head_dim` on `target` (Device::target()):
-// TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc] (e.g. 128x64:8:3) when
+// TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc|:persistent][:xN] (e.g. 128x64:8:3) when
 // set, for every head dim and target. Else on sm_90a the descriptor forms
 // with 8 warps (two consumer warpgroups of 64 query rows beside the
 // compiler's producer) and 128-key blocks: at d = 128 the persistent one
-// with 2 stages (3 do not fit shared memory; 5-17 % faster than 128x64 with
+// with 2 stages (3 do not fit shared memory; 5-22 % faster than 128x64 with
 // 3 stages, whose per-block costs, the rescale of O and the row
 // reductions, weigh twice as much: perf.md run 80), at d = 64 a program a
 // block with 3 stages (twice the keys a step for the same shared memory;
