@@ -4,6 +4,7 @@
 
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
+#include "codegen/prefetch_tile_copies.h"
 #include "codegen/convert_layouts.h"
 #include "codegen/expand_conversions.h"
 #include "codegen/expand_pipelines.h"
@@ -143,6 +144,13 @@ void warp_specialize_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
+// A persistent program's next tile's one-shot copies issued while a tile ends.
+void prefetch_tile_copies_pass(GpuContext& c) {
+  expect_gpu_ir(c, "prefetch-tile-copies");
+  prefetch_tile_copies(c.fn, *c.plan, c.target.shared_bytes_for(c.plan->programs_per_sm));
+  c.axis.emplace(c.fn, c.args);  // the new ops' values too
+}
+
 // Barriers where shared-memory accesses need them.
 void insert_barriers_pass(GpuContext& c) {
   expect_gpu_ir(c, "insert-barriers");
@@ -181,6 +189,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"tma-descriptors", &tma_descriptors_pass},
       {"async-dots", &async_dots_pass},
       {"warp-specialize", &warp_specialize_pass},
+      {"prefetch-tile-copies", &prefetch_tile_copies_pass},
       {"allocate-shared", &allocate_shared_pass},
       {"insert-barriers", &insert_barriers_pass},
   };

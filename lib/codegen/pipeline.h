@@ -35,6 +35,9 @@
 //                    split into a producer warpgroup and the consumers,
 //                    joined by rings of full and empty mbarriers
 //                    (warp_specialize.cpp)
+//   prefetch-tile-copies  a persistent program's one-shot copies of a tile
+//                    (attention's Q) issued by the tile before, while it
+//                    ends (prefetch_tile_copies.cpp)
 //   allocate-shared  where each buffer and each op's scratch go in shared
 //                    memory, by their lifetimes (allocate_shared.cpp)
 //   insert-barriers  a barrier wherever shared-memory accesses of different
