@@ -80,7 +80,7 @@ void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg
 template <int D, bool CAUSAL, int GROUP = 1>
 void attention(benchmark::State& state) {
   try {
-    auto cfg = kernels::attention_config(D, device().target());
+    auto cfg = kernels::attention_config(D, device().target(), int(state.range(0)));
     kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention<BM, BN, D, CAUSAL>(state, cfg, GROUP); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());  // before the timed loop: see time_attention
@@ -163,7 +163,7 @@ void time_attention_varlen(benchmark::State& state, const kernels::AttentionConf
 template <int D, bool CAUSAL>
 void attention_varlen(benchmark::State& state) {
   try {
-    auto cfg = kernels::attention_config(D, device().target());
+    auto cfg = kernels::varlen_attention_config(D, device().target());
     kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention_varlen<BM, BN, D, CAUSAL>(state, cfg); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());

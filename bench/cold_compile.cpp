@@ -61,8 +61,7 @@ int main(int argc, char** argv) {
       launch = [&, cfg] { dev(gemm, kernels::gemm_grid(cfg, M, N, dev), a, b, c, M, N, K, K, 1, N, 1, N, 1); };
     } else {
       kernels::AttentionConfig cfg = kernels::attention_config(D, dev.target());
-      config = std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + ":" + std::to_string(cfg.num_warps) +
-               ":" + std::to_string(cfg.num_stages) + (cfg.descriptors ? ":desc" : "");
+      config = cfg.str();
       launch = kernels::with_tiles(cfg, [&]<int BM, int BN>() -> std::function<void()> {
         using Kern = kernels::AttentionKernel<tl::bf16, BM, BN, D, false>;
         auto kern = std::make_shared<Kern>(cfg, tl::CompileOptions{.name = "attention"});  // kept by the launch

@@ -19,7 +19,8 @@
 // kernels::attention_tune_configs, the pick kept on disk for the next run;
 // --tune does it on the interpreter too); TILEDSL_ATTN_CONFIG=
 // BMxBN:warps:stages[:desc|:persistent] fixes them. The sweep, --small, the
-// interpreter and varlen runs use kernels::attention_config.
+// interpreter use kernels::attention_config, varlen runs
+// kernels::varlen_attention_config.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -254,7 +255,8 @@ int run(examples::Setup& s, const Case& c, bool tune = false) {
                     " elements; the kernel's offsets are 32-bit, expected fewer than 2^31");
   if (c.B * c.H > 65535)
     throw tl::Error("attention: B*H = " + std::to_string(c.B * c.H) + " programs on grid axis 1, expected <= 65535");
-  auto cfg = kernels::attention_config(c.D, s.dev.target());
+  auto cfg = c.varlen() ? kernels::varlen_attention_config(c.D, s.dev.target())
+                        : kernels::attention_config(c.D, s.dev.target(), c.N);
   if (tune && !c.varlen()) {
     // One results file per head dim and causality: the key (N, the group)
     // does not tell them apart.

@@ -173,7 +173,7 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
 }
 
 // attention_fwd_desc as a persistent program: at most one program per
-// multiprocessor, each walking the (head, query block) tiles from its
+// multiprocessor (programs_per_sm with :xN), each walking the (head, query block) tiles from its
 // program id in steps of the program count, so that the producer loads the
 // next tile's first keys while the consumers finish the last one's
 // softmax and store its output. The tiles of one head are consecutive
@@ -186,7 +186,7 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
 // same tile loop (one loop of keys in its body, so both blocks share one
 // ring of K and V buffers).
 //
-// Launch: grid {min(steps, multiprocessors)}: steps = tiles = cdiv(N, BM)
+// Launch: grid {min(steps, multiprocessors * programs_per_sm)}: steps = tiles = cdiv(N, BM)
 // * B * H, causal cdiv(tiles, 2); arguments as attention_fwd_desc's.
 template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
 void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
@@ -331,7 +331,8 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
   return c;
 }
 
-// The configuration for head dim `head_dim` on `target` (Device::target()):
+// The configuration for head dim `head_dim` on `target` (Device::target())
+// and sequences of `seq_len` keys (0: not known, taken as long):
 // TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc|:persistent][:xN] (e.g. 128x64:8:3) when
 // set, for every head dim and target. Else on sm_90a the descriptor forms
 // with 8 warps (two consumer warpgroups of 64 query rows beside the
@@ -340,14 +341,21 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 // 3 stages, whose per-block costs, the rescale of O and the row
 // reductions, weigh twice as much: perf.md run 80), at d = 64 a program a
 // block with 3 stages (twice the keys a step for the same shared memory;
-// runs 61, 67 and 80); on AMD see below; elsewhere
+// runs 61, 67 and 80), but for sequences of up to 4096 keys 64x64 with
+// one consumer warpgroup and three programs a multiprocessor (:x3): a
+// program's start (its Q and first keys) and end (the output's store)
+// overlap the other two's products, +13-22 % at N 1024-2048 and +1-43 %
+// causal, 4 % behind at N 16384 (run 81); on AMD see below; elsewhere
 // 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
 // FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128: the instantiations with_tiles makes.
-inline AttentionConfig default_attention_config(int head_dim, const std::string& target) {
-  if (target == "sm_90a")
-    return head_dim == 64 ? AttentionConfig{128, 128, 8, 3, true} : AttentionConfig{128, 128, 8, 2, true, true};
+inline AttentionConfig default_attention_config(int head_dim, const std::string& target, int seq_len = 0) {
+  if (target == "sm_90a") {
+    if (head_dim == 128) return {128, 128, 8, 2, true, true};
+    if (seq_len > 0 && seq_len <= 4096) return {64, 64, 4, 3, true, false, 3};
+    return {128, 128, 8, 3, true};
+  }
   // AMD: a thread's registers grow with BN (the key block every warp
   // multiplies by) and hardly shrink with more warps: 128x64 at d 128
   // spilled 78 registers a thread on gfx90a and gfx942 and 116 on gfx1100
@@ -357,9 +365,19 @@ inline AttentionConfig default_attention_config(int head_dim, const std::string&
   if (target.rfind("gfx", 0) == 0 && (head_dim == 128 || target == "gfx1100")) return {128, 32, 8, 3};
   return {128, 64, head_dim == 64 ? 4 : 8, 3};
 }
-inline AttentionConfig attention_config(int head_dim, const std::string& target = "") {
+inline AttentionConfig attention_config(int head_dim, const std::string& target = "", int seq_len = 0) {
   const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
   if (env && *env) return parse_attention_config(env, "TILEDSL_ATTN_CONFIG");
+  return default_attention_config(head_dim, target, seq_len);
+}
+// The varlen kernel's configuration (it has the pointer form only, which
+// takes the tiles, warps and stages): TILEDSL_ATTN_CONFIG when set, else
+// the default's, but at d = 128 on sm_90a 128x64:8:3, 14-19 % faster there
+// than the persistent default's 128x128:8:2 (run 81).
+inline AttentionConfig varlen_attention_config(int head_dim, const std::string& target = "") {
+  const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
+  if (env && *env) return parse_attention_config(env, "TILEDSL_ATTN_CONFIG");
+  if (target == "sm_90a" && head_dim == 128) return {128, 64, 8, 3};
   return default_attention_config(head_dim, target);
 }
 
@@ -378,19 +396,21 @@ inline tl::CompileOptions attention_options(const AttentionConfig& c, tl::Compil
 }
 
 // The grid of a launch over `heads` heads of N queries: a program a BM-row
-// query block of a head, or (persistent) at most one a multiprocessor.
-inline tl::Grid attention_grid(const tl::Device& dev, int BM, bool persistent, bool causal, int heads, int N) {
+// query block of a head, or (persistent) at most `programs_per_sm` a
+// multiprocessor.
+inline tl::Grid attention_grid(const tl::Device& dev, int BM, bool persistent, bool causal, int heads, int N,
+                               int programs_per_sm = 1) {
   const int64_t blocks = tl::cdiv(N, BM);
   if (!persistent) return {uint32_t(blocks), uint32_t(heads)};
   // attention_persistent's steps: a tile each, causal a pair.
   const int64_t tiles = blocks * heads, steps = causal ? tl::cdiv(tiles, int64_t(2)) : tiles;
-  return {uint32_t(std::max<int64_t>(1, std::min<int64_t>(steps, dev.processor_count())))};
+  return {uint32_t(std::max<int64_t>(1, std::min<int64_t>(steps, int64_t(dev.processor_count()) * programs_per_sm)))};
 }
 
 template <class T, int BM, int BN, int D, bool CAUSAL>
 struct AttentionKernel {
   AttentionKernel(const AttentionConfig& c, tl::CompileOptions options)
-      : descriptors(c.descriptors), persistent(c.persistent) {
+      : descriptors(c.descriptors), persistent(c.persistent), programs_per_sm(c.programs_per_sm) {
     options = attention_options(c, options);
     kernel = persistent    ? tl::compile(attention_persistent<T, BM, BN, D, CAUSAL>, options)
              : descriptors ? tl::compile(attention_fwd_desc<T, BM, BN, D, CAUSAL>, options)
@@ -399,12 +419,13 @@ struct AttentionKernel {
   template <class Dev>
   void operator()(Dev& dev, const tl::Buffer& q, const tl::Buffer& k, const tl::Buffer& v, tl::Buffer& o, int B,
                   int H, int N, float sm_scale, int group = 1) const {
-    tl::Grid grid = attention_grid(dev, BM, persistent, CAUSAL, B * H, N);
+    tl::Grid grid = attention_grid(dev, BM, persistent, CAUSAL, B * H, N, programs_per_sm);
     if (descriptors) dev(kernel, grid, q, k, v, o, N, sm_scale, group, B * H, B * H / group, N * D);
     else dev(kernel, grid, q, k, v, o, N, sm_scale, group);
   }
   tl::Kernel kernel;
   bool descriptors, persistent;
+  int programs_per_sm;
 };
 
 // The varlen kernel (attention_varlen_fwd) in configuration `c`'s tiles,
@@ -485,12 +506,13 @@ AttentionConfig tune_attention(tl::Device& dev, const std::string& name, const s
                         return AttentionKernel<T, BM, BN, D, CAUSAL>(c, options).kernel;
                       });
                     },
-                    {{"BM", c.block_m}, {"persistent", c.persistent}}});
+                    {{"BM", c.block_m}, {"persistent", c.persistent}, {"programs_per_sm", c.programs_per_sm}}});
   tl::Autotuner tuner(name, list);
   const size_t n = size_t(B) * H * N * D, n_kv = size_t(B) * (H / group) * N * D;
   tl::Buffer q = dev.alloc<T>(n), k = dev.alloc<T>(n_kv), v = dev.alloc<T>(n_kv), o = dev.alloc<T>(n);
   auto grid = [&](const tl::TuneConfig& c) {
-    return attention_grid(dev, int(c.meta.at("BM")), c.meta.at("persistent") != 0, CAUSAL, B * H, N);
+    return attention_grid(dev, int(c.meta.at("BM")), c.meta.at("persistent") != 0, CAUSAL, B * H, N,
+                          int(c.meta.at("programs_per_sm")));
   };
   const float sm_scale = 1.0f / std::sqrt(float(D));
   std::vector<tl::Arg> args = {q, k, v, o, N, sm_scale, group};

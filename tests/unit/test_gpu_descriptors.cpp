@@ -798,6 +798,37 @@ TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 
   run.template operator()<128, 128, true>();
 }
 
+// The d 64 default for sequences of up to 4096 keys on sm_90a
+// (64x64:4:3:desc:x3: one consumer warpgroup a program, three programs a
+// multiprocessor, registers and shared memory capped at a program's share)
+// against the interpreter: ragged N, causal and not, more programs than fit
+// at once.
+TEST_CASE("attention at three programs a multiprocessor matches the interpreter: ragged N, causal and not",
+          "[gpu][descriptor]") {
+  REQUIRE_GPU();
+  constexpr int BM = 64, BN = 64, D = 64, H = 5;
+  auto run = [&]<bool CAUSAL>() {
+    CompileOptions options{.name = "attention_x3", .num_warps = 4, .num_stages = 3, .flush_denormals = true,
+                           .programs_per_sm = 3};
+    Kernel k = compile(kernels::attention_fwd_desc<bf16, BM, BN, D, CAUSAL>, options);
+    for (int n : {1, 100, 128, 300}) {
+      INFO(n << " queries" << (CAUSAL ? ", causal" : ""));
+      same_on_both<float>([&](Device& d) {
+        auto q = d.upload(small_ints(size_t(H) * n * D, 81)), kk = d.upload(small_ints(size_t(H) * n * D, 82));
+        auto v = d.upload(small_ints(size_t(H) * n * D, 83));
+        auto o = d.alloc<bf16>(size_t(H) * n * D);
+        d(k, Grid{uint32_t(tl::cdiv(n, BM)), uint32_t(H)}, q, kk, v, o, n, 0.125f, 1, H, H, n * D);
+        d.synchronize();
+        std::vector<float> out;
+        for (bf16 x : o.download<bf16>()) out.push_back(float(x));
+        return std::vector<std::vector<float>>{out};
+      }, 2e-2, 2e-2);
+    }
+  };
+  run.template operator()<false>();
+  run.template operator()<true>();
+}
+
 TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
           "with and without an online softmax",
           "[gpu][descriptor]") {
