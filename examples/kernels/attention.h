@@ -322,10 +322,11 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
   }
   c.persistent = form == "persistent";
   c.descriptors = c.persistent || form == "desc";
-  bool tiles_ok = (c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128);
+  bool tiles_ok = ((c.block_m == 64 || c.block_m == 128) && (c.block_n == 32 || c.block_n == 64 || c.block_n == 128)) ||
+                  (c.block_m == 256 && c.block_n == 64);
   bool warps_ok = c.num_warps >= 1 && c.num_warps <= 16 && (c.num_warps & (c.num_warps - 1)) == 0;
   if (!parsed || !tiles_ok || !warps_ok || c.num_stages < 1 || c.num_stages > 8)
-    throw tl::Error(what + ": expected BMxBN:warps:stages[:desc|:persistent][:xN] with BM 64 or 128, BN 32, 64 or 128, "
+    throw tl::Error(what + ": expected BMxBN:warps:stages[:desc|:persistent][:xN] with BM 64 or 128 and BN 32, 64 or 128, or 256x64, "
                     "warps a power of two up to 16, 1 to 8 stages and 1 to 8 programs a multiprocessor (e.g. 128x64:8:3, "
                     "64x64:4:3:desc:x3), found '" + text + "'");
   return c;
@@ -448,7 +449,8 @@ struct AttentionVarlenKernel {
 };
 
 // Calls `f.template operator()<BM, BN>()` for the run-time tile sizes of `c`
-// (BM in {64, 128}, BN in {32, 64, 128}); returns what f returns.
+// (BM in {64, 128} with BN in {32, 64, 128}, or 256 x 64: four consumer
+// warpgroups of 64 rows at d 64 with 16 warps); returns what f returns.
 template <class F>
 decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
   auto with_bn = [&]<int BM>() -> decltype(auto) {
@@ -459,7 +461,9 @@ decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
   };
   if (c.block_m == 64) return with_bn.template operator()<64>();
   if (c.block_m == 128) return with_bn.template operator()<128>();
-  throw tl::Error("attention: BM " + std::to_string(c.block_m) + " has no instantiation (64 or 128)");
+  if (c.block_m == 256 && c.block_n == 64) return f.template operator()<256, 64>();
+  throw tl::Error("attention: BMxBN " + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) +
+                  " has no instantiation (BM 64 or 128, or 256x64)");
 }
 
 // The configurations a tuned attention chooses from for head dim

@@ -674,6 +674,25 @@ TEST_CASE("attention with 2 and 3 programs a multiprocessor: setmaxnreg within a
                     Catch::Contains("sm_90a (a program's share at programs_per_sm = 8) has 28160"));
 }
 
+// Without a GPU: attention at d 64 in 256-row blocks of 64 keys with 16
+// warps (the config 256x64:16:3:desc): four consumer warpgroups of 64
+// rows beside the producer, 640 threads, so 96 registers at entry, the
+// producer down to 24 and the consumers up to 112, assembled without
+// spills, causal and not.
+TEST_CASE("attention in 256-row blocks: four consumer warpgroups within the register file, no spills",
+          "[codegen][descriptor]") {
+  using namespace codegen_checks;
+  CompileOptions options{.name = "attention", .num_warps = 16, .num_stages = 3, .flush_denormals = true};
+  for (Kernel k : {compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, false>, options),
+                   compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, true>, options)}) {
+    std::string ptx = codegen::compile(*k.impl(), aligned(k), "sm_90a").assembly;
+    CHECK(count(ptx, R"(\.maxnreg 96\b)") == 1);
+    CHECK(count(ptx, R"(setmaxnreg\.inc\.sync\.aligned\.u32\s+112;)") >= 1);
+    CHECK(count(ptx, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+24;)") == 1);
+    if (auto log = ptxas(ptx, "sm_90a")) CHECK(count(*log, R"( 0 bytes spill stores)") == 1);
+  }
+}
+
 // Without a GPU: the persistent attention (kernels::attention_persistent)
 // is warp-specialized as a whole, the tile loop in both partitions: one
 // ring of K and V for every tile, Q copied by the consumers each tile, the
@@ -801,18 +820,18 @@ TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 
 // The d 64 default for sequences of up to 4096 keys on sm_90a
 // (64x64:4:3:desc:x3: one consumer warpgroup a program, three programs a
 // multiprocessor, registers and shared memory capped at a program's share)
-// against the interpreter: ragged N, causal and not, more programs than fit
-// at once.
-TEST_CASE("attention at three programs a multiprocessor matches the interpreter: ragged N, causal and not",
+// and 256x64:16:3:desc (four consumer warpgroups a program) against the
+// interpreter: ragged N, causal and not, more programs than fit at once.
+TEST_CASE("attention at d 64, three programs a multiprocessor or 256-row blocks, matches the interpreter",
           "[gpu][descriptor]") {
   REQUIRE_GPU();
-  constexpr int BM = 64, BN = 64, D = 64, H = 5;
-  auto run = [&]<bool CAUSAL>() {
-    CompileOptions options{.name = "attention_x3", .num_warps = 4, .num_stages = 3, .flush_denormals = true,
-                           .programs_per_sm = 3};
+  constexpr int BN = 64, D = 64, H = 5;
+  auto run = [&]<int BM, bool CAUSAL>(int warps, int programs_per_sm) {
+    CompileOptions options{.name = "attention_d64", .num_warps = warps, .num_stages = 3, .flush_denormals = true,
+                           .programs_per_sm = programs_per_sm};
     Kernel k = compile(kernels::attention_fwd_desc<bf16, BM, BN, D, CAUSAL>, options);
     for (int n : {1, 100, 128, 300}) {
-      INFO(n << " queries" << (CAUSAL ? ", causal" : ""));
+      INFO(n << " queries, BM " << BM << (CAUSAL ? ", causal" : ""));
       same_on_both<float>([&](Device& d) {
         auto q = d.upload(small_ints(size_t(H) * n * D, 81)), kk = d.upload(small_ints(size_t(H) * n * D, 82));
         auto v = d.upload(small_ints(size_t(H) * n * D, 83));
@@ -825,8 +844,10 @@ TEST_CASE("attention at three programs a multiprocessor matches the interpreter:
       }, 2e-2, 2e-2);
     }
   };
-  run.template operator()<false>();
-  run.template operator()<true>();
+  run.template operator()<64, false>(4, 3);
+  run.template operator()<64, true>(4, 3);
+  run.template operator()<256, false>(16, 1);
+  run.template operator()<256, true>(16, 1);
 }
 
 TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
