@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -366,18 +367,21 @@ inline AttentionConfig default_attention_config(int head_dim, const std::string&
   if (target.rfind("gfx", 0) == 0 && (head_dim == 128 || target == "gfx1100")) return {128, 32, 8, 3};
   return {128, 64, head_dim == 64 ? 4 : 8, 3};
 }
-inline AttentionConfig attention_config(int head_dim, const std::string& target = "", int seq_len = 0) {
+// TILEDSL_ATTN_CONFIG, when set.
+inline std::optional<AttentionConfig> env_attention_config() {
   const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
   if (env && *env) return parse_attention_config(env, "TILEDSL_ATTN_CONFIG");
-  return default_attention_config(head_dim, target, seq_len);
+  return std::nullopt;
+}
+inline AttentionConfig attention_config(int head_dim, const std::string& target = "", int seq_len = 0) {
+  return env_attention_config().value_or(default_attention_config(head_dim, target, seq_len));
 }
 // The varlen kernel's configuration (it has the pointer form only, which
 // takes the tiles, warps and stages): TILEDSL_ATTN_CONFIG when set, else
 // the default's, but at d = 128 on sm_90a 128x64:8:3, 14-19 % faster there
 // than the persistent default's 128x128:8:2 (run 81).
 inline AttentionConfig varlen_attention_config(int head_dim, const std::string& target = "") {
-  const char* env = std::getenv("TILEDSL_ATTN_CONFIG");
-  if (env && *env) return parse_attention_config(env, "TILEDSL_ATTN_CONFIG");
+  if (auto c = env_attention_config()) return *c;
   if (target == "sm_90a" && head_dim == 128) return {128, 64, 8, 3};
   return default_attention_config(head_dim, target);
 }
