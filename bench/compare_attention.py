@@ -2,12 +2,13 @@
 """The torch and Triton side of bench/attention.cpp: TFLOP/s of the bf16
 flash-attention forward on the same shapes (16k tokens, B = 16384 / N;
 model width 2048, H = 2048 / D; D = 64 and 128; N = 1024 to 16384; causal
-and not), timed with triton.testing.do_bench (medians):
+and not; and attention_bhn's B x H x N, issue 14's four shapes), timed with
+triton.testing.do_bench (medians):
 
   cudnn         torch SDPA, cuDNN back end (SDPBackend.CUDNN_ATTENTION)
   fa2           torch SDPA, FlashAttention-2 back end (SDPBackend.FLASH_ATTENTION)
   triton        the Triton kernel below with tiledsl's tile configuration
-                (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:desc] overrides both)
+                (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:...] overrides both)
   triton_best   the same kernel, best of a few configurations
 
 The Triton kernel is the algorithm of examples/kernels/attention.h written
@@ -78,15 +79,19 @@ def attention_fwd(Q, K, V, O, N, sm_scale, D: tl.constexpr, BM: tl.constexpr, BN
     tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok)
 
 
-def default_config(d):
-    """kernels::attention_config of examples/kernels/attention.h."""
+def default_config(d, n):
+    """The tiles of kernels::attention_config of examples/kernels/attention.h
+    (its forms, ":desc", ":persistent", and programs a multiprocessor, ":xN",
+    are tiledsl's alone)."""
     env = os.environ.get("TILEDSL_ATTN_CONFIG")
     if env:
-        tiles, warps, stages = env.split(":")[:3]  # a form (":desc") is tiledsl's alone
+        tiles, warps, stages = env.split(":")[:3]
         bm, bn = tiles.split("x")
         return int(bm), int(bn), int(warps), int(stages)
-    if torch.cuda.get_device_capability() == (9, 0):  # sm_90a: 8 warps at every head dim
-        return 128, 64, 8, 3
+    if torch.cuda.get_device_capability() == (9, 0):
+        if d == 128:
+            return 128, 128, 8, 2
+        return (64, 64, 4, 3) if n <= 4096 else (128, 128, 8, 3)
     return 128, 64, 4 if d == 64 else 8, 3
 
 
@@ -125,48 +130,55 @@ def check(name, got, ref):
     torch.testing.assert_close(got[:1, :1].float(), ref, atol=2e-2, rtol=2e-2, msg=lambda m: f"{name}: {m}")
 
 
+# bench_attention's attention_bhn: B, H, N, d, causal given (issue 14's
+# shapes, FlashAttention-3's table); rows marked "bhn". ATTN_BHN=0 skips them.
+BHN_SHAPES = [(4, 32, 4096, 128, False), (4, 32, 4096, 128, True), (8, 16, 2048, 64, False),
+              (2, 16, 8192, 128, True)] if os.environ.get("ATTN_BHN", "1") != "0" else []
+
+
 def main():
     rows = []
-    for d in HEAD_DIMS:
-        for causal in (False, True):
-            for n in LENGTHS:
-                b, h = TOKENS // n, MODEL_WIDTH // d
-                gen = torch.Generator(device="cuda").manual_seed(0)
-                q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, generator=gen)
-                           for _ in range(3))
-                o = torch.empty_like(q)
-                shape = {"op": "attention", "dtype": "bf16", "d": d, "causal": causal, "n": n, "B": b, "H": h}
-                fl = flops(b, h, n, d, causal)
-                ref = reference(q, k, v, causal)
+    cases = [(TOKENS // n, MODEL_WIDTH // d, n, d, causal, {})
+             for d in HEAD_DIMS for causal in (False, True) for n in LENGTHS]
+    cases += [(b, h, n, d, causal, {"bhn": True}) for b, h, n, d, causal in BHN_SHAPES]
+    for b, h, n, d, causal, mark in cases:
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+                   for _ in range(3))
+        o = torch.empty_like(q)
+        shape = {"op": "attention_bhn" if mark else "attention", "dtype": "bf16", "d": d, "causal": causal,
+                 "n": n, "B": b, "H": h, **mark}
+        fl = flops(b, h, n, d, causal)
+        ref = reference(q, k, v, causal)
 
-                # fn launches once; `out` is where the result lands (None: fn returns it).
-                def record(impl, fn, out=None, **extra):
-                    try:
-                        result = fn()
-                        check(impl, result if out is None else out, ref)
-                        ms = bench(fn)
-                        rows.append({**shape, "impl": impl, "ms": ms, "TFLOP/s": fl / (ms * 1e-3) / 1e12, **extra})
-                    except Exception as e:  # a back end that refuses the shape: say so, go on
-                        rows.append({**shape, "impl": impl, "error": f"{type(e).__name__}: {e}"[:300], **extra})
-                    return rows[-1]
+        # fn launches once; `out` is where the result lands (None: fn returns it).
+        def record(impl, fn, out=None, **extra):
+            try:
+                result = fn()
+                check(impl, result if out is None else out, ref)
+                ms = bench(fn)
+                rows.append({**shape, "impl": impl, "ms": ms, "TFLOP/s": fl / (ms * 1e-3) / 1e12, **extra})
+            except Exception as e:  # a back end that refuses the shape: say so, go on
+                rows.append({**shape, "impl": impl, "error": f"{type(e).__name__}: {e}"[:300], **extra})
+            return rows[-1]
 
-                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    record("cudnn", sdpa(q, k, v, causal))
-                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                    record("fa2", sdpa(q, k, v, causal))
-                cfg = default_config(d)
-                record("triton", triton_attention(q, k, v, o, causal, cfg), out=o, config=list(cfg))
-                best = None
-                for c in TRITON_CONFIGS:
-                    o.zero_()  # each configuration must write its own result
-                    r = record("triton_cfg", triton_attention(q, k, v, o, causal, c), out=o, config=list(c))
-                    rows.pop()
-                    if "ms" in r and (best is None or r["ms"] < best["ms"]):
-                        best = r
-                if best is not None:
-                    rows.append({**best, "impl": "triton_best"})
-                del q, k, v, o, ref
-                torch.cuda.empty_cache()
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            record("cudnn", sdpa(q, k, v, causal))
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            record("fa2", sdpa(q, k, v, causal))
+        cfg = default_config(d, n)
+        record("triton", triton_attention(q, k, v, o, causal, cfg), out=o, config=list(cfg))
+        best = None
+        for c in TRITON_CONFIGS:
+            o.zero_()  # each configuration must write its own result
+            r = record("triton_cfg", triton_attention(q, k, v, o, causal, c), out=o, config=list(c))
+            rows.pop()
+            if "ms" in r and (best is None or r["ms"] < best["ms"]):
+                best = r
+        if best is not None:
+            rows.append({**best, "impl": "triton_best"})
+        del q, k, v, o, ref
+        torch.cuda.empty_cache()
 
     # Grouped-query attention (4 query heads a key/value head; bench_attention's
     # attention_gqa): the SDPA back ends only (Triton's tutorial kernel has no
@@ -194,6 +206,8 @@ def main():
     print(f"{'d':>4} {'causal':<7}{'n':>7}  {'impl':<12}{'ms':>10}{'TFLOP/s':>10}  config/error")
     for r in rows:
         tail = r.get("error", "") or " ".join(map(str, r.get("config", []))) or (f"GQA kv={r['kv']}" if "kv" in r else "")
+        if r.get("bhn"):
+            tail = f"B={r['B']} H={r['H']} " + tail
         print(f"{r['d']:>4} {str(r['causal']):<7}{r['n']:>7}  {r['impl']:<12}{r.get('ms', 0):>10.4f}"
               f"{r.get('TFLOP/s', 0):>10.1f}  {tail}")
     if len(sys.argv) > 1:

@@ -142,7 +142,7 @@ ATTENTION_NAME = re.compile(r"(attention|attention_gqa|attention_varlen)<(\d+), 
 NORM_NAME = re.compile(r"(copy|softmax|layernorm)(_persistent|_warps)?<(tl::bf16|float)((?:, \d+)*)>$")
 CPP_DTYPE = {"tl::bf16": "bf16", "float": "f32"}
 KNOWN_NAMES = ("gemm_tiledsl/MxNxK/<config>, gemm_cublas/MxNxK, attention<D, causal>/N, "
-               "attention_gqa<D, causal>/N, attention_varlen<D, causal>/N, attention_tuned<D, causal>/N, copy<T>, softmax<T, N>, "
+               "attention_gqa<D, causal>/N, attention_varlen<D, causal>/N, attention_tuned<D, causal>/N, attention_bhn<D, causal>/B/H/N, copy<T>, softmax<T, N>, "
                "layernorm<T, N> and their _persistent and _warps forms, softmax_cold_compile")
 
 
@@ -162,7 +162,7 @@ def parse_bench_name(name):
         return "attention", shape, "tiledsl"
     if family == "softmax_cold_compile":
         return "norms", None, None
-    if family.startswith("attention_tuned<"):  # the tuner's pick: in summarize_attention.py's table only
+    if family.startswith(("attention_tuned<", "attention_bhn<")):  # in summarize_attention.py's tables only
         return "attention", None, None
     m = NORM_NAME.match(family)
     if m:
@@ -282,6 +282,8 @@ def parse_peer_row(row, where):
         if d <= 0 or n <= 0:
             raise InputError(f"{where}: d and n must be positive")
         kind, shape = "attention", attention_shape(op, d, field(row, "causal", bool, where), n)
+    elif op == "attention_bhn":  # B x H x N given: in summarize_attention.py's table only
+        return "attention", None, None
     elif isinstance(op, str) and (op == "softmax_cold_compile" or re.match(r"softmax_warps\d+$", op)):
         return "norms", None, None  # compare_norms.py's cold compile and warps sweep
     elif isinstance(op, str) and NORM_PEER_OP.match(op):  # compare_norms.py

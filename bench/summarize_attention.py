@@ -3,7 +3,8 @@
 (torch SDPA with the cuDNN and FlashAttention-2 back ends, Triton) results
 from one run: bf16 forward TFLOP/s per head dim, causality and sequence
 length, and tiledsl's ratio to each (its fixed configuration; the
-autotuned one, attention_tuned, beside it where it ran). A result that failed shows its error
+autotuned one, attention_tuned, beside it where it ran); then a table of
+attention_bhn's shapes (B x H x N given). A result that failed shows its error
 below the table instead of a number.
 
     python3 bench/summarize_attention.py attention.json compare_attention.json
@@ -19,7 +20,15 @@ IMPLS = [("cudnn", "cuDNN"), ("fa2", "FA2"), ("triton", "Triton"), ("triton_best
 def main(ours_path, theirs_path):
     ours, tuned, errors = {}, {}, []
     keys = set()  # every (D, causal, N) seen, failed ones included
+    bhn_ours, bhn_theirs = {}, {}  # attention_bhn: (D, causal, B, H, N) -> TFLOP/s
     for b in json.load(open(ours_path))["benchmarks"]:
+        m = re.match(r"attention_bhn<(\d+), (true|false)>/(\d+)/(\d+)/(\d+)", b["name"])
+        if m:
+            key = (int(m.group(1)), m.group(2) == "true", int(m.group(3)), int(m.group(4)), int(m.group(5)))
+            if b.get("error_occurred"):
+                errors.append(f"tiledsl bhn {key}: {b.get('error_message', '')}")
+            bhn_ours[key] = b.get("TFLOP/s", 0)
+            continue
         m = re.match(r"attention(_tuned)?<(\d+), (true|false)>/(\d+)", b["name"])
         if not m:
             continue
@@ -32,6 +41,12 @@ def main(ours_path, theirs_path):
     theirs = {}
     for r in json.load(open(theirs_path)):
         if "kv" in r:  # grouped-query rows: not in this table
+            continue
+        if r.get("bhn"):
+            key = (r["d"], r["causal"], r["B"], r["H"], r["n"])
+            if "error" in r:
+                errors.append(f"{r['impl']} bhn {key}: {r['error']}")
+            bhn_theirs[key + (r["impl"],)] = r.get("TFLOP/s", 0)
             continue
         key = (r["d"], r["causal"], r["n"])
         keys.add(key)
@@ -62,6 +77,18 @@ def main(ours_path, theirs_path):
                 [num(other[impl]) for impl, _ in IMPLS] + \
                 [ratio(tl_tflops, other["cudnn"]), ratio(tl_tflops, other["fa2"]), ratio(tl_tflops, other["triton"])]
         print("| " + " | ".join(cells) + " |")
+
+    bhn_keys = sorted(set(bhn_ours) | {k[:5] for k in bhn_theirs})
+    if bhn_keys:
+        head = ["D", "causal", "B x H", "N", "tiledsl"] + [name for _, name in IMPLS] + ["tl/cuDNN", "tl/Triton best"]
+        print("\n| " + " | ".join(head) + " |")
+        print("|" + "|".join("---:" for _ in head) + "|")
+        for d, causal, b, h, n in bhn_keys:
+            t = bhn_ours.get((d, causal, b, h, n), 0)
+            other = {impl: bhn_theirs.get((d, causal, b, h, n, impl), 0) for impl, _ in IMPLS}
+            cells = [str(d), "yes" if causal else "no", f"{b} x {h}", str(n), num(t)] + \
+                    [num(other[impl]) for impl, _ in IMPLS] + [ratio(t, other["cudnn"]), ratio(t, other["triton_best"])]
+            print("| " + " | ".join(cells) + " |")
 
     configs = {(int(b["BM"]), int(b["BN"]), int(b["warps"]), int(b["stages"])) for b in ours.values()}
     if configs:

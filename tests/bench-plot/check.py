@@ -6,8 +6,9 @@ bench_attention and bench_norms write with --benchmark_format=json, and
 compare_gemm.json, compare_attention.json and compare_norms.json as
 bench/compare_*.py write them, a few shapes each, with a skipped benchmark,
 a peer's error row, a shape of tiledsl alone and one of a peer alone
-(attention.json also has an attention_tuned row, the tuner's pick, which
-is not plotted: no bar of its own); the expected values are below. The SVGs are well-formed XML with one bar per
+(attention.json also has an attention_tuned row, the tuner's pick, and
+both files an attention_bhn row, B x H x N given, which are not plotted:
+no bar of their own); the expected values are below. The SVGs are well-formed XML with one bar per
 (shape, series) present and one roofline point per kernel and shape, and
 <kind>-ratios.json holds the ratios worked out by hand below. Malformed
 input (malformed.json, and a few made here) must end plot.py with a
