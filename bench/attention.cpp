@@ -17,7 +17,7 @@
 // halved for causal.
 //
 //   bench_attention --benchmark_format=json --benchmark_out=attention.json
-// TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:desc] overrides the tile configuration
+// TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:desc|:persistent][:xN] overrides the tile configuration
 // (kernels::attention_config); the one used is in each result's counters.
 #include <benchmark/benchmark.h>
 

@@ -18,7 +18,7 @@
 // On a GPU tiles, warps and stages are autotuned (tl::Autotuner over
 // kernels::attention_tune_configs, the pick kept on disk for the next run;
 // --tune does it on the interpreter too); TILEDSL_ATTN_CONFIG=
-// BMxBN:warps:stages[:desc|:persistent] fixes them. The sweep, --small, the
+// BMxBN:warps:stages[:desc|:persistent][:xN] fixes them. The sweep, --small, the
 // interpreter use kernels::attention_config, varlen runs
 // kernels::varlen_attention_config.
 #include <algorithm>
