@@ -174,8 +174,9 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
 }
 
 // attention_fwd_desc as a persistent program: at most one program per
-// multiprocessor (programs_per_sm with :xN), each walking the (head, query block) tiles from its
-// program id in steps of the program count, so that the producer loads the
+// multiprocessor (programs_per_sm of them with :xN), each walking the
+// (head, query block) tiles from its program id in steps of the program
+// count, so that the producer loads the
 // next tile's first keys while the consumers finish the last one's
 // softmax and store its output. The tiles of one head are consecutive
 // (the programs working at once share their K and V through L2). Causal,
@@ -187,8 +188,9 @@ void attention_fwd_desc(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, 
 // same tile loop (one loop of keys in its body, so both blocks share one
 // ring of K and V buffers).
 //
-// Launch: grid {min(steps, multiprocessors * programs_per_sm)}: steps = tiles = cdiv(N, BM)
-// * B * H, causal cdiv(tiles, 2); arguments as attention_fwd_desc's.
+// Launch: grid {min(steps, multiprocessors * programs_per_sm)}: steps =
+// tiles = cdiv(N, BM) * B * H, causal cdiv(tiles, 2); arguments as
+// attention_fwd_desc's.
 template <class T, int BM, int BN, int HEAD_DIM, bool CAUSAL>
 void attention_persistent(tl::ptr<T> Q, tl::ptr<T> K, tl::ptr<T> V, tl::ptr<T> O, tl::scalar<int32_t> seq_len,
                           tl::scalar<float> sm_scale, tl::scalar<int32_t> group, tl::scalar<int32_t> heads,
@@ -346,12 +348,13 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 // runs 61, 67 and 80), but for sequences of up to 4096 keys 64x64 with
 // one consumer warpgroup and three programs a multiprocessor (:x3): a
 // program's start (its Q and first keys) and end (the output's store)
-// overlap the other two's products, +13-22 % at N 1024-2048 and +1-43 %
-// causal, 4 % behind at N 16384 (run 81); on AMD see below; elsewhere
+// overlap the other two's products, +22 / +13 / +1 % at N 1024 / 2048 /
+// 4096 and +43 / +26 / +14 % causal, 4-6 % behind at N 16384 (run 81); on
+// AMD see below; elsewhere
 // 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
 // FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
-// 128: the instantiations with_tiles makes.
+// 128, or 256x64: the instantiations with_tiles makes.
 inline AttentionConfig default_attention_config(int head_dim, const std::string& target, int seq_len = 0) {
   if (target == "sm_90a") {
     if (head_dim == 128) return {128, 128, 8, 2, true, true};
@@ -378,7 +381,7 @@ inline AttentionConfig attention_config(int head_dim, const std::string& target 
 }
 // The varlen kernel's configuration (it has the pointer form only, which
 // takes the tiles, warps and stages): TILEDSL_ATTN_CONFIG when set, else
-// the default's, but at d = 128 on sm_90a 128x64:8:3, 14-19 % faster there
+// the default's, but at d = 128 on sm_90a 128x64:8:3, 12-17 % faster there
 // than the persistent default's 128x128:8:2 (run 81).
 inline AttentionConfig varlen_attention_config(int head_dim, const std::string& target = "") {
   if (auto c = env_attention_config()) return *c;

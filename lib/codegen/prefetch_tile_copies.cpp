@@ -100,7 +100,7 @@ std::optional<Group> find_group(Op& loop) {
       ok = ok && at[g.expect] < at[l] && at[l] < at[g.wait];
       Op* buf = l->operands[1]->def;
       ok = ok && buf && buf->kind == OpKind::LocalAlloc && buf->parent == &body && buf->operands.empty();
-      if (ok) g.bufs.push_back(buf);
+      if (ok && std::find(g.bufs.begin(), g.bufs.end(), buf) == g.bufs.end()) g.bufs.push_back(buf);
     }
     ok = ok && at[g.init] < at[g.expect] && at[g.wait] < at[g.inval];
     // The wait's phase a constant 0 (one phase a tile, as made).
@@ -201,18 +201,16 @@ bool prefetch(ir::Function& fn, Op& loop, const LayoutPlan& plan, int64_t availa
   });
   if (!inside || unshared_bound(fn, plan) > available) return false;
 
-  // Before the loop: the buffers and the mbarrier, its init, the first
+  // Before the loop: the mbarrier and the buffers, its init, the first
   // tile's copies.
   ir::Region& around = *loop.parent;
-  for (Op* o : std::vector<Op*>{g.bar, g.init}) {
-    if (o == g.init)
-      for (Op* b : g.bufs) {
-        around.ops.splice(around.find(&loop), body.ops, body.find(b));
-        b->parent = &around;
-      }
-    around.ops.splice(around.find(&loop), body.ops, body.find(o));
+  auto move_out = [&](Op* o, ir::Region::iterator at) {  // from the body into `around`, before `at`
+    around.ops.splice(at, body.ops, body.find(o));
     o->parent = &around;
-  }
+  };
+  move_out(g.bar, around.find(&loop));
+  for (Op* b : g.bufs) move_out(b, around.find(&loop));
+  move_out(g.init, around.find(&loop));
   ir::Builder pre(&around, around.find(&loop));
   pre.loc = loop.loc;
   pre.create(OpKind::Barrier, {}, {});  // every thread sees the init before a wait
@@ -247,8 +245,7 @@ bool prefetch(ir::Function& fn, Op& loop, const LayoutPlan& plan, int64_t availa
   Op* inval = g.inval;
   for (Op* o : g.loads) body.erase(o);
   body.erase(g.expect);
-  around.ops.splice(std::next(around.find(&loop)), body.ops, body.find(inval));
-  inval->parent = &around;
+  move_out(inval, std::next(around.find(&loop)));
   ir::Builder end(&around, around.find(inval));
   end.loc = loop.loc;
   end.create(OpKind::Barrier, {}, {});

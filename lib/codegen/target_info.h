@@ -61,6 +61,9 @@ struct TargetInfo {
     return block_registers ? std::min(thread_registers, block_registers / std::max(programs, 1) / std::max(threads, 1))
                            : 0;
   }
+  // The same rounded down to a multiple of 8, as .maxnreg and setmaxnreg
+  // take it: the cap a kernel's threads get at entry.
+  int register_cap(int threads, int programs = 1) const { return thread_register_limit(threads, programs) / 8 * 8; }
   // Shared memory a block may use where `programs` share a multiprocessor:
   // the multiprocessor's bytes (the opt-in maximum and one block's
   // reservation) split, less each block's reservation.

@@ -22,7 +22,7 @@ int consumer_registers(int consumer_warps, int producer_registers, int block_reg
 }
 
 int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm) {
-  return t.thread_register_limit((consumer_warps + 4) * 32, programs_per_sm) / 8 * 8;
+  return t.register_cap((consumer_warps + 4) * 32, programs_per_sm);
 }
 
 namespace {
