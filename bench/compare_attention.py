@@ -34,6 +34,9 @@ TOKENS = 16384       # B * N
 MODEL_WIDTH = 2048   # H * D
 # ATTN_LENGTHS=4096,16384 measures only those (a short device call).
 LENGTHS = [int(n) for n in os.environ.get("ATTN_LENGTHS", "").split(",") if n] or [1024, 2048, 4096, 8192, 16384]
+# ATTN_SWEEP=0 leaves out the 16k-token sweep (attention_bhn's shapes and
+# the grouped-query rows only).
+SWEEP = os.environ.get("ATTN_SWEEP", "1") != "0"
 # ATTN_HEAD_DIMS=128 measures only that head dim.
 HEAD_DIMS = [int(d) for d in os.environ.get("ATTN_HEAD_DIMS", "").split(",") if d] or [64, 128]
 # (BM, BN, warps, stages) tried for triton_best.
@@ -139,7 +142,7 @@ BHN_SHAPES = [(4, 32, 4096, 128, False), (4, 32, 4096, 128, True), (8, 16, 2048,
 def main():
     rows = []
     cases = [(TOKENS // n, MODEL_WIDTH // d, n, d, causal, {})
-             for d in HEAD_DIMS for causal in (False, True) for n in LENGTHS]
+             for d in HEAD_DIMS for causal in (False, True) for n in LENGTHS] if SWEEP else []
     cases += [(b, h, n, d, causal, {"bhn": True}) for b, h, n, d, causal in BHN_SHAPES]
     for b, h, n, d, causal, mark in cases:
         gen = torch.Generator(device="cuda").manual_seed(0)

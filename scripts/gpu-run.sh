@@ -3,7 +3,7 @@
 # dist/ carried: unpacks the build, then runs the [gpu] tests, the examples
 # on the GPU, the C++ benchmarks and the torch/Triton comparison in one go.
 # Logs and JSON go to $OUT.
-# Usage: scripts/gpu-run.sh [tests] [examples] [sweep] [bench] [gemm] [attn]
+# Usage: scripts/gpu-run.sh [tests] [examples] [sweep] [bench] [gemm] [attn] [ported] [decode] [ncu-gemm]
 # PACK picks the package (default dist/tiledsl-gpu.tar.xz) and TL the folder
 # it unpacks into (default /tmp/tl): a before/after comparison runs this
 # twice in one call, each package into its own folder, each OUT its own.
@@ -13,6 +13,9 @@
 #   bench     softmax/layernorm GB/s with torch and Triton
 #   gemm      bench_gemm (tiledsl and cuBLAS) with torch and Triton
 #   attn      bench_attention with torch SDPA (cuDNN, FlashAttention) and Triton
+#   ported    bench_ported (issue 17's kernels ported from Triton) with the originals
+#   decode    the decode example (flash-decoding) at 32k and 131k keys
+#   ncu-gemm  the gemm example's kernel under Nsight Compute, 4096³ and 4000³
 #   aot       the gemm example's ahead-of-time form (gemm_aot, runtime
 #             library only) beside the JIT form: correctness sweep, speed,
 #             and the wall time of a whole run from a fresh process each
@@ -31,14 +34,27 @@ export TILEDSL_CUBLAS=${TILEDSL_CUBLAS:-$(python3 -c 'import glob,os,torch;c=sor
 bin=$TL/bin
 what=${*:-tests examples bench}
 # bench_<name> (JSON), then bench/compare_<name>.py and summarize_<name>.py.
+# REPEAT=n runs the benchmark n times (<name>-1.json ...: the spread within
+# one call) against one run of the peers; BENCH_ARGS go to the benchmark
+# (e.g. --benchmark_filter=attention_bhn).
 bench_and_compare() {
-  local name=$1
-  "$bin/bench_$name" --benchmark_format=json --benchmark_out="$OUT/$name.json" > "$OUT/bench-$name.log" 2>&1
-  echo "bench_$name rc=$?"
+  local name=$1 runs=() r json
+  for r in $(seq "${REPEAT:-1}"); do
+    json=$OUT/$name.json
+    [ "${REPEAT:-1}" -gt 1 ] && json=$OUT/$name-$r.json
+    # shellcheck disable=SC2086
+    "$bin/bench_$name" ${BENCH_ARGS:-} --benchmark_format=json --benchmark_out="$json" >> "$OUT/bench-$name.log" 2>&1
+    echo "bench_$name run $r rc=$?"
+    runs+=("$json")
+  done
   python3 "bench/compare_$name.py" "$OUT/compare_$name.json" >> "$OUT/bench-$name.log" 2>&1
   echo "compare_$name rc=$?"
-  python3 "bench/summarize_$name.py" "$OUT/$name.json" "$OUT/compare_$name.json" | tee "$OUT/$name-summary.md"
-  python3 bench/plot.py "$OUT/plots" "$OUT/$name.json" "$OUT/compare_$name.json" >> "$OUT/bench-$name.log"; echo "plot_$name rc=$?"
+  for json in "${runs[@]}"; do
+    echo "== $(basename "$json")"
+    python3 "bench/summarize_$name.py" "$json" "$OUT/compare_$name.json" | tee "${json%.json}-summary.md"
+  done
+  [ "$name" = ported ] && return  # no plots of its rows
+  python3 bench/plot.py "$OUT/plots" "${runs[0]}" "$OUT/compare_$name.json" >> "$OUT/bench-$name.log"; echo "plot_$name rc=$?"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 for w in $what; do
@@ -111,5 +127,30 @@ for w in $what; do
     bench) bench_and_compare norms ;;
     gemm) bench_and_compare gemm ;;
     attn) bench_and_compare attention ;;
+    ported) bench_and_compare ported ;;
+    decode)
+      # Issue 14's decode: GB/s of KV cache read against a copy of the same
+      # bytes, at 32k keys and longer.
+      for shape in 8,32,8,32768 8,32,8,131072 1,32,8,131072; do
+        timeout 120 "$bin/decode" --device=cuda --shape=$shape > /tmp/decode.log 2>&1
+        echo "decode $shape rc=$?: $(grep -E 'PASS|FAIL|GB/s|rror' /tmp/decode.log | tr '\n' ' ')"
+        cat /tmp/decode.log >> "$OUT/decode.log"
+      done ;;
+    ncu-gemm)
+      # The gemm example's kernel under Nsight Compute at each of
+      # NCU_SHAPES (M,N,K; default 4096³ and 4000³), one launch after the
+      # warm-up, fixed configuration (NCU_CONFIG, default the sm_90a one):
+      # speed of light, memory, occupancy and warp stalls, as CSV.
+      ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+      for mnk in ${NCU_SHAPES:-4096,4096,4096 4000,4000,4000}; do
+        "$ncu" -k gemm --launch-skip 3 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+          --section MemoryWorkloadAnalysis_Tables --section Occupancy --section WarpStateStats --section LaunchStats \
+          --metrics lts__t_requests_srcunit_tex.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors.sum,lts__t_requests.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct \
+          --csv --page details "$bin/gemm" --device=cuda --mnk="$mnk" --reps=5 \
+          --config="${NCU_CONFIG:-128x256x64:8:3:persistent}" > "$OUT/ncu-${mnk//,/x}.csv" 2> "/tmp/ncu.err"
+        echo "ncu $mnk rc=$?: $(tail -2 /tmp/ncu.err | tr '\n' ' ')"
+        grep -E 'Duration|Throughput|Hit Rate|lts__t_|dram__bytes|Registers|Stall|Achieved Occupancy|Elapsed Cycles|SM Frequency' \
+          "$OUT/ncu-${mnk//,/x}.csv" | awk -F'","' '{print $(NF-2)" ["$(NF-1)"] "$NF}' | head -40
+      done ;;
   esac
 done

@@ -135,10 +135,16 @@ std::string Specialization::key() const {
   return k;
 }
 
+// Triton's classes are 16 and 1; 8 is a class of its own here, so that a
+// row of 8 mod 16 two-byte elements (136, 1000, 4008) is still proven a
+// multiple of 16 bytes and its blocks can be tensor copies. Binaries
+// compiled ahead of time know 16 and 1 only: a launch of class 8 takes a
+// "d1" binary (pick_precompiled).
 transforms::ArgFacts int_arg_facts(int64_t value) {
   transforms::ArgFacts f;
   if (value == 1) f.value = 1;
   else if (value % 16 == 0) f.divisibility = 16;
+  else if (value % 8 == 0) f.divisibility = 8;
   return f;
 }
 

@@ -35,7 +35,7 @@ namespace tl::runtime {
 
 // The facts of the launch arguments that the compiled code may rely on, as
 // Triton specializes: a pointer's alignment, an integer's divisibility by 16
-// or equality to 1; none for a float.
+// (or by 8, a class Triton does not have) or equality to 1; none for a float.
 codegen::Specialization specialize(const std::vector<detail::LaunchArg>& args);
 
 // What a launcher asks of the GPU and driver it compiles for.

@@ -36,7 +36,7 @@ struct AxisInfo {
 
 // What is known of a kernel argument before tracing sees its value.
 struct ArgFacts {
-  int64_t divisibility = 1;        // 16 when specialized as such
+  int64_t divisibility = 1;        // 16 or 8 when specialized as such
   std::optional<int64_t> value;    // 1 when specialized as equal to one
 };
 

@@ -278,6 +278,13 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   auto masked = codegen::compile(*k.impl(), ragged, "sm_90a");
   CHECK(masked.tensor_maps.empty());
   CHECK(codegen_checks::count(masked.assembly, R"(cp\.async\.bulk\.tensor)") == 0);
+  // Rows of 8 mod 16 elements (K 1000, N 136): the specialization's class
+  // of 8 proves them multiples of 16 bytes, so all three are copies.
+  codegen::Specialization eight = aligned;
+  eight.args[4] = codegen::int_arg_facts(136);
+  eight.args[5] = codegen::int_arg_facts(1000);
+  CHECK(eight.key() != aligned.key());
+  CHECK(codegen::compile(*k.impl(), eight, "sm_90a").tensor_maps.size() == 3);
 
   // One stage: A's and B's blocks copied together where A's stands, on
   // one mbarrier (one wait), ended after.
@@ -423,6 +430,9 @@ TEST_CASE("descriptor gemms through tensor copies match the interpreter", "[gpu]
   check_gemm<1>(160, 128, 64 * 3);
   // A row stride TMA cannot take: the masked form, same results.
   check_gemm<3>(130, 128, 100);
+  // Rows of 8 mod 16 elements (N 152, K 264): tensor copies through the
+  // specialization's class of 8, the last K block half past K.
+  check_gemm<3>(200, 152, 64 * 4 + 8);
   // Narrower blocks (64- and 32-byte rows: the 64B and 32B swizzles).
   check_gemm<3, 64, 64, 32>(96, 80, 32 * 5);
   check_gemm<3, 64, 32, 16>(64, 48, 16 * 6);
@@ -433,7 +443,7 @@ TEST_CASE("warp-specialized descriptor gemms match the interpreter", "[gpu][desc
   // The producer runs ahead by the ring's depth: trip counts 0, 1, 2, S-1,
   // S, S+1 and many at 3 stages, ragged M and N; rings of 2 and 4; 8
   // consumer warps; a last block past K; 64- and 32-byte rows. (N a
-  // multiple of 16: B's rows then meet TMA's rules, else B is a masked load
+  // multiple of 8: B's rows then meet TMA's rules, else B is a masked load
   // and the loop has nothing to specialize.)
   for (int trips : {0, 1, 2, 3, 4, 9}) check_gemm<3>(200, 144, trips * 64, 4, true);
   check_gemm<2>(128, 256, 64 * 5, 4, true);
@@ -443,6 +453,7 @@ TEST_CASE("warp-specialized descriptor gemms match the interpreter", "[gpu][desc
   check_gemm<3>(128, 128, 64 * 2 + 16, 4, true);
   check_gemm<3, 64, 64, 32>(96, 80, 32 * 5, 4, true);
   check_gemm<3, 64, 32, 16>(64, 48, 16 * 6, 4, true);
+  check_gemm<3>(136, 152, 64 * 5 + 8, 4, true);  // rows of 8 mod 16 elements
   // The same kernel with the option forbidding it.
   check_gemm<3>(200, 144, 9 * 64, 4, false);
 }
