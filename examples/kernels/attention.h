@@ -478,7 +478,9 @@ decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
 // the same form (the descriptor form on sm_90a, whose launch takes more
 // arguments: one tuner's configurations share one argument list), 64
 // query rows for short sequences, and on sm_90a the persistent form
-// (which shares the descriptor form's arguments; docs/perf.md runs 78-80).
+// (which shares the descriptor form's arguments; docs/perf.md runs 78-80)
+// and 256-row blocks of four consumer warpgroups (d 64: 4 % ahead of :x3
+// at 8 x 16 x 2048 on an H100, run 82).
 // One whose
 // buffers do not fit the GPU's shared memory fails to compile and is
 // dropped by the tuner, saying so.
@@ -487,7 +489,8 @@ inline std::vector<AttentionConfig> attention_tune_configs(int head_dim, const s
   if (target == "sm_90a")
     names = {"128x128:8:2:desc",       "128x64:8:2:desc",       "128x64:8:3:desc", "128x128:8:3:desc",
              "64x64:4:3:desc",         "128x64:8:3:persistent", "128x128:8:2:persistent",
-             "128x128:8:3:persistent", "64x64:4:3:desc:x3",     "64x128:4:2:desc:x2"};
+             "128x128:8:3:persistent", "64x64:4:3:desc:x3",     "64x128:4:2:desc:x2",
+             "256x64:16:2:desc"};
   else
     names = {"128x64:8:3", "128x64:4:3", "128x32:4:3", "64x64:4:3", "128x128:8:2"};
   std::vector<AttentionConfig> out{default_attention_config(head_dim, target)};
