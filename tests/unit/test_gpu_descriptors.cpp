@@ -833,16 +833,16 @@ TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 
 // multiprocessor, registers and shared memory capped at a program's share)
 // and 256x64:16:3:desc (four consumer warpgroups a program) against the
 // interpreter: ragged N, causal and not, more programs than fit at once.
-TEST_CASE("attention at d 64, three programs a multiprocessor or 256-row blocks, matches the interpreter",
+TEST_CASE("attention at d 64, three programs a multiprocessor or 256-row blocks (3 or 2 stages), matches the interpreter",
           "[gpu][descriptor]") {
   REQUIRE_GPU();
   constexpr int BN = 64, D = 64, H = 5;
-  auto run = [&]<int BM, bool CAUSAL>(int warps, int programs_per_sm) {
-    CompileOptions options{.name = "attention_d64", .num_warps = warps, .num_stages = 3, .flush_denormals = true,
+  auto run = [&]<int BM, bool CAUSAL>(int warps, int programs_per_sm, int stages = 3) {
+    CompileOptions options{.name = "attention_d64", .num_warps = warps, .num_stages = stages, .flush_denormals = true,
                            .programs_per_sm = programs_per_sm};
     Kernel k = compile(kernels::attention_fwd_desc<bf16, BM, BN, D, CAUSAL>, options);
     for (int n : {1, 100, 128, 300}) {
-      INFO(n << " queries, BM " << BM << (CAUSAL ? ", causal" : ""));
+      INFO(n << " queries, BM " << BM << ", " << stages << " stages" << (CAUSAL ? ", causal" : ""));
       same_on_both<float>([&](Device& d) {
         auto q = d.upload(small_ints(size_t(H) * n * D, 81)), kk = d.upload(small_ints(size_t(H) * n * D, 82));
         auto v = d.upload(small_ints(size_t(H) * n * D, 83));
@@ -859,6 +859,9 @@ TEST_CASE("attention at d 64, three programs a multiprocessor or 256-row blocks,
   run.template operator()<64, true>(4, 3);
   run.template operator()<256, false>(16, 1);
   run.template operator()<256, true>(16, 1);
+  // The tuning list's 256x64:16:2:desc (a two-slot ring).
+  run.template operator()<256, false>(16, 1, 2);
+  run.template operator()<256, true>(16, 1, 2);
 }
 
 TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
