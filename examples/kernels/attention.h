@@ -479,8 +479,9 @@ decltype(auto) with_tiles(const AttentionConfig& c, F&& f) {
 // arguments: one tuner's configurations share one argument list), 64
 // query rows for short sequences, and on sm_90a the persistent form
 // (which shares the descriptor form's arguments; docs/perf.md runs 78-80)
-// and 256-row blocks of four consumer warpgroups (d 64: 4 % ahead of :x3
-// at 8 x 16 x 2048 on an H100, run 82).
+// and 256-row blocks of four consumer warpgroups (d 64 without the mask:
+// 2-12 % ahead of :x3 from N 2048 on the H200, behind it with the mask
+// up to N 8192; run 82).
 // One whose
 // buffers do not fit the GPU's shared memory fails to compile and is
 // dropped by the tuner, saying so.
