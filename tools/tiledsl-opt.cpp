@@ -1,7 +1,7 @@
 // tiledsl-opt: the IR driver for tests and debugging, like mlir-opt.
 //
 //   tiledsl-opt <file.tir | -> [--pass=name]... [--verify-only] [--no-locs]
-//               [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--warp-specialize=0|1] [--aligned] [--emit=llvm|asm]]
+//               [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--warp-specialize=0|1] [--aligned[=8]] [--emit=llvm|asm]]
 //
 // Parses the text form (Tile IR or GPU IR), verifies it, runs the named
 // passes in order (verifying after each, so a pass that breaks the IR is
@@ -10,9 +10,10 @@
 // convert-layouts: codegen/pipeline.h) compile for --target, with the
 // kernel options given (default 4 warps, 1 CTA, 3 stages) and, with --aligned, every
 // pointer argument 16-byte aligned and every integer one divisible by 16
-// (as launches specialize them). --emit=llvm or asm lowers the GPU IR the
-// passes leave (or the input's) for --target and prints that instead. With
-// --verify-only it prints nothing on success.
+// (as launches specialize them; --aligned=8: the integers divisible by 8,
+// the class of a launch whose integers are 8 mod 16). --emit=llvm or asm
+// lowers the GPU IR the passes leave (or the input's) for --target and
+// prints that instead. With --verify-only it prints nothing on success.
 // Errors go to stderr as the tl::Error text and the exit code is 1, so a
 // FileCheck test can check a diagnostic with
 //   // RUN: not tiledsl-opt %s 2>&1 | FileCheck %s
@@ -33,7 +34,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tiledsl-opt <file.tir | -> [--pass=name]... [--verify-only] [--no-locs]\n"
-    "                   [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--warp-specialize=0|1] [--aligned] [--emit=llvm|asm]]";
+    "                   [--target=T [--num-warps=N] [--num-ctas=N] [--num-stages=N] [--warp-specialize=0|1] [--aligned[=8]] [--emit=llvm|asm]]";
 
 struct Options {
   std::string input;
@@ -43,7 +44,7 @@ struct Options {
   std::string target;
   int num_warps = 4, num_ctas = 1, num_stages = 3;
   int warp_specialize = -1;  // --warp-specialize=0|1; the compiler decides without it
-  bool aligned = false;
+  int aligned = 0;  // the integers' divisibility --aligned promises (0: nothing promised)
   std::string emit;  // "", "llvm" or "asm"
 };
 
@@ -80,7 +81,11 @@ Options parse_args(int argc, char** argv) {
       if (o.warp_specialize != 0 && o.warp_specialize != 1)
         throw tl::Error("tiledsl-opt: expected --warp-specialize=0 or 1, found '" + a + "'");
     } else if (a == "--aligned") {
-      o.aligned = true;
+      o.aligned = 16;
+    } else if (a.rfind("--aligned=", 0) == 0) {
+      o.aligned = int_option(a, 10);
+      if (o.aligned != 16 && o.aligned != 8)
+        throw tl::Error("tiledsl-opt: expected --aligned, --aligned=16 or --aligned=8, found '" + a + "'");
     } else if (a == "--emit=llvm" || a == "--emit=asm") {
       o.emit = a.substr(7);
     } else if (a == "-h" || a == "--help") {
@@ -120,7 +125,8 @@ std::vector<tl::transforms::ArgFacts> arg_facts(const tl::ir::Function& fn, cons
   std::vector<tl::transforms::ArgFacts> facts;
   for (const auto& a : fn.body.args) {
     tl::transforms::ArgFacts f;
-    if (o.aligned && a->type.is_scalar() && (a->type.is_ptr || tl::is_int(a->type.dtype))) f.divisibility = 16;
+    if (o.aligned && a->type.is_scalar() && (a->type.is_ptr || tl::is_int(a->type.dtype)))
+      f.divisibility = a->type.is_ptr ? 16 : o.aligned;
     facts.push_back(f);
   }
   return facts;
