@@ -79,7 +79,7 @@ void time_attention(benchmark::State& state, const kernels::AttentionConfig& cfg
 template <int D, bool CAUSAL, int GROUP = 1>
 void attention_at(benchmark::State& state, int B, int H, int N) {
   try {
-    auto cfg = kernels::attention_config(D, device().target(), N);
+    auto cfg = kernels::attention_config(D, device().target(), N, CAUSAL);
     kernels::with_tiles(cfg, [&]<int BM, int BN>() { time_attention<BM, BN, D, CAUSAL>(state, cfg, GROUP, B, H, N); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());  // before the timed loop: see time_attention

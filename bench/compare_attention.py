@@ -82,7 +82,7 @@ def attention_fwd(Q, K, V, O, N, sm_scale, D: tl.constexpr, BM: tl.constexpr, BN
     tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok)
 
 
-def default_config(d, n):
+def default_config(d, n, causal):
     """The tiles of kernels::attention_config of examples/kernels/attention.h
     (its forms, ":desc", ":persistent", and programs a multiprocessor, ":xN",
     are tiledsl's alone)."""
@@ -94,6 +94,8 @@ def default_config(d, n):
     if torch.cuda.get_device_capability() == (9, 0):
         if d == 128:
             return 128, 128, 8, 2
+        if not causal and n > 1024:
+            return 256, 64, 16, 2
         return (64, 64, 4, 3) if n <= 4096 else (128, 128, 8, 3)
     return 128, 64, 4 if d == 64 else 8, 3
 
@@ -169,7 +171,7 @@ def main():
             record("cudnn", sdpa(q, k, v, causal))
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             record("fa2", sdpa(q, k, v, causal))
-        cfg = default_config(d, n)
+        cfg = default_config(d, n, causal)
         record("triton", triton_attention(q, k, v, o, causal, cfg), out=o, config=list(cfg))
         best = None
         for c in TRITON_CONFIGS:

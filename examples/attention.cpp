@@ -256,7 +256,7 @@ int run(examples::Setup& s, const Case& c, bool tune = false) {
   if (c.B * c.H > 65535)
     throw tl::Error("attention: B*H = " + std::to_string(c.B * c.H) + " programs on grid axis 1, expected <= 65535");
   auto cfg = c.varlen() ? kernels::varlen_attention_config(c.D, s.dev.target())
-                        : kernels::attention_config(c.D, s.dev.target(), c.N);
+                        : kernels::attention_config(c.D, s.dev.target(), c.N, c.causal);
   if (tune && !c.varlen()) {
     // One results file per head dim and causality: the key (N, the group)
     // does not tell them apart.

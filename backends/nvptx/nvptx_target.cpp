@@ -271,9 +271,9 @@ class NvptxTarget final : public Target {
     fn.addParamAttr(i, llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
     fn.addParamAttr(i, llvm::Attribute::get(ctx, "nvvm.grid_constant"));
   }
+  void tma_store_commit(llvm::IRBuilder<>& b) const override { asm_call(b, "cp.async.bulk.commit_group;", "", {}); }
   void tma_store_wait(llvm::IRBuilder<>& b, bool read_only) const override {
-    asm_call(b, std::string("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group") + (read_only ? ".read" : "") + " 0;",
-             "", {});
+    asm_call(b, std::string("cp.async.bulk.wait_group") + (read_only ? ".read" : "") + " 0;", "", {});
   }
   void cap_registers(llvm::Function& fn, int regs) const override {
     fn.addFnAttr("nvvm.maxnreg", std::to_string(regs));

@@ -335,8 +335,9 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
   return c;
 }
 
-// The configuration for head dim `head_dim` on `target` (Device::target())
-// and sequences of `seq_len` keys (0: not known, taken as long):
+// The configuration for head dim `head_dim` on `target` (Device::target()),
+// sequences of `seq_len` keys (0: not known, taken as long) and `causal`
+// masking:
 // TILEDSL_ATTN_CONFIG = BMxBN:warps:stages[:desc|:persistent][:xN] (e.g. 128x64:8:3) when
 // set, for every head dim and target. Else on sm_90a the descriptor forms
 // with 8 warps (two consumer warpgroups of 64 query rows beside the
@@ -349,15 +350,22 @@ inline AttentionConfig parse_attention_config(const std::string& text, const std
 // one consumer warpgroup and three programs a multiprocessor (:x3): a
 // program's start (its Q and first keys) and end (the output's store)
 // overlap the other two's products, +22 / +13 / +1 % at N 1024 / 2048 /
-// 4096 and +43 / +26 / +14 % causal, 4-6 % behind at N 16384 (run 81); on
-// AMD see below; elsewhere
+// 4096 and +43 / +26 / +14 % causal, 4-6 % behind at N 16384 (run 81);
+// and without the causal mask, past 1024 keys, 256x64 with 16 warps (four
+// consumer warpgroups sharing each key block: half the copies of K and V a
+// query row) in 2 stages, +4 / +2 / +12 / +10 % over :x3 at N 2048 / 4096
+// / 8192 / 16384 and 2 % behind at 1024 (run 82; causal it trails :x3 by
+// 5-23 % up to N 8192, its diagonal blocks twice as large); on AMD see
+// below; elsewhere
 // 128x64 with 4 warps (d = 64) or 8 warps (d = 128), 3 stages: the shapes
 // FlashAttention-2 and Triton's tutorial settle on for mma.sync (16 query rows per warp at d = 128, where
 // the [BM, D] f32 accumulator is largest). BM is 64 or 128 and BN 32, 64 or
 // 128, or 256x64: the instantiations with_tiles makes.
-inline AttentionConfig default_attention_config(int head_dim, const std::string& target, int seq_len = 0) {
+inline AttentionConfig default_attention_config(int head_dim, const std::string& target, int seq_len = 0,
+                                                bool causal = false) {
   if (target == "sm_90a") {
     if (head_dim == 128) return {128, 128, 8, 2, true, true};
+    if (!causal && seq_len > 1024) return {256, 64, 16, 2, true};
     if (seq_len > 0 && seq_len <= 4096) return {64, 64, 4, 3, true, false, 3};
     return {128, 128, 8, 3, true};
   }
@@ -376,8 +384,9 @@ inline std::optional<AttentionConfig> env_attention_config() {
   if (env && *env) return parse_attention_config(env, "TILEDSL_ATTN_CONFIG");
   return std::nullopt;
 }
-inline AttentionConfig attention_config(int head_dim, const std::string& target = "", int seq_len = 0) {
-  return env_attention_config().value_or(default_attention_config(head_dim, target, seq_len));
+inline AttentionConfig attention_config(int head_dim, const std::string& target = "", int seq_len = 0,
+                                        bool causal = false) {
+  return env_attention_config().value_or(default_attention_config(head_dim, target, seq_len, causal));
 }
 // The varlen kernel's configuration (it has the pointer form only, which
 // takes the tiles, warps and stages): TILEDSL_ATTN_CONFIG when set, else

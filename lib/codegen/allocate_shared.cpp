@@ -2,6 +2,8 @@
 #include "codegen/allocate_shared.h"
 
 #include <algorithm>
+#include <list>
+#include <memory>
 #include <unordered_map>
 
 #include "codegen/shared_sizes.h"
@@ -24,8 +26,22 @@ struct Allocation {
   bool scratch = false;  // written as the op's `scratch` (else `offset`)
   int64_t bytes = 0, align = 128;
   int first = 0, last = 0;
+  std::vector<std::pair<int, int>> more;  // further spans it is live in, beside [first, last]
   int64_t at = 0;
 };
+
+// Whether `a` and `b` are live at a common point.
+bool overlap(const Allocation& a, const Allocation& b) {
+  auto spans = [](const Allocation& x) {
+    std::vector<std::pair<int, int>> s = x.more;
+    s.push_back({x.first, x.last});
+    return s;
+  };
+  for (auto [f, l] : spans(a))
+    for (auto [g, m] : spans(b))
+      if (f <= m && g <= l) return true;
+  return false;
+}
 
 class Allocator {
  public:
@@ -45,7 +61,7 @@ class Allocator {
       Allocation& a = all_[i];
       std::vector<std::pair<int64_t, int64_t>> taken;
       for (size_t j = 0; j < i; ++j)
-        if (all_[j].first <= a.last && a.first <= all_[j].last) taken.push_back({all_[j].at, all_[j].at + all_[j].bytes});
+        if (overlap(all_[j], a)) taken.push_back({all_[j].at, all_[j].at + all_[j].bytes});
       std::sort(taken.begin(), taken.end());
       int64_t at = align_up(start, a.align);
       for (auto [lo, hi] : taken) {
@@ -108,6 +124,7 @@ class Allocator {
         last = std::max(last, span_.at(at).last);
         if (o->kind == OpKind::AsyncCopy) copied_[b] = at;
         if (o->kind == OpKind::Dot && o->attr_int_or("async", 0)) async_read_[b] = at;
+        if (o->kind == OpKind::TmaStore && o->attr_str_or("wait", "") == "none") stored_[b] = o.get();
         if (o->kind == OpKind::Dot && plan_.dots.at(o.get()).on_warpgroups()) {
           int64_t& align = operand_align_[b];
           align = std::max(align, plan_.dots.at(o.get()).instr->operand_align);
@@ -149,6 +166,7 @@ class Allocator {
         // Asynchronous dots read until the wait for all of them.
         if (auto d = async_read_.find(b); d != async_read_.end())
           a.last = std::max(a.last, drained_at(d->second, OpKind::DotWait));
+        if (auto st = stored_.find(b); st != stored_.end()) store_read_until_waited(*st->second, a);
         all_.push_back(a);
       } else if (int64_t bytes = scratch_bound(o, plan_, {}); bytes > 0) {
         Allocation a;
@@ -160,6 +178,33 @@ class Allocator {
         all_.push_back(a);
       }
     }
+  }
+
+  // A tensor store issued without a wait (defer_store_waits.h) reads its
+  // buffer until the next tma_store_wait: in its loop's next iteration
+  // (the body from its start to that wait), or past the loop's end. Its
+  // buffer is live from the store through the rest of its region, past
+  // the op of the loop's body holding it (not the `else` of an `if` it is
+  // in) to the body's end, then from the body's start to the wait, and
+  // from the loop's end to the wait after it.
+  void store_read_until_waited(const Op& store, Allocation& a) const {
+    a.last = std::max(a.last, span_.at(store.parent->ops.back().get()).last);
+    const Op* loop = store.parent->parent;
+    while (loop && loop->kind != OpKind::For) loop = loop->parent ? loop->parent->parent : nullptr;
+    if (!loop) return;
+    const ir::Region& body = *loop->regions[0];
+    const Op* holder = &store;
+    while (holder->parent != &body) holder = holder->parent->parent;
+    a.more.push_back({span_.at(holder).last, span_.at(body.ops.back().get()).last});
+    auto waited = [&](const ir::Region& r, std::list<std::unique_ptr<Op>>::const_iterator from) {
+      for (auto it = from; it != r.ops.end(); ++it)
+        if ((*it)->kind == OpKind::TmaStoreWait) return span_.at(it->get()).last;
+      return span_.at(r.ops.back().get()).last;
+    };
+    a.more.push_back({span_.at(body.ops.front().get()).first, waited(body, body.ops.begin())});
+    const ir::Region& around = *loop->parent;
+    auto after = std::next(std::find_if(around.ops.begin(), around.ops.end(), [&](const auto& o) { return o.get() == loop; }));
+    a.more.push_back({span_.at(loop).last, after == around.ops.end() ? span_.at(loop).last : waited(around, after)});
   }
 
   // The point of the first `async_wait {pending = 0}` (`dot_wait`) after
@@ -185,6 +230,7 @@ class Allocator {
   std::unordered_map<const Value*, int> side_use_;  // of buffers other partitions use: the warp_specialize's end
   std::unordered_map<const Value*, const Op*> copied_;  // the last op of the buffer's region copying into it
   std::unordered_map<const Value*, const Op*> async_read_;  // the last one with an asynchronous dot reading it
+  std::unordered_map<const Value*, const Op*> stored_;  // a tensor store reading it with no wait of its own
   std::unordered_map<const Value*, int64_t> operand_align_;  // of buffers warpgroup dots read
   std::vector<Allocation> all_;
 };
@@ -198,6 +244,15 @@ void clear(ir::Region& r) {
 }
 
 }  // namespace
+
+int64_t shared_bytes_needed(ir::Function& fn, const LayoutPlan& plan) {
+  clear(fn.body);
+  Allocator a(fn, plan);
+  const Allocation* largest = nullptr;
+  int64_t needed = a.run(largest);
+  clear(fn.body);
+  return needed;
+}
 
 void allocate_shared(ir::Function& fn, const LayoutPlan& plan, const std::string& target, int64_t available) {
   clear(fn.body);

@@ -8,7 +8,9 @@
 //
 // Each lives from its op to its last use (a use inside a loop: to the
 // loop's end; a buffer that asynchronous copies write: to the wait for all
-// copies after them, since copies past a loop's end still land); an op's
+// copies after them, since copies past a loop's end still land; a buffer a
+// tensor store {wait = "none"} reads: to the tma_store_wait after it, in
+// its loop's next iteration or past the loop, defer_store_waits.h); an op's
 // scratch lives while the op runs. In order of their first point, each goes
 // at the lowest offset no allocation live at the same time holds (past
 // the cluster exchange, kClusterExchangeBytes, with clusters): buffers of
@@ -31,5 +33,9 @@ namespace tl::codegen {
 
 // `target` names the target in the error, which has `available` bytes.
 void allocate_shared(ir::Function& fn, const LayoutPlan& plan, const std::string& target, int64_t available);
+
+// The bytes allocate-shared would place for `fn` as it stands (it places
+// nothing: a pass that lengthens a buffer's life checks it still fits).
+int64_t shared_bytes_needed(ir::Function& fn, const LayoutPlan& plan);
 
 }  // namespace tl::codegen

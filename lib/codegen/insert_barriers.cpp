@@ -64,15 +64,18 @@ struct State {
   Groups groups;  // committed copies in flight
   Groups dots;    // asynchronous dots' reads in flight, a group each
   Accesses tma;   // tensor copies' writes in flight (origin: the copy)
+  Accesses stores;  // tensor stores' reads in flight until a tma_store_wait (origin: the store)
 
   bool operator==(const State& o) const {
-    return done == o.done && open == o.open && groups == o.groups && dots == o.dots && tma == o.tma;
+    return done == o.done && open == o.open && groups == o.groups && dots == o.dots && tma == o.tma &&
+           stores == o.stores;
   }
 
   void join(const State& o) {
     done.insert(o.done.begin(), o.done.end());
     open.insert(o.open.begin(), o.open.end());
     tma.insert(o.tma.begin(), o.tma.end());
+    stores.insert(o.stores.begin(), o.stores.end());
     join_groups(groups, o.groups);
     join_groups(dots, o.dots);
   }
@@ -88,6 +91,7 @@ struct State {
     map(done);
     map(open);
     map(tma);
+    map(stores);
     for (Accesses& g : groups) map(g);
     for (Accesses& g : dots) map(g);
   }
@@ -287,6 +291,16 @@ class Inserter {
         retire(s.dots, o, s);
         return;
       case OpKind::NamedBarrier: return;  // some threads only: nothing is done for all
+      case OpKind::TmaStoreWait:
+        // The tensor stores issued without a wait have read their buffers
+        // (defer_store_waits.h): a barrier after it lets every thread
+        // write them.
+        for (Access a : s.stores) {
+          a.origin = &o;
+          s.done.insert(a);
+        }
+        s.stores.clear();
+        return;
       case OpKind::WarpSpecialize: {
         // The partitions run at the same time, each from what is
         // outstanding here; the default one goes on as the program. What
@@ -395,6 +409,10 @@ class Inserter {
       s.dots.push_back(Accesses(acc.begin(), acc.end()));
       return;
     }
+    if (o.kind == OpKind::TmaStore && o.attr_str_or("wait", "") == "none") {
+      s.stores.insert(acc.begin(), acc.end());
+      return;
+    }
     if (exchange) {
       // The op's barrier between its writes and its reads: only its reads
       // are outstanding after it.
@@ -434,6 +452,12 @@ class Inserter {
             throw Error(o.loc.str() + ": '" + std::string(o.name()) +
                         "' writes shared memory an asynchronous dot may still read (at " + p.origin->loc.str() +
                         "): expected a dot_wait retiring that dot before it, found none");
+    for (const Access& a : acc)
+      for (const Access& p : s.stores)
+        if (conflict(a, p))
+          throw Error(o.loc.str() + ": '" + std::string(o.name()) +
+                      "' writes shared memory a tensor store may still read (at " + p.origin->loc.str() +
+                      "): expected a tma_store_wait before it, found none");
     std::vector<const Op*> from;
     for (const Access& a : acc)
       for (const Access& p : s.done)

@@ -581,6 +581,7 @@ Lowerer::Pattern Lowerer::pattern(OpKind k) {
     case OpKind::MbarrierWait: return &Lowerer::lower_mbarrier;
     case OpKind::TmaLoad:
     case OpKind::TmaStore: return &Lowerer::lower_tma_copy;
+    case OpKind::TmaStoreWait: return &Lowerer::lower_tma_store_wait;
     case OpKind::NamedBarrier: return &Lowerer::lower_named_barrier;
     case OpKind::TensorMap: return &Lowerer::lower_tensor_map;
     default: return ir::op_is_elementwise(k) ? &Lowerer::lower_elementwise : nullptr;

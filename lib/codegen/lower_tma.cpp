@@ -2,7 +2,7 @@
 // tensor copies through tensor maps (TMA), named barriers.
 //
 // Who runs what: an op of the program (mbarrier_init, mbarrier_expect_tx,
-// tma_load, tma_store) is one thread's, thread 0's (in a partition of a
+// tma_load, tma_store, tma_store_wait) is one thread's, thread 0's (in a partition of a
 // warp_specialize, the partition's first thread's); mbarrier_arrive is
 // every thread's own arrival ({per_warp = 1}: each warp's first lane's);
 // mbarrier_wait and named_barrier are every thread's. insert-barriers
@@ -125,7 +125,21 @@ void Lowerer::lower_tma_copy(const Op& op) {
       if (load) t_.tma_load(b_, map, s, bar, at);
       else t_.tma_store(b_, map, s, at);
     }
-    if (!load) t_.tma_store_wait(b_, op.attr_str_or("wait", "") == "read");
+    if (!load) {
+      t_.tma_store_commit(b_);
+      const std::string wait = op.attr_str_or("wait", "");
+      if (wait != "none") t_.tma_store_wait(b_, wait == "read");
+    }
+    return nullptr;
+  }, nullptr);
+}
+
+// The issuing thread (the tensor stores' own: thread 0 of the partition)
+// waits until its stores have read their buffers (defer_store_waits.h).
+void Lowerer::lower_tma_store_wait(const Op& op) {
+  need_tma(t_, op);
+  guarded(leader(), [&]() -> llvm::Value* {
+    t_.tma_store_wait(b_, true);
     return nullptr;
   }, nullptr);
 }

@@ -128,6 +128,7 @@ class Lowerer {
   void wait_mbarrier(llvm::Value* bar, llvm::Value* parity);
   void lower_mbarrier(const Op& op);
   void lower_tma_copy(const Op& op);
+  void lower_tma_store_wait(const Op& op);
   void lower_named_barrier(const Op& op);
   void collect_tensor_maps(const ir::Function& fn, std::vector<llvm::Type*>& params);
   void lower_tensor_map(const Op& op);

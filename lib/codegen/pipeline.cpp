@@ -4,6 +4,7 @@
 
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
+#include "codegen/defer_store_waits.h"
 #include "codegen/prefetch_tile_copies.h"
 #include "codegen/convert_layouts.h"
 #include "codegen/expand_conversions.h"
@@ -151,6 +152,13 @@ void prefetch_tile_copies_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
+// A persistent program's tensor stores waited for where the next tile
+// writes their buffers.
+void defer_store_waits_pass(GpuContext& c) {
+  expect_gpu_ir(c, "defer-store-waits");
+  defer_store_waits(c.fn, *c.plan, c.target.shared_bytes_for(c.plan->programs_per_sm));
+}
+
 // Barriers where shared-memory accesses need them.
 void insert_barriers_pass(GpuContext& c) {
   expect_gpu_ir(c, "insert-barriers");
@@ -190,6 +198,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"async-dots", &async_dots_pass},
       {"warp-specialize", &warp_specialize_pass},
       {"prefetch-tile-copies", &prefetch_tile_copies_pass},
+      {"defer-store-waits", &defer_store_waits_pass},
       {"allocate-shared", &allocate_shared_pass},
       {"insert-barriers", &insert_barriers_pass},
   };

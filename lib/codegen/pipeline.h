@@ -38,6 +38,9 @@
 //   prefetch-tile-copies  a persistent program's one-shot copies of a tile
 //                    (attention's Q) issued by the tile before, while it
 //                    ends (prefetch_tile_copies.cpp)
+//   defer-store-waits  a persistent program's tile store waited for where
+//                    the next tile writes its buffer, not where it is
+//                    issued (defer_store_waits.cpp)
 //   allocate-shared  where each buffer and each op's scratch go in shared
 //                    memory, by their lifetimes (allocate_shared.cpp)
 //   insert-barriers  a barrier wherever shared-memory accesses of different

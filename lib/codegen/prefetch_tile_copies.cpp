@@ -33,29 +33,6 @@ struct Group {
   Op* inval = nullptr;
 };
 
-// The loops a persistent program walks its tiles with: at the top level,
-// or at the top of a warp_specialize's consumers (its first partition),
-// with a loop in their body (a tile's work; a loop of one-shot copies and
-// no inner loop is a loop the kernel asked to run unpipelined, a gemm's
-// one-stage K loop).
-std::vector<Op*> tile_loops(ir::Function& fn) {
-  std::vector<Op*> out;
-  auto take = [&](Op* o) {
-    if (o->kind != OpKind::For) return;
-    for (auto& c : o->regions[0]->ops)
-      if (ir::is_loop(*c)) {
-        out.push_back(o);
-        return;
-      }
-  };
-  for (auto& o : fn.body.ops) {
-    take(o.get());
-    if (o->kind == OpKind::WarpSpecialize && !o->regions.empty())
-      for (auto& c : o->regions[0]->ops) take(c.get());
-  }
-  return out;
-}
-
 // The position of each op directly in `r`.
 std::unordered_map<const Op*, size_t> positions(ir::Region& r) {
   std::unordered_map<const Op*, size_t> at;

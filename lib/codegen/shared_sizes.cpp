@@ -179,4 +179,22 @@ int64_t scratch_bound(const Op& op, const LayoutPlan& plan, const InShared& in_s
   }
 }
 
+std::vector<Op*> tile_loops(ir::Function& fn) {
+  std::vector<Op*> out;
+  auto take = [&](Op* o) {
+    if (o->kind != OpKind::For) return;
+    for (auto& c : o->regions[0]->ops)
+      if (ir::is_loop(*c)) {
+        out.push_back(o);
+        return;
+      }
+  };
+  for (auto& o : fn.body.ops) {
+    take(o.get());
+    if (o->kind == OpKind::WarpSpecialize && !o->regions.empty())
+      for (auto& c : o->regions[0]->ops) take(c.get());
+  }
+  return out;
+}
+
 }  // namespace tl::codegen

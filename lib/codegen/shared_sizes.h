@@ -60,6 +60,13 @@ int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan);
 using InShared = std::function<bool(const ir::Value*)>;
 int64_t scratch_bound(const ir::Op& op, const LayoutPlan& plan, const InShared& in_shared);
 
+// The loops a persistent program walks its tiles with: at the top level,
+// or at the top of a warp_specialize's consumers (its first partition),
+// with a loop in their body (a tile's work; a loop of one-shot copies and
+// no inner loop is a loop the kernel asked to run unpipelined, a gemm's
+// one-stage K loop).
+std::vector<ir::Op*> tile_loops(ir::Function& fn);
+
 // A reduction's exchange between warps: the bytes of its partials (0:
 // none), which go in one of two slots of kExchangeSlotBytes at its scratch
 // when they fit (insert_barriers.h picks the slot, {exchange = k}).

@@ -245,6 +245,10 @@ class Target : public TargetInfo {
                          const std::vector<llvm::Value*>& coords) const {
     no_mbarriers();
   }
+  // Closes the group of the tensor stores this thread issued since the last.
+  virtual void tma_store_commit(llvm::IRBuilder<>& b) const { no_mbarriers(); }
+  // Until every group this thread closed has read its shared memory
+  // (`read_only`) or also written global memory.
   virtual void tma_store_wait(llvm::IRBuilder<>& b, bool read_only) const { no_mbarriers(); }
   // Makes parameter `i` of `fn` (a pointer) a tensor map passed by value:
   // 128 bytes, 64-byte aligned, which the kernel reads in place (its

@@ -37,7 +37,8 @@
 // (insert-barriers puts the barrier before the copy, and one before the
 // next writes into its bytes; `wait = "read"`: the issuing thread waits
 // only for the buffer to be read, where nothing in the kernel reads the
-// tensor back through its base).
+// tensor back through its base; defer-store-waits moves that wait to the
+// next tile's store in a persistent program).
 //
 // What a descriptor_load needs to become a copy, measured on the
 // H200 (docs/hopper-plan.md): a block of 2- or 4-byte elements, of rank 2

@@ -490,6 +490,7 @@ class Verifier : public Rules {
       case OpKind::TensorMap:
       case OpKind::TmaLoad:
       case OpKind::TmaStore:
+      case OpKind::TmaStoreWait:
       case OpKind::WarpSpecialize:
       case OpKind::NamedBarrier:
         GpuRules(*fn_).op(op);

@@ -291,9 +291,13 @@ void GpuRules::op(const Op& op) const {
       for (size_t i = first; i < op.operands.size(); ++i)
         require(opnd(op, int(i)) == scalar_type(DType::i32), op, "operand #" + std::to_string(i) + " to be an i32 coordinate",
                 opnd(op, int(i)).str());
-      if (!load) optional_str_in(op, "wait", {"read"});
+      if (!load) optional_str_in(op, "wait", {"read", "none"});
       break;
     }
+    case OpKind::TmaStoreWait:  // until the thread's tensor stores issued before it have read their buffers
+      operands(op, 0, 0);
+      results(op, 0);
+      break;
     case OpKind::WarpSpecialize: {
       operands(op, 0, 0);
       results(op, 0);
