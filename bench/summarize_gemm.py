@@ -13,7 +13,7 @@ import json
 import re
 import sys
 
-NAME = re.compile(r"gemm_(tiledsl|cublas)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc|:persistent)?(?::n?ws)?))?/")
+NAME = re.compile(r"gemm_(tiledsl|cublas)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc|:persistent)?(?::x\d)?(?::n?ws)?))?/")
 
 
 def load_ours(path):

@@ -141,6 +141,7 @@ struct GemmConfig {
   int num_stages = 4;
   bool descriptors = false;  // gemm_desc (":desc") instead of gemm
   bool persistent = false;   // gemm_persistent (":persistent"), descriptors too
+  int programs_per_sm = 1;   // CompileOptions::programs_per_sm (":xN", N > 1)
   // CompileOptions::warp_specialize: ":ws" demands it, ":nows" forbids it;
   // unset, the compiler decides.
   std::optional<bool> warp_specialize = std::nullopt;
@@ -149,6 +150,7 @@ struct GemmConfig {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
            std::to_string(num_warps) + ":" + std::to_string(num_stages) +
            (persistent ? ":persistent" : descriptors ? ":desc" : "") +
+           (programs_per_sm > 1 ? ":x" + std::to_string(programs_per_sm) : "") +
            (warp_specialize ? (*warp_specialize ? ":ws" : ":nows") : "");
   }
 };
@@ -200,11 +202,12 @@ inline std::string gemm_tiles_list() {
   return s;
 }
 
-// Parses "BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows]"; ":stages"
-// or ":warps:stages" may be left out (the defaults: 8 warps, 4 stages);
-// ":desc" picks gemm_desc, ":persistent" gemm_persistent, ":ws" / ":nows"
-// demand or forbid warp specialization. Throws tl::Error on malformed text or a tile shape
-// without an instantiation.
+// Parses "BMxBNxBK:warps:stages[:desc|:persistent][:xN][:ws|:nows]";
+// ":stages" or ":warps:stages" may be left out (the defaults: 8 warps, 4
+// stages); ":desc" picks gemm_desc, ":persistent" gemm_persistent, ":xN"
+// N programs a multiprocessor (2 to 8; a persistent grid grows with it),
+// ":ws" / ":nows" demand or forbid warp specialization. Throws tl::Error on
+// malformed text or a tile shape without an instantiation.
 inline GemmConfig parse_gemm_config(const std::string& text) {
   GemmConfig c;
   int consumed = 0;
@@ -216,12 +219,14 @@ inline GemmConfig parse_gemm_config(const std::string& text) {
   };
   if (suffix(":nows")) c.warp_specialize = false;
   else if (suffix(":ws")) c.warp_specialize = true;
+  for (int n = 2; n <= 8; ++n)
+    if (suffix(":x" + std::to_string(n))) c.programs_per_sm = n;
   c.persistent = suffix(":persistent");
   c.descriptors = c.persistent || suffix(":desc");
   int fields = std::sscanf(body.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
                            &consumed, &c.num_stages, &consumed);
   if (fields < 3 || size_t(consumed) != body.size() || c.num_warps < 1 || c.num_stages < 1)
-    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc|:persistent][:ws|:nows], e.g. 128x128x64:8:3");
+    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc|:persistent][:xN][:ws|:nows], e.g. 128x128x64:8:3");
   for (const auto& t : kGemmTiles)
     if (t.bm == c.bm && t.bn == c.bn && t.bk == c.bk) return c;
   throw tl::Error("gemm config '" + text + "': tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
@@ -248,7 +253,11 @@ tl::Kernel compile_gemm_tile(const GemmConfig& c, const tl::CompileOptions& opti
 template <class T>
 tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
   return detail::compile_gemm_tile<T>(
-      c, {.name = name, .num_warps = c.num_warps, .num_stages = c.num_stages, .warp_specialize = c.warp_specialize});
+      c, {.name = name,
+          .num_warps = c.num_warps,
+          .num_stages = c.num_stages,
+          .warp_specialize = c.warp_specialize,
+          .programs_per_sm = c.programs_per_sm});
 }
 
 // A roofline estimate of a gemm of M x N x K under configuration `c`, in
@@ -282,10 +291,11 @@ inline double gemm_estimate_us(const GemmConfig& c, int64_t M, int64_t N, int64_
 }
 
 // The launch grid of a gemm of M x N under configuration `c` on `dev`: a
-// program a tile, or (persistent) at most one a multiprocessor.
+// program a tile, or (persistent) at most programs_per_sm a multiprocessor.
 inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N, const tl::Device& dev) {
   int64_t tiles = int64_t(tl::cdiv(M, c.bm)) * tl::cdiv(N, c.bn);
-  if (c.persistent) tiles = std::max<int64_t>(1, std::min<int64_t>(tiles, dev.processor_count()));
+  if (c.persistent)
+    tiles = std::max<int64_t>(1, std::min<int64_t>(tiles, int64_t(dev.processor_count()) * c.programs_per_sm));
   return tl::Grid{uint32_t(tiles)};
 }
 

@@ -226,14 +226,17 @@ void check_gemm(int M, int N, int K, int warps = 4, std::optional<bool> ws = std
 
 // The example's persistent gemm (bf16 C; exact: the f32 sums are small
 // integers, rounded alike) at S stages on `programs` programs, as the
-// compiler decides or as `ws` says.
+// compiler decides or as `ws` says, compiled for `per_sm` programs a
+// multiprocessor.
 template <int S, int BM = 128, int BN = 128, int BK = 64>
-void check_persistent(int M, int N, int K, int programs, int warps = 4, std::optional<bool> ws = std::nullopt) {
+void check_persistent(int M, int N, int K, int programs, int warps = 4, std::optional<bool> ws = std::nullopt,
+                      int per_sm = 1) {
   INFO("persistent gemm " << BM << "x" << BN << "x" << BK << ", " << S << " stages, " << warps << " warps, M=" << M
-                          << " N=" << N << " K=" << K << ", " << programs << " programs, warp_specialize "
-                          << (ws ? (*ws ? "on" : "off") : "auto"));
+                          << " N=" << N << " K=" << K << ", " << programs << " programs (" << per_sm
+                          << " a multiprocessor), warp_specialize " << (ws ? (*ws ? "on" : "off") : "auto"));
   auto k = compile(kernels::gemm_persistent<bf16, BM, BN, BK, kernels::kGemmGroupM>,
-                   {.name = "gemm_persistent", .num_warps = warps, .num_stages = S, .warp_specialize = ws});
+                   {.name = "gemm_persistent", .num_warps = warps, .num_stages = S, .warp_specialize = ws,
+                    .programs_per_sm = per_sm});
   same_on_both<float>([&](Device& d) {
     auto a = d.upload(small_ints(size_t(M) * K + 1, 51)), b = d.upload(small_ints(size_t(K) * N + 1, 52));
     auto c = d.upload(std::vector<bf16>(size_t(M) * N, bf16(-1.0f)));
@@ -343,6 +346,10 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   auto persistent = codegen::compile(*pk.impl(), pk_rows, "sm_90a");
   CHECK(persistent.threads == 256);
   CHECK(codegen_checks::count(persistent.assembly, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+40;)") == 1);
+  // Its tile's store waited for where the next tile stores and at the end,
+  // not where it is issued (defer-store-waits).
+  CHECK(codegen_checks::count(persistent.assembly, R"(cp\.async\.bulk\.commit_group;)") == 1);
+  CHECK(codegen_checks::count(persistent.assembly, R"(cp\.async\.bulk\.wait_group\.read 0;)") == 2);
   // A loop's own option overrides the kernel's.
   Kernel off = compile(gemm_desc<128, 128, 64, 3, 0>, {.name = "gemm_desc", .num_warps = 4, .warp_specialize = true});
   CHECK_THROWS_WITH(codegen::compile(*off.impl(), codegen_checks::aligned(off), "sm_90a"),
@@ -471,6 +478,11 @@ TEST_CASE("persistent warp-specialized gemms match the interpreter", "[gpu][desc
   check_persistent<2>(256, 384, 64 * 7, 1, 4, true);   // every tile on one program
   check_persistent<3, 128, 256>(384, 544, 64 * 6, 3, 8, true);
   check_persistent<4>(256, 256, 64 * 2 + 16, 3, 8, true);
+  // Two programs a multiprocessor (the example's :x2), each half the
+  // registers and shared memory; the output's store waited for a tile
+  // later (defer-store-waits) in both.
+  for (int trips : {0, 1, 5})
+    check_persistent<2>(520, 400, trips * 64, 7, 4, true, 2);
   // Forbidden: the same kernel unspecialized (its ring made per tile).
   check_persistent<3>(520, 400, 64 * 5, 3, 4, false);
 }
