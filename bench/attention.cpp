@@ -2,7 +2,9 @@
 // bf16, head dim 64 and 128, causal and not, for sequence lengths 1024 to
 // 16384, on the best device present. bench/compare_attention.py measures
 // torch's scaled_dot_product_attention (cuDNN and FlashAttention back ends)
-// and a Triton kernel on the same shapes.
+// and a Triton kernel on the same shapes. TFLOP/s and ms: the median of a
+// benchmark's three timings (bench::median_ms), each the mean of 20
+// launches.
 //
 // attention_tuned: the configuration tl::Autotuner picks for each shape
 // (kernels::tune_attention over kernels::attention_tune_configs, as the
@@ -45,9 +47,8 @@ void time_launches(benchmark::State& state, const std::function<void()>& launch,
                    int BN, const kernels::AttentionConfig& cfg) {
   launch();
   device().synchronize();
-  for (auto _ : state) {
-    double ms = device().time_ms(launch, 20);
-    state.SetIterationTime(ms / 1e3);
+  double ms = bench::median_ms(state, [&] { return device().time_ms(launch, 20); });
+  if (ms > 0) {
     state.counters["TFLOP/s"] = flops / (ms / 1e3) / 1e12;
     state.counters["ms"] = ms;
   }

@@ -5,6 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -27,9 +28,27 @@ tl::Buffer random_buffer(size_t n, float sd = 1.0f, unsigned seed = 7) {
   return device().upload(host);
 }
 
-// One iteration of `ms` moving `bytes`: the time, and GB/s and ms counters.
+// Runs the benchmark's iterations, each timing with `time_ms` (the mean of
+// its launches, in ms) as the iteration's time, and returns the median of
+// those timings (0 with none): what the rate counters report, since a
+// counter set in every iteration keeps only the last timing.
+template <class F>
+double median_ms(benchmark::State& state, F time_ms) {
+  std::vector<double> times;
+  for (auto _ : state) {
+    double ms = time_ms();
+    state.SetIterationTime(ms / 1e3);
+    times.push_back(ms);
+  }
+  if (times.empty()) return 0;
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  return n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+}
+
+// `ms` moving `bytes` (median_ms's): GB/s and ms counters.
 inline void report_bandwidth(benchmark::State& state, double ms, double bytes) {
-  state.SetIterationTime(ms / 1e3);
+  if (ms <= 0) return;
   state.counters["GB/s"] = benchmark::Counter(bytes / (ms / 1e3) / 1e9);
   state.counters["ms"] = ms;
 }

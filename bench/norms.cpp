@@ -59,7 +59,7 @@ void time_launches(benchmark::State& state, const std::function<void()>& launch,
     state.SkipWithError(e.what());
     return;
   }
-  for (auto _ : state) report(state, device().time_ms(launch, 20), bytes);
+  report(state, bench::median_ms(state, [&] { return device().time_ms(launch, 20); }), bytes);
 }
 
 template <class T>
@@ -144,10 +144,8 @@ void copy(benchmark::State& state) {
   auto k = tl::compile(bench::copy<T, BLOCK>, {.name = "copy", .num_warps = 4});
   auto x = random_buffer<T>(n);
   auto y = device().alloc<T>(n);
-  for (auto _ : state) {
-    double ms = device().time_ms([&] { device()(k, tl::Grid{uint32_t(n / BLOCK)}, y, x, n); }, 20);
-    report(state, ms, 2.0 * n * sizeof(T));
-  }
+  double ms = bench::median_ms(state, [&] { return device().time_ms([&] { device()(k, tl::Grid{uint32_t(n / BLOCK)}, y, x, n); }, 20); });
+  report(state, ms, 2.0 * n * sizeof(T));
 }
 
 // Cold compile of the bf16 softmax (N = 4096): trace, then the first launch

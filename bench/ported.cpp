@@ -40,7 +40,7 @@ void softmax(benchmark::State& state) {
   auto y = device().alloc<float>(size_t(kRows) * N);
   int programs = std::min(kRows, int(state.range(0)) * device().processor_count());
   auto launch = [&] { device()(k, tl::Grid{uint32_t(programs)}, y, x, N, N, kRows, N); };
-  for (auto _ : state) report(state, device().time_ms(launch, 20), 2.0 * kRows * N * 4);
+  report(state, bench::median_ms(state, [&] { return device().time_ms(launch, 20); }), 2.0 * kRows * N * 4);
 }
 
 // Tutorial 05's host code: BLOCK_N the row's power of two, warps
@@ -64,7 +64,7 @@ void ln_bwd(benchmark::State& state) {
     device()(kdx, tl::Grid{kRows}, dx, dy, pdw, pdb, x, w, mean, rstd, locks, N, N);
     device()(kdw, tl::Grid{uint32_t(tl::cdiv(N, 128))}, pdw, pdb, dw, db, GROUP, N);
   };
-  for (auto _ : state) report(state, device().time_ms(launch, 20), 3.0 * kRows * N * 2);
+  report(state, bench::median_ms(state, [&] { return device().time_ms(launch, 20); }), 3.0 * kRows * N * 2);
 }
 
 template <int TOKENS>
@@ -75,7 +75,7 @@ void router(benchmark::State& state) {
   auto w = device().alloc<float>(size_t(TOKENS) * K);
   auto ids = device().alloc<int32_t>(size_t(TOKENS) * K);
   auto launch = [&] { device()(k, tl::Grid{uint32_t(TOKENS / BLOCK_T)}, logits, w, ids, TOKENS); };
-  for (auto _ : state) report(state, device().time_ms(launch, 20), double(TOKENS) * (E * 2 + K * 8));
+  report(state, bench::median_ms(state, [&] { return device().time_ms(launch, 20); }), double(TOKENS) * (E * 2 + K * 8));
 }
 
 }  // namespace
