@@ -32,6 +32,14 @@ tl::Buffer random_buffer(size_t n, float sd = 1.0f, unsigned seed = 7) {
 // its launches, in ms) as the iteration's time, and returns the median of
 // those timings (0 with none): what the rate counters report, since a
 // counter set in every iteration keeps only the last timing.
+// The median of `xs` (0 when empty).
+inline double median(std::vector<double> xs) {
+  if (xs.empty()) return 0;
+  std::sort(xs.begin(), xs.end());
+  const size_t n = xs.size();
+  return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+}
+
 template <class F>
 double median_ms(benchmark::State& state, F time_ms) {
   std::vector<double> times;
@@ -40,10 +48,7 @@ double median_ms(benchmark::State& state, F time_ms) {
     state.SetIterationTime(ms / 1e3);
     times.push_back(ms);
   }
-  if (times.empty()) return 0;
-  std::sort(times.begin(), times.end());
-  const size_t n = times.size();
-  return n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  return median(times);
 }
 
 // `ms` moving `bytes` (median_ms's): GB/s and ms counters.

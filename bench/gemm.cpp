@@ -26,6 +26,9 @@
 //   TILEDSL_DEVICE       the device (e.g. interp: tiny default shapes, no cuBLAS)
 //   TILEDSL_CUBLAS       the cuBLAS library to load (see bench/cublas.h)
 //
+// gemm_paired/MxNxK/<the target's default config>: that configuration and
+// cuBLAS timed in turns, six pairs, their medians and the median ratio.
+//
 // Names: gemm_tiledsl/MxNxK/<config>, gemm_tiledsl/MxNxK/autotuned (the
 // pick of tl::Autotuner over those configurations and the example's
 // candidates, kernels::gemm_tune_configs) and
@@ -279,6 +282,60 @@ void gemm_cublas(benchmark::State& state, Shape s) {
   }
 }
 
+// tiledsl at `cfg` and cuBLAS timed in turns on the same buffers, the order
+// alternating from one iteration to the next, so that a clock drifting
+// within the run weighs on both alike (the GPU's clock falls as it heats:
+// a benchmark's last timing ran 5-10 % below the mean of its three,
+// perf.md run 83). TFLOP/s: tiledsl's median; cublas_TFLOP/s: cuBLAS's;
+// tl_over_cublas: the median of the iterations' ratios.
+void gemm_paired(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
+  if (device().name() != "cuda") {
+    state.SkipWithError(("cuBLAS skipped: it needs the cuda device, this run uses " + device().name()).c_str());
+    return;
+  }
+  const bench::Cublas& cublas = bench::Cublas::get();
+  if (!cublas.ok()) {
+    state.SkipWithError(("cuBLAS skipped: " + cublas.error()).c_str());
+    return;
+  }
+  try {
+    Problem& p = problem(s);
+    tl::Kernel k = kernels::compile_gemm<tl::bf16>(cfg, "gemm");
+    auto grid = kernels::gemm_grid(cfg, s.m, s.n, device());
+    auto ours = [&] { device()(k, grid, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1); };
+    const uint64_t a = p.a.device_address(), b = p.b.device_address(), c = p.c_cublas.device_address();
+    bench::Cublas::Status status = bench::Cublas::kSuccess;
+    auto theirs = [&] {  // on the legacy default stream, ordered with the device's (gemm_cublas)
+      if (status == bench::Cublas::kSuccess) status = cublas.gemm(bench::Cublas::kR16BF, a, b, c, s.m, s.n, s.k);
+    };
+    ours();
+    theirs();
+    device().synchronize();
+    state.SetLabel("tiledsl " + cfg.str() + " and cuBLAS in turns");
+    std::vector<double> tl_ms, cublas_ms, ratios;
+    for (auto _ : state) {
+      const bool ours_first = tl_ms.size() % 2 == 0;
+      double t = 0, c_ms = 0;
+      if (ours_first) t = device().time_ms(ours, reps_for(s));
+      c_ms = device().time_ms(theirs, reps_for(s));
+      if (!ours_first) t = device().time_ms(ours, reps_for(s));
+      state.SetIterationTime(t / 1e3);
+      tl_ms.push_back(t);
+      cublas_ms.push_back(c_ms);
+      ratios.push_back(c_ms / t);
+    }
+    if (status != bench::Cublas::kSuccess) {
+      state.SkipWithError(("cublasGemmEx failed: " + cublas.status_name(status)).c_str());
+      return;
+    }
+    report(state, bench::median(tl_ms), s);
+    state.counters["cublas_TFLOP/s"] = s.flops() / (bench::median(cublas_ms) / 1e3) / 1e12;
+    state.counters["tl_over_cublas"] = bench::median(ratios);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -307,6 +364,11 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("gemm_cublas/" + s.str()).c_str(), gemm_cublas, s)
         ->UseManualTime()
         ->Iterations(3)
+        ->Unit(benchmark::kMillisecond);
+    const kernels::GemmConfig paired = kernels::default_gemm_config(device().target());
+    benchmark::RegisterBenchmark(("gemm_paired/" + s.str() + "/" + paired.str()).c_str(), gemm_paired, s, paired)
+        ->UseManualTime()
+        ->Iterations(6)
         ->Unit(benchmark::kMillisecond);
   }
   benchmark::RunSpecifiedBenchmarks();

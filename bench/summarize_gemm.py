@@ -13,7 +13,7 @@ import json
 import re
 import sys
 
-NAME = re.compile(r"gemm_(tiledsl|cublas)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc|:persistent)?(?::x\d)?(?::n?ws)?))?/")
+NAME = re.compile(r"gemm_(tiledsl|cublas|paired)/(\d+x\d+x\d+)(?:/(\d+x\d+x\d+:\d+:\d+(?::desc|:persistent)?(?::x\d)?(?::n?ws)?))?/")
 
 
 def load_ours(path):
@@ -31,6 +31,9 @@ def load_ours(path):
             skipped.append((b["name"].split("/iterations")[0], b.get("error_message", "")))
             continue
         entry = shapes[shape]
+        if b["name"].startswith("gemm_paired/"):
+            entry["paired"] = (b["TFLOP/s"], b["cublas_TFLOP/s"], b["tl_over_cublas"])
+            continue
         if impl == "tiledsl":
             if b["TFLOP/s"] > entry.get("tiledsl", (0.0, ""))[0]:
                 entry["tiledsl"] = (b["TFLOP/s"], config)
@@ -87,6 +90,13 @@ def main(ours_path, theirs_path):
               f"| {triton_r.get('config', '-')} |")
     print("\ntiledsl config: BMxBNxBK:warps:stages (best of those run); tl vs cuBLAS: "
           "max |C_tiledsl - C_cublas| / max |C_cublas|.")
+    paired = [(shape, ours[shape]["paired"]) for shape in order if "paired" in ours[shape]]
+    if paired:
+        print("\nIn turns (gemm_paired: the default configuration and cuBLAS alternately, medians of six):\n")
+        print("| M x N x K | tiledsl | cuBLAS | tl/cuBLAS (median of the pairs' ratios) |")
+        print("|---|---:|---:|---:|")
+        for shape, (tl_tflops, cublas, r) in paired:
+            print(f"| {shape} | {tl_tflops:.1f} | {cublas:.1f} | {r:.2f} |")
     if skipped:
         print("\nSkipped:")
         for name, why in skipped:
