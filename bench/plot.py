@@ -141,7 +141,7 @@ def norm_shape(op, dtype, n):
 ATTENTION_NAME = re.compile(r"(attention|attention_gqa|attention_varlen)<(\d+), (true|false)>$")
 NORM_NAME = re.compile(r"(copy|softmax|layernorm)(_persistent|_warps)?<(tl::bf16|float)((?:, \d+)*)>$")
 CPP_DTYPE = {"tl::bf16": "bf16", "float": "f32"}
-KNOWN_NAMES = ("gemm_tiledsl/MxNxK/<config>, gemm_cublas/MxNxK, attention<D, causal>/N, "
+KNOWN_NAMES = ("gemm_tiledsl/MxNxK/<config>, gemm_cublas/MxNxK, gemm_paired/MxNxK/<config>, attention<D, causal>/N, "
                "attention_gqa<D, causal>/N, attention_varlen<D, causal>/N, attention_tuned<D, causal>/N, attention_bhn<D, causal>/B/H/N, copy<T>, softmax<T, N>, "
                "layernorm<T, N> and their _persistent and _warps forms, softmax_cold_compile")
 
@@ -156,6 +156,8 @@ def parse_bench_name(name):
     if family in ("gemm_tiledsl", "gemm_cublas") and GEMM_SHAPE.match(arg):
         series = "tiledsl" if family == "gemm_tiledsl" else "cuBLAS"
         return "gemm", gemm_shape(arg, name), series
+    if family == "gemm_paired" and GEMM_SHAPE.match(arg):  # in summarize_gemm.py's table only
+        return "gemm", None, None
     m = ATTENTION_NAME.match(family)
     if m and arg.isdigit() and int(arg) > 0 and int(m.group(2)) > 0:
         shape = attention_shape(m.group(1), int(m.group(2)), m.group(3) == "true", int(arg))
