@@ -243,16 +243,24 @@ double normwise_difference(const tl::Buffer& got, const tl::Buffer& ref) {
   return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
-void gemm_cublas(benchmark::State& state, Shape s) {
+// cuBLAS, or null with the benchmark skipped saying why it is not there.
+const bench::Cublas* cublas_or_skip(benchmark::State& state) {
   if (device().name() != "cuda") {
     state.SkipWithError(("cuBLAS skipped: it needs the cuda device, this run uses " + device().name()).c_str());
-    return;
+    return nullptr;
   }
   const bench::Cublas& cublas = bench::Cublas::get();
   if (!cublas.ok()) {
     state.SkipWithError(("cuBLAS skipped: " + cublas.error()).c_str());
-    return;
+    return nullptr;
   }
+  return &cublas;
+}
+
+void gemm_cublas(benchmark::State& state, Shape s) {
+  const bench::Cublas* loaded = cublas_or_skip(state);
+  if (!loaded) return;
+  const bench::Cublas& cublas = *loaded;
   try {
     Problem& p = problem(s);
     const uint64_t a = p.a.device_address(), b = p.b.device_address(), c = p.c_cublas.device_address();
@@ -289,15 +297,9 @@ void gemm_cublas(benchmark::State& state, Shape s) {
 // perf.md run 83). TFLOP/s: tiledsl's median; cublas_TFLOP/s: cuBLAS's;
 // tl_over_cublas: the median of the iterations' ratios.
 void gemm_paired(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
-  if (device().name() != "cuda") {
-    state.SkipWithError(("cuBLAS skipped: it needs the cuda device, this run uses " + device().name()).c_str());
-    return;
-  }
-  const bench::Cublas& cublas = bench::Cublas::get();
-  if (!cublas.ok()) {
-    state.SkipWithError(("cuBLAS skipped: " + cublas.error()).c_str());
-    return;
-  }
+  const bench::Cublas* loaded = cublas_or_skip(state);
+  if (!loaded) return;
+  const bench::Cublas& cublas = *loaded;
   try {
     Problem& p = problem(s);
     tl::Kernel k = kernels::compile_gemm<tl::bf16>(cfg, "gemm");
