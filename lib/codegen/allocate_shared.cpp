@@ -246,11 +246,14 @@ void clear(ir::Region& r) {
 }  // namespace
 
 int64_t shared_bytes_needed(ir::Function& fn, const LayoutPlan& plan) {
+  // What an earlier allocate-shared placed stays as it was.
+  std::vector<std::pair<Op*, ir::Attrs>> kept;
+  ir::walk(fn.body, [&](Op* o) { kept.push_back({o, o->attrs}); });
   clear(fn.body);
   Allocator a(fn, plan);
   const Allocation* largest = nullptr;
   int64_t needed = a.run(largest);
-  clear(fn.body);
+  for (auto& [o, attrs] : kept) o->attrs = std::move(attrs);
   return needed;
 }
 
