@@ -12,11 +12,11 @@
 //
 // Environment:
 //   TILEDSL_GEMM_CONFIG  comma-separated tile configurations to time, each
-//                        BMxBNxBK:warps:stages[:desc|:persistent][:ws|:nows] (:desc:
+//                        BMxBNxBK:warps:stages[:desc|:persistent][:xN][:ws|:nows] (:desc:
 //                        the kernel through tensor descriptors, TMA on
 //                        sm_90; :ws / :nows demand or forbid warp
 //                        specialization; :persistent the persistent
-//                        kernel); default the example's, then it through
+//                        kernel; :xN N programs a multiprocessor); default the example's, then it through
 //                        descriptors at 4 stages without and with warp
 //                        specialization, then the persistent kernel at 3
 //                        stages without and with it (docs/perf.md run 52);
