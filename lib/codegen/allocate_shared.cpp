@@ -2,8 +2,6 @@
 #include "codegen/allocate_shared.h"
 
 #include <algorithm>
-#include <list>
-#include <memory>
 #include <unordered_map>
 
 #include "codegen/shared_sizes.h"
@@ -47,8 +45,9 @@ class Allocator {
  public:
   Allocator(ir::Function& fn, const LayoutPlan& plan) : fn_(fn), plan_(plan) {}
 
-  // The first byte past everything placed, and the largest allocation.
-  int64_t run(const Allocation*& largest) {
+  // The first byte past everything placed, and the largest allocation;
+  // with `place`, each op gets its offset or scratch attribute.
+  int64_t run(const Allocation*& largest, bool place) {
     number(fn_.body);
     uses(fn_.body);
     collect(fn_.body);
@@ -70,7 +69,7 @@ class Allocator {
       }
       a.at = at;
       peak = std::max(peak, at + a.bytes);
-      a.op->attrs[a.scratch ? "scratch" : "offset"] = at;
+      if (place) a.op->attrs[a.scratch ? "scratch" : "offset"] = at;
       if (!largest || a.bytes > largest->bytes) largest = &a;
     }
     return peak;
@@ -196,7 +195,7 @@ class Allocator {
     const Op* holder = &store;
     while (holder->parent != &body) holder = holder->parent->parent;
     a.more.push_back({span_.at(holder).last, span_.at(body.ops.back().get()).last});
-    auto waited = [&](const ir::Region& r, std::list<std::unique_ptr<Op>>::const_iterator from) {
+    auto waited = [&](const ir::Region& r, auto from) {
       for (auto it = from; it != r.ops.end(); ++it)
         if ((*it)->kind == OpKind::TmaStoreWait) return span_.at(it->get()).last;
       return span_.at(r.ops.back().get()).last;
@@ -246,22 +245,15 @@ void clear(ir::Region& r) {
 }  // namespace
 
 int64_t shared_bytes_needed(ir::Function& fn, const LayoutPlan& plan) {
-  // What an earlier allocate-shared placed stays as it was.
-  std::vector<std::pair<Op*, ir::Attrs>> kept;
-  ir::walk(fn.body, [&](Op* o) { kept.push_back({o, o->attrs}); });
-  clear(fn.body);
-  Allocator a(fn, plan);
   const Allocation* largest = nullptr;
-  int64_t needed = a.run(largest);
-  for (auto& [o, attrs] : kept) o->attrs = std::move(attrs);
-  return needed;
+  return Allocator(fn, plan).run(largest, false);
 }
 
 void allocate_shared(ir::Function& fn, const LayoutPlan& plan, const std::string& target, int64_t available) {
   clear(fn.body);
   Allocator a(fn, plan);
   const Allocation* largest = nullptr;
-  int64_t needed = a.run(largest);
+  int64_t needed = a.run(largest, true);
   if (needed > available)
     throw Error("@" + fn.name + " needs " + std::to_string(needed) + " bytes of shared memory, " + target + " has " +
                 std::to_string(available) + " (the largest part: " + std::to_string(largest->bytes) + " bytes for '" +
