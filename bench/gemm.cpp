@@ -12,22 +12,25 @@
 //
 // Environment:
 //   TILEDSL_GEMM_CONFIG  comma-separated tile configurations to time, each
-//                        BMxBNxBK:warps:stages[:desc|:persistent][:xN][:ws|:nows] (:desc:
+//                        BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows] (:desc:
 //                        the kernel through tensor descriptors, TMA on
 //                        sm_90; :ws / :nows demand or forbid warp
 //                        specialization; :persistent the persistent
-//                        kernel; :xN N programs a multiprocessor); default the example's, then it through
+//                        kernel; :cN a program over a cluster of N CTAs; :xN N
+//                        programs a multiprocessor); default the example's, then it through
 //                        descriptors at 4 stages without and with warp
 //                        specialization, then the persistent kernel at 3
 //                        stages without and with it (docs/perf.md run 52);
 //                        e.g.
 //                        128x128x64:8:3,128x256x64:8:4,256x128x64:8:4
 //   TILEDSL_GEMM_SHAPES  comma-separated MxNxK to time instead of the defaults
+//   TILEDSL_GEMM_PAIRED  configurations timed in turns with cuBLAS (gemm_paired)
 //   TILEDSL_DEVICE       the device (e.g. interp: tiny default shapes, no cuBLAS)
 //   TILEDSL_CUBLAS       the cuBLAS library to load (see bench/cublas.h)
 //
-// gemm_paired/MxNxK/<the target's default config>: that configuration and
-// cuBLAS timed in turns, six pairs, their medians and the median ratio.
+// gemm_paired/MxNxK/<config>: the target's default configuration (or each
+// of TILEDSL_GEMM_PAIRED's, comma-separated) and cuBLAS timed in turns,
+// six pairs, their medians and the median ratio.
 //
 // Names: gemm_tiledsl/MxNxK/<config>, gemm_tiledsl/MxNxK/autotuned (the
 // pick of tl::Autotuner over those configurations and the example's
@@ -116,6 +119,16 @@ std::vector<kernels::GemmConfig> configs() {
                          plain_persistent.str() + "," + persistent.str();
   for (const auto& text : split(env && *env ? env : defaults, ','))
     list.push_back(kernels::parse_gemm_config(text));
+  return list;
+}
+
+// What gemm_paired times beside cuBLAS: TILEDSL_GEMM_PAIRED's
+// configurations, else the target's default.
+std::vector<kernels::GemmConfig> paired_configs() {
+  const char* env = std::getenv("TILEDSL_GEMM_PAIRED");
+  if (!env || !*env) return {kernels::default_gemm_config(device().target())};
+  std::vector<kernels::GemmConfig> list;
+  for (const auto& text : split(env, ',')) list.push_back(kernels::parse_gemm_config(text));
   return list;
 }
 
@@ -367,11 +380,11 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(3)
         ->Unit(benchmark::kMillisecond);
-    const kernels::GemmConfig paired = kernels::default_gemm_config(device().target());
-    benchmark::RegisterBenchmark(("gemm_paired/" + s.str() + "/" + paired.str()).c_str(), gemm_paired, s, paired)
-        ->UseManualTime()
-        ->Iterations(6)
-        ->Unit(benchmark::kMillisecond);
+    for (const kernels::GemmConfig& paired : paired_configs())
+      benchmark::RegisterBenchmark(("gemm_paired/" + s.str() + "/" + paired.str()).c_str(), gemm_paired, s, paired)
+          ->UseManualTime()
+          ->Iterations(6)
+          ->Unit(benchmark::kMillisecond);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -10,9 +10,10 @@
 //   --b=row|col           column-major; likewise B ([K, N]). Only the
 //                         strides passed to the kernel change.
 //   --mnk=M,N,K           problem size (any positive sizes, ragged included)
-//   --config=BMxBNxBK:warps:stages[:desc|:persistent][:xN][:ws|:nows]  tile configuration (kernels/gemm.h;
+//   --config=BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows]  tile configuration (kernels/gemm.h;
 //                                    :desc runs the tensor-descriptor kernel, :persistent
-//                                    its persistent form, :xN N programs a
+//                                    its persistent form, :cN a program over a
+//                                    cluster of N CTAs (B's block multicast), :xN N programs a
 //                                    multiprocessor, :ws / :nows
 //                                    demand or forbid warp specialization).
 //                         Without it a GPU run is autotuned: tl::Autotuner
@@ -289,7 +290,7 @@ int main(int argc, char** argv) {
       if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
         std::fprintf(stderr,
                      "gemm options: [--dtype=bf16|f16] [--a=row|col] [--b=row|col] [--mnk=M,N,K]\n"
-                     "              [--config=BMxBNxBK:warps:stages[:desc|:persistent][:xN][:ws|:nows]] [--tune] [--sweep]\n"
+                     "              [--config=BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows]] [--tune] [--sweep]\n"
                      "  tiles with an instantiation: %s\n",
                      kernels::gemm_tiles_list().c_str());
     auto layout_is_col = [](const std::string& v, const char* opt) {

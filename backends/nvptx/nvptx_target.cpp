@@ -181,9 +181,11 @@ class NvptxTarget final : public Target {
   llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const override {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {});
   }
-  void cluster_barrier(llvm::IRBuilder<>& b) const override {
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {});
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {});
+  void cluster_barrier(llvm::IRBuilder<>& b, bool aligned) const override {
+    b.CreateIntrinsic(aligned ? llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned
+                              : llvm::Intrinsic::nvvm_barrier_cluster_arrive, {});
+    b.CreateIntrinsic(aligned ? llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned
+                              : llvm::Intrinsic::nvvm_barrier_cluster_wait, {});
   }
   static void asm_call(llvm::IRBuilder<>& b, const std::string& text, const std::string& cons,
                        const std::vector<llvm::Value*>& args) {
@@ -222,6 +224,20 @@ class NvptxTarget final : public Target {
                        " [tl_at], $1, [tl_bar];\n}";
     asm_call(b, text, std::string("r,") + (wide ? "l" : "r") + ",r,r", {at, value, bar, rank});
   }
+  void mbarrier_arrive_remote(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* rank,
+                              llvm::Value* only) const override {
+    if (!only) only = b.getTrue();
+    // The default semantics (release at CTA scope), as CUTLASS's cluster
+    // barriers arrive: what the arrival orders is the arriving threads'
+    // reads, already retired. Released at cluster scope it fences every
+    // consumer's step: the multicast gemm ran at 0.41 of its speed (perf.md
+    // run 85).
+    asm_call(b,
+             "{\n.reg .pred tl_p;\n.reg .b32 tl_at;\nsetp.ne.u32 tl_p, $2, 0;\n"
+             "mapa.shared::cluster.u32 tl_at, $0, $1;\n"
+             "@tl_p mbarrier.arrive.shared::cluster.b64 _, [tl_at];\n}",
+             "r,r,r", {bar, rank, b.CreateZExt(only, b.getInt32Ty())});
+  }
   llvm::Value* barrier_done(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) const override {
     auto* fty = llvm::FunctionType::get(b.getInt32Ty(), {b.getInt32Ty(), b.getInt32Ty()}, false);
     const char* text =
@@ -247,12 +263,18 @@ class NvptxTarget final : public Target {
   }
   static std::string bulk_tensor(size_t rank) { return "cp.async.bulk.tensor." + std::to_string(rank) + "d."; }
   void tma_load(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem, llvm::Value* bar,
-                const std::vector<llvm::Value*>& coords) const override {
+                const std::vector<llvm::Value*>& coords, llvm::Value* multicast) const override {
     std::vector<llvm::Value*> args = {smem, bar};
     std::string cons = "r,r";
     std::string box = tensor_operands(args, map, coords, cons);
-    asm_call(b, bulk_tensor(coords.size()) + "shared::cluster.global.mbarrier::complete_tx::bytes [$0], " + box +
-                    ", [$1];",
+    std::string mask;
+    if (multicast) {
+      mask = ", $" + std::to_string(args.size());
+      args.push_back(multicast);
+      cons += ",h";
+    }
+    asm_call(b, bulk_tensor(coords.size()) + "shared::cluster.global.mbarrier::complete_tx::bytes" +
+                    (multicast ? ".multicast::cluster" : "") + " [$0], " + box + ", [$1]" + mask + ";",
              cons, args);
   }
   void tma_store(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem,

@@ -142,6 +142,10 @@ struct GemmConfig {
   bool descriptors = false;  // gemm_desc (":desc") instead of gemm
   bool persistent = false;   // gemm_persistent (":persistent"), descriptors too
   int programs_per_sm = 1;   // CompileOptions::programs_per_sm (":xN", N > 1)
+  // CompileOptions::num_ctas (":cN", N > 1): a program, and its BM x BN
+  // tile, over a cluster of N CTAs, each BM / N rows of it; B's block is
+  // multicast to them.
+  int num_ctas = 1;
   // CompileOptions::warp_specialize: ":ws" demands it, ":nows" forbids it;
   // unset, the compiler decides.
   std::optional<bool> warp_specialize = std::nullopt;
@@ -150,6 +154,7 @@ struct GemmConfig {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
            std::to_string(num_warps) + ":" + std::to_string(num_stages) +
            (persistent ? ":persistent" : descriptors ? ":desc" : "") +
+           (num_ctas > 1 ? ":c" + std::to_string(num_ctas) : "") +
            (programs_per_sm > 1 ? ":x" + std::to_string(programs_per_sm) : "") +
            (warp_specialize ? (*warp_specialize ? ":ws" : ":nows") : "");
   }
@@ -192,7 +197,7 @@ struct GemmTile {
 };
 inline constexpr GemmTile kGemmTiles[] = {
     {128, 128, 64}, {128, 256, 64}, {256, 128, 64}, {128, 128, 32}, {64, 128, 64},
-    {128, 64, 64},  {64, 64, 64},   {64, 64, 32},   {16, 64, 128},
+    {128, 64, 64},  {64, 64, 64},   {64, 64, 32},   {16, 64, 128},  {256, 256, 64},
 };
 
 inline std::string gemm_tiles_list() {
@@ -202,9 +207,10 @@ inline std::string gemm_tiles_list() {
   return s;
 }
 
-// Parses "BMxBNxBK:warps:stages[:desc|:persistent][:xN][:ws|:nows]";
+// Parses "BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows]";
 // ":stages" or ":warps:stages" may be left out (the defaults: 8 warps, 4
-// stages); ":desc" picks gemm_desc, ":persistent" gemm_persistent, ":xN"
+// stages); ":desc" picks gemm_desc, ":persistent" gemm_persistent, ":cN"
+// a program over a cluster of N CTAs (2 or 4; sm_90a, descriptors), ":xN"
 // N programs a multiprocessor (2 to 8; a persistent grid grows with it),
 // ":ws" / ":nows" demand or forbid warp specialization. Throws tl::Error on
 // malformed text or a tile shape without an instantiation.
@@ -221,12 +227,14 @@ inline GemmConfig parse_gemm_config(const std::string& text) {
   else if (suffix(":ws")) c.warp_specialize = true;
   for (int n = 2; n <= 8; ++n)
     if (suffix(":x" + std::to_string(n))) c.programs_per_sm = n;
+  for (int n : {2, 4})
+    if (suffix(":c" + std::to_string(n))) c.num_ctas = n;
   c.persistent = suffix(":persistent");
   c.descriptors = c.persistent || suffix(":desc");
   int fields = std::sscanf(body.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
                            &consumed, &c.num_stages, &consumed);
   if (fields < 3 || size_t(consumed) != body.size() || c.num_warps < 1 || c.num_stages < 1)
-    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc|:persistent][:xN][:ws|:nows], e.g. 128x128x64:8:3");
+    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc|:persistent][:cN][:xN][:ws|:nows], e.g. 128x128x64:8:3");
   for (const auto& t : kGemmTiles)
     if (t.bm == c.bm && t.bn == c.bn && t.bk == c.bk) return c;
   throw tl::Error("gemm config '" + text + "': tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
@@ -256,6 +264,7 @@ tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
       c, {.name = name,
           .num_warps = c.num_warps,
           .num_stages = c.num_stages,
+          .num_ctas = c.num_ctas,
           .warp_specialize = c.warp_specialize,
           .programs_per_sm = c.programs_per_sm});
 }
@@ -268,7 +277,8 @@ tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
 // as Triton's matmul perf model does. Counted:
 // - tiles are whole programs (a tile past M or N costs its full product),
 //   spread evenly over the multiprocessors: the busiest one runs
-//   ceil(tiles / sms) of them (wave quantization);
+//   ceil(tiles / sms) of them (wave quantization); a program over a
+//   cluster of num_ctas CTAs takes that many multiprocessors;
 // - a program's products run at a share of its multiprocessor's peak that
 //   grows with its warps' tiles (operand reuse in registers): BM * BN /
 //   warps elements a warp, at half the peak for 2048 of them;
@@ -279,10 +289,10 @@ tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
 inline double gemm_estimate_us(const GemmConfig& c, int64_t M, int64_t N, int64_t K, int sms,
                                double peak_tflops = 790, double peak_tbps = 3.8) {
   const int64_t tiles_m = tl::cdiv(M, int64_t(c.bm)), tiles_n = tl::cdiv(N, int64_t(c.bn));
-  const double busiest = std::ceil(double(tiles_m * tiles_n) / sms);  // tiles on the busiest multiprocessor
-  const double warp_tile = double(c.bm) * c.bn / c.num_warps;
+  const double busiest = std::ceil(double(tiles_m * tiles_n) / std::max(1, sms / c.num_ctas));  // a program's tiles
+  const double warp_tile = double(c.bm) * c.bn / c.num_warps / c.num_ctas;
   const double efficiency = warp_tile / (warp_tile + 2048);
-  const double tile_flops = 2.0 * c.bm * c.bn * double(tl::cdiv(K, int64_t(c.bk)) * c.bk);
+  const double tile_flops = 2.0 * c.bm * c.bn * double(tl::cdiv(K, int64_t(c.bk)) * c.bk) / c.num_ctas;  // a CTA's
   const double sm_flops_per_us = peak_tflops * 1e6 / sms;
   const double t_compute = busiest * tile_flops / (sm_flops_per_us * efficiency);
   const double t_dram = 2.0 * double(M * K + K * N + M * N) / (peak_tbps * 1e6);
@@ -291,11 +301,13 @@ inline double gemm_estimate_us(const GemmConfig& c, int64_t M, int64_t N, int64_
 }
 
 // The launch grid of a gemm of M x N under configuration `c` on `dev`: a
-// program a tile, or (persistent) at most programs_per_sm a multiprocessor.
+// program a tile, or (persistent) at most programs_per_sm a multiprocessor
+// (a program over a cluster of num_ctas CTAs taking that many).
 inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N, const tl::Device& dev) {
   int64_t tiles = int64_t(tl::cdiv(M, c.bm)) * tl::cdiv(N, c.bn);
   if (c.persistent)
-    tiles = std::max<int64_t>(1, std::min<int64_t>(tiles, int64_t(dev.processor_count()) * c.programs_per_sm));
+    tiles = std::max<int64_t>(
+        1, std::min<int64_t>(tiles, int64_t(dev.processor_count()) * c.programs_per_sm / c.num_ctas));
   return tl::Grid{uint32_t(tiles)};
 }
 
@@ -309,7 +321,8 @@ inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N, const tl::Device& d
 inline std::vector<GemmConfig> gemm_tune_configs(const std::string& target) {
   std::vector<std::string> names;
   if (target == "sm_90a")
-    names = {"128x256x64:8:3:persistent", "256x128x64:8:3:persistent", "128x128x64:8:4:persistent",
+    names = {"128x256x64:8:3:persistent", "256x256x64:8:3:persistent:c2", "256x128x64:8:3:persistent",
+             "128x128x64:8:4:persistent",
              "128x256x64:8:4:desc", "128x128x64:4:4:desc", "64x64x64:4:4", "16x64x128:4:4"};
   else if (target == "sm_80" || target == "sm_90")
     names = {"128x256x64:8:3", "128x128x64:8:4", "128x128x32:4:4", "64x64x64:4:4", "16x64x128:4:4"};

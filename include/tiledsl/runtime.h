@@ -60,8 +60,11 @@ struct CompileOptions {
   // CTAs a program spans (a thread-block cluster on sm_90 and later: 1, 2,
   // 4 or 8). Its tiles are split across the CTAs along their slowest
   // dimension and reductions over the split combine through distributed
-  // shared memory; program_id and num_programs count clusters. The
-  // program's meaning does not change; dots are not supported yet.
+  // shared memory; program_id and num_programs count clusters. A dot
+  // splits M over the CTAs (warpgroup instructions, sm_90a; its operands
+  // from tensor descriptors or pipelined loads), and a tensor copy of a
+  // block every CTA reads (B) may be multicast to all of them. The
+  // program's meaning does not change.
   int num_ctas = 1;
   // Warp specialization of loops whose tensor copies feed warpgroup dots
   // (sm_90a): a producer warpgroup issues the copies, the program's own

@@ -395,11 +395,19 @@ class Assigner {
       }
       if (op->kind == OpKind::DescriptorLoad) {
         // A block kept for a tensor copy: rows along the tensor's
-        // contiguous last dimension, 16 bytes a thread.
-        set(op->result(), dflt(op->result()));
+        // contiguous last dimension, 16 bytes a thread; on a cluster, split
+        // over its CTAs as the dot reading it needs it (B whole in each).
+        auto l = cluster_operand_layout(op->result());
+        set(op->result(), l ? *l : dflt(op->result()));
         continue;
       }
       if (!is_memory_op(*op) || !is_tile(op->operands[0])) continue;
+      if (op->kind == OpKind::Load)
+        if (auto l = cluster_operand_layout(op->result())) {  // its pointers too
+          set(op->operands[0], *l);
+          set(op->result(), *l);
+          continue;
+        }
       int fast = axis_.fast_dim(*op);
       auto g = group_vec_.find(find(op->operands[0]));
       int vec = g != group_vec_.end() && g->second > 0 ? g->second : axis_.vector_width(*op, fast);
@@ -607,10 +615,29 @@ class Assigner {
     const auto& as = dot.operands[0]->type.shape;
     int64_t M = as[0], K = as[1], N = dot.operands[1]->type.shape[1];
     if (pick_)
-      if (auto instr = pick_(dot); instr && fits(*instr, M, N, K))
+      if (auto instr = pick_(dot); instr && fits(*instr, M, N, K)) {
+        // On a cluster a warpgroup dot splits M over the CTAs (where it
+        // cannot, its layouts name no CTA and the lowering refuses it).
         return matrix_dot_layouts(*instr, M, N, K, plan_.num_warps,
-                                  feeds_dot_a(dot.result()) || from_dot(dot.operands[0]), a_in_registers(dot));
+                                  feeds_dot_a(dot.result()) || from_dot(dot.operands[0]), a_in_registers(dot),
+                                  split_ctas(*instr, M, N, K, plan_.num_warps, plan_.num_ctas));
+      }
     return fma_dot_layouts(M, N, K, plan_.num_warps, plan_.warp_size);
+  }
+
+  // On a cluster, a loaded block a dot reads: the layout of the dot
+  // operand it is (the dot's layouts made now, before the dot's turn), so
+  // that each CTA loads the rows of A its part of C needs and the whole of
+  // B; nullopt for any other value (it takes the default split).
+  std::optional<LinearLayout> cluster_operand_layout(const Value* v) {
+    if (plan_.num_ctas <= 1) return std::nullopt;
+    for (const Op* u : users_[v])
+      for (int i = 0; i < 2; ++i)
+        if (u->kind == OpKind::Dot && u->operands[i] == v) {
+          const DotLayouts& d = plan_.dots.emplace(u, dot_layouts(*u)).first->second;
+          return i == 0 ? d.a : d.b;
+        }
+    return std::nullopt;
   }
 
   void note_users(const ir::Region& r) {

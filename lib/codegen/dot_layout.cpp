@@ -48,18 +48,21 @@ namespace {
 // A warpgroup instruction: instr.c (and instr.a) already cover its warps;
 // the groups go along M, above the instruction's repeats.
 DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
-                                 bool a_in_registers) {
+                                 bool a_in_registers, int num_ctas) {
   using L = LinearLayout;
   DotLayouts d;
   d.instr = instr;
   int groups = num_warps / instr.warps;
   d.warps_m = num_warps;
-  d.reps_m = int(M / (int64_t(instr.m) * groups));
+  const int64_t m_cta = M / num_ctas;  // the rows of C a CTA computes
+  d.reps_m = int(m_cta / (int64_t(instr.m) * groups));
   d.reps_n = int(N / instr.n);
   d.reps_k = int(K / instr.k);
   const std::string d0 = dim_name(0), d1 = dim_name(1);
+  // The CTAs of a cluster above the warps along M; B whole in each.
   d.c = instr.c * L::identity(kReg, d.reps_n, d1) * L::identity(kReg, d.reps_m, d0) * L::identity(kWarp, groups, d0);
-  d.a = default_layout({M, K}, 8, num_warps, 32);
+  if (num_ctas > 1) d.c = d.c * L::identity(kBlock, num_ctas, d0);
+  d.a = default_layout({M, K}, 8, num_warps, 32, -1, num_ctas);
   d.b = default_layout({K, N}, 8, num_warps, 32);
   if (a_in_registers) {
     if (instr.a.in_dims().empty())
@@ -67,14 +70,23 @@ DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N,
     d.a_in_registers = true;
     d.a = instr.a * L::identity(kReg, d.reps_k, d1) * L::identity(kReg, d.reps_m, d0) *
           L::identity(kWarp, groups, d0);
+    if (num_ctas > 1) d.a = d.a * L::identity(kBlock, num_ctas, d0);
   }
   return d;
 }
 }  // namespace
 
+int split_ctas(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps, int num_ctas) {
+  if (num_ctas <= 1 || instr.warps <= 1) return 1;
+  int64_t groups = num_warps / instr.warps;
+  bool even = M % (num_ctas * instr.m * groups) == 0 && fits(instr, M / num_ctas, N, K);
+  return even ? num_ctas : 1;
+}
+
 DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
-                              bool warps_along_m, bool a_in_registers) {
-  if (instr.warps > 1) return warpgroup_dot_layouts(instr, M, N, K, num_warps, a_in_registers);
+                              bool warps_along_m, bool a_in_registers, int num_ctas) {
+  if (instr.warps > 1) return warpgroup_dot_layouts(instr, M, N, K, num_warps, a_in_registers, num_ctas);
+  if (num_ctas > 1) throw Error("internal: a dot split over a cluster on " + instr.name + " (warpgroup instructions only)");
   // Warps go where a warp's share is larger (square warp tiles reuse each
   // fragment of A and B most), never below one instruction per warp.
   int wm = 1, wn = 1;

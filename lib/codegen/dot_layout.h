@@ -114,8 +114,19 @@ bool fits(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K);
 // a following dot without moving data between threads. `a_in_registers`
 // (warpgroup instructions whose `a` is not empty): A in the instruction's
 // register fragments.
+//
+// `num_ctas` > 1 (a program on a cluster, warpgroup instructions only):
+// M is split over the CTAs, each computing M / num_ctas contiguous rows of
+// C from the same rows of A, with the whole of B (its layout has no CTA
+// bits: every CTA holds it, and a tensor copy may multicast it). The
+// caller checks that M / num_ctas fits the instruction (split_ctas).
 DotLayouts matrix_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps,
-                              bool warps_along_m, bool a_in_registers = false);
+                              bool warps_along_m, bool a_in_registers = false, int num_ctas = 1);
+// The CTAs a dot of M x N x K on `instr` splits its rows over in a
+// program of `num_ctas` (matrix_dot_layouts): all of them where M splits
+// evenly into parts the warpgroup instruction fits, else 1 (its layouts
+// name no CTA, and the lowering refuses it on a cluster).
+int split_ctas(const MatrixInstr& instr, int64_t M, int64_t N, int64_t K, int num_warps, int num_ctas);
 
 // The FMA form: C in the default blocked layout; A and B hold, per thread,
 // the full K extent of the rows and columns of its C elements.

@@ -193,13 +193,30 @@ void Lowerer::lower_if(const Op& op) {
   }
 }
 
+// A block barrier; {cluster = 1}: of every thread of the cluster, which
+// also orders their shared-memory accesses (an mbarrier initialized
+// before it is then visible to every CTA). Inside a partition a barrier of
+// its own threads.
+void Lowerer::lower_barrier(const Op& op) {
+  if (!op.attr_int_or("cluster", 0)) {
+    barrier();
+    return;
+  }
+  if (partition_.threads) unsupported(op, "with cluster = 1 inside a partition of a warp_specialize");
+  if (plan_.num_ctas > 1) t_.cluster_barrier(b_);
+  else barrier();
+}
+
 // Each partition a branch on the warp index, in order from warp 0, whose
 // warps first set their registers. setmaxnreg is a warpgroup's, so a
 // partition takes whole warpgroups: warps past its own (a 1-warp producer's
 // three) set their registers with it and go straight to the end. Then the
-// program ends (the verifier keeps a warp_specialize last). Inside a
-// partition a barrier is one of its own threads (named barrier 1 + its
-// index), and one thread's work its first thread's.
+// program ends (the verifier keeps a warp_specialize last): on a cluster
+// after a barrier of all its threads, so that no CTA ends while another
+// may still arrive on its mbarriers or copy into its shared memory
+// (warp_specialize.h). Inside a partition a barrier is one of its own
+// threads (named barrier 1 + its index), and one thread's work its first
+// thread's.
 void Lowerer::lower_warp_specialize(const Op& op) {
   const auto& warps = op.attr_ints("warps");
   const auto& regs = op.attr_ints("registers");
@@ -229,6 +246,7 @@ void Lowerer::lower_warp_specialize(const Op& op) {
   }
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
+  if (plan_.num_ctas > 1) t_.cluster_barrier(b_, /*aligned=*/false);
 }
 
 }  // namespace tl::codegen::lowering

@@ -89,6 +89,9 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
       continue;
     }
     if (async) unsupported(op, "with async = 1 expects operand #" + std::to_string(i) + " in a buffer, found a tile");
+    if (plan_.num_ctas > 1)
+      unsupported(op, "with num_ctas > 1 expects operand #" + std::to_string(i) +
+                          " in a buffer (a tensor copy's or a pipeline's), found a tile in registers");
     if (staged == 0) scratch_fence();  // the op's earlier scratch use is done
     int64_t align = mi.operand_align;  // the instruction's boundary
     int64_t at = (scratch_base_ + staged + align - 1) / align * align - scratch_base_;
@@ -98,6 +101,18 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   if (staged) {
     t_.async_proxy_fence(b_);
     barrier();
+  }
+  // Each CTA's buffers must hold what its instructions read: its rows of
+  // A (all of them on one CTA) and the whole of B.
+  for (int i = d.a_in_registers ? 1 : 0; i < 2; ++i) {
+    const auto& full = op.operands[i]->type.shape;
+    int64_t want0 = i == 0 ? full[0] / (int64_t(1) << d.c.in_bits(kBlock)) : full[0];
+    const SmemTile& t = tile[i];
+    int64_t rows = t.transposed ? t.shape[1] : t.shape[0], cols = t.transposed ? t.shape[0] : t.shape[1];
+    if (rows != want0 || cols != full[1])
+      unsupported(op, "expects operand #" + std::to_string(i) + "'s buffer to hold " + std::to_string(want0) + "x" +
+                          std::to_string(full[1]) + " of it in each CTA, found " + std::to_string(rows) + "x" +
+                          std::to_string(cols) + " (a layout that splits it over the cluster otherwise)");
   }
   for (auto*& v : c) v = cast(v, acc, mi.acc, op);
   // A zero accumulator is not added: the first K step's instructions set

@@ -118,14 +118,24 @@ llvm::Type* Lowerer::elem_type(DType d, bool is_ptr) {
 
 // A program on a cluster of num_ctas CTAs (CompileOptions::num_ctas, 2, 4
 // or 8 as tl::compile checked): the target must have clusters, the kernel
-// no dots (their layouts are not split yet); the cluster exchange area
-// takes the start of shared memory.
+// only dots split over the CTAs along M (on warpgroup instructions,
+// dot_layout.h); the cluster exchange area takes the start of shared
+// memory.
 void Lowerer::start_cluster(const ir::Function& fn) {
   int n = plan_.num_ctas;
   if (n > t_.max_cluster_ctas) t_.set_cluster_size(*fn_, n);  // the target says what it lacks
   std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
     for (const auto& o : r.ops) {
-      if (o->kind == OpKind::Dot) unsupported(*o, "with num_ctas > 1 (dots are not split over a cluster yet)");
+      if (o->kind == OpKind::Dot) {
+        const DotLayouts& d = plan_.dots.at(o.get());
+        const auto& as = o->operands[0]->type.shape;
+        if (!d.on_warpgroups() || (1 << d.c.in_bits(kBlock)) != n)
+          unsupported(*o, "with num_ctas = " + std::to_string(n) +
+                              " runs on warpgroup instructions (sm_90a) with M a multiple of " + std::to_string(n) +
+                              " x 64 x the warpgroups, split over the CTAs; found " +
+                              (d.instr ? d.instr->name : std::string("the FMA form")) + " with M = " +
+                              std::to_string(as[0]));
+      }
       for (const auto& sub : o->regions) check(*sub);
     }
   };
@@ -344,15 +354,28 @@ llvm::Value* Lowerer::row_major_ptr(const std::vector<llvm::Value*>& hw, const L
   return smem_ptr(at);
 }
 
+// This thread's coordinates in `l` within its CTA's part of a tile of
+// `shape` (the part: `part`, cta_shape; the CTA bits are the top ones).
+std::vector<llvm::Value*> Lowerer::part_coords(const LinearLayout& l, const std::vector<int64_t>& shape,
+                                               const std::vector<int64_t>& part) {
+  auto hw = hw_coords(l);
+  for (size_t d = 0; d < hw.size(); ++d)
+    if (part[d] < shape[d]) hw[d] = b_.CreateAnd(hw[d], b_.getInt32(int32_t(part[d] - 1)));
+  return hw;
+}
+
 // A tile in layout `from` written row-major at the scratch base, each
 // element by one of the threads that hold it; and read back in layout `to`.
-void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape,
+// On a cluster each CTA writes and reads its own part of it (the layouts
+// split it alike: check_within_ctas).
+void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& whole,
                               llvm::Type* ty) {
+  const std::vector<int64_t> shape = cta_shape(from, whole);
   int64_t numel = 1;
   for (auto s : shape) numel *= s;
   need_smem(numel * alloc_size(ty));
   auto dup = duplicate_regs(from);
-  auto hw = hw_coords(from);
+  auto hw = part_coords(from, whole, shape);
   const int run = row_major_run(from, shape, ty);
   for (int r = 0; r < num_regs(from); r += run) {
     bool whole = true;
@@ -368,8 +391,9 @@ void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const 
   }
 }
 
-Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty) {
-  auto hw_to = hw_coords(to);
+Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>& whole, llvm::Type* ty) {
+  const std::vector<int64_t> shape = cta_shape(to, whole);
+  auto hw_to = part_coords(to, whole, shape);
   const int run = row_major_run(to, shape, ty);
   Regs out;
   for (int r = 0; r < num_regs(to); r += run) {

@@ -4,7 +4,9 @@
 // Who runs what: an op of the program (mbarrier_init, mbarrier_expect_tx,
 // tma_load, tma_store, tma_store_wait) is one thread's, thread 0's (in a partition of a
 // warp_specialize, the partition's first thread's); mbarrier_arrive is
-// every thread's own arrival ({per_warp = 1}: each warp's first lane's);
+// every thread's own arrival ({per_warp = 1}: each warp's first lane's;
+// {cluster = 1}: one on the barrier at that address in each CTA of the
+// cluster);
 // mbarrier_wait and named_barrier are every thread's. insert-barriers
 // (insert_barriers.cpp) puts the block barriers between an mbarrier's
 // initialization and its uses, and between a
@@ -69,6 +71,12 @@ void Lowerer::lower_mbarrier(const Op& op) {
       }, nullptr);
       return;
     case OpKind::MbarrierArrive:
+      if (op.attr_int_or("cluster", 0)) {  // the barrier at this address in every CTA of the cluster
+        if (op.attr_int_or("count", 1) != 1) unsupported(op, "with cluster = 1 expects count = 1");
+        llvm::Value* only = op.attr_int_or("per_warp", 0) ? b_.CreateICmpEQ(lane_, b_.getInt32(0)) : nullptr;
+        for (int r = 0; r < plan_.num_ctas; ++r) t_.mbarrier_arrive_remote(b_, bar, b_.getInt32(r), only);
+        return;
+      }
       if (op.attr_int_or("per_warp", 0)) {  // a warp's arrival, its first lane's (predicated, no branch)
         t_.mbarrier_arrive(b_, bar, int(op.attr_int_or("count", 1)), b_.CreateICmpEQ(lane_, b_.getInt32(0)));
         return;
@@ -111,19 +119,46 @@ void Lowerer::lower_tma_copy(const Op& op) {
   size_t first_coord = load ? 3 : 2;
   std::vector<llvm::Value*> coords;
   for (size_t i = first_coord; i < op.operands.size(); ++i) coords.push_back(get(op.operands[i])[0]);
+  // On a cluster the buffer holds this CTA's part of the block (its
+  // layout's CTA bits, the top ones of their dimensions): the box starts
+  // at the part's origin.
+  const int64_t multicast = load ? op.attr_int_or("multicast", 0) : 0;
+  if (plan_.num_ctas > 1) {
+    const LinearLayout& l = plan_.of(buf);
+    if (l.in_bits(kBlock) > 0) {
+      if (multicast) unsupported(op, "with multicast expects a block every CTA holds, found one split over the cluster");
+      auto origin = hw_coords_of(l, kBlock);
+      for (size_t d = 0; d < origin.size(); ++d) {
+        size_t at = coords.size() - origin.size() + d;
+        coords[at] = b_.CreateAdd(coords[at], origin[d]);
+      }
+    }
+  }
   // Innermost first: the contiguous dimension, the rows, then any leading
   // dimensions (of size 1 in the box) outermost last.
   if (t.contiguous == 1) std::reverse(coords.begin(), coords.end());
   else if (coords.size() > 2)
     unsupported(op, "of a column-major buffer with " + std::to_string(coords.size()) +
                         " coordinates is not lowered yet (rank 2 only)");
+  // Multicast over the cluster's `multicast` CTAs: each issues every
+  // multicast-th panel into all of them (warp_specialize.h).
+  if (multicast && (multicast != plan_.num_ctas || box.panels % multicast))
+    unsupported(op, "with multicast = " + std::to_string(multicast) + " expects the cluster's " +
+                        std::to_string(plan_.num_ctas) + " CTAs and a multiple of them of panels, found " +
+                        std::to_string(box.panels) + " panels");
+  llvm::Value* mask = multicast ? b_.getInt16(uint16_t((1u << multicast) - 1)) : nullptr;
   guarded(leader(), [&]() -> llvm::Value* {
     for (int p = 0; p < box.panels; ++p) {
       std::vector<llvm::Value*> at = coords;
       at[0] = b_.CreateAdd(at[0], b_.getInt32(int32_t(p * box.inner)));
       llvm::Value* s = b_.CreateAdd(smem, b_.getInt32(int32_t(p * box.panel_bytes())));
-      if (load) t_.tma_load(b_, map, s, bar, at);
-      else t_.tma_store(b_, map, s, at);
+      if (!load) t_.tma_store(b_, map, s, at);
+      else if (!multicast) t_.tma_load(b_, map, s, bar, at);
+      else
+        guarded(b_.CreateICmpEQ(block_, b_.getInt32(int32_t(p % multicast))), [&]() -> llvm::Value* {
+          t_.tma_load(b_, map, s, bar, at, mask);
+          return nullptr;
+        }, nullptr);
     }
     if (!load) {
       t_.tma_store_commit(b_);

@@ -112,6 +112,8 @@ class Lowerer {
   void check_within_ctas(const LinearLayout& from, const LinearLayout& to);
   void store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& shape, llvm::Type* ty);
   Regs load_row_major(const LinearLayout& to, const std::vector<int64_t>& shape, llvm::Type* ty);
+  std::vector<llvm::Value*> part_coords(const LinearLayout& l, const std::vector<int64_t>& shape,
+                                        const std::vector<int64_t>& part);
   int row_major_run(const LinearLayout& l, const std::vector<int64_t>& shape, llvm::Type* ty);
   llvm::Value* row_major_ptr(const std::vector<llvm::Value*>& hw, const LinearLayout& l, int r,
                              const std::vector<int64_t>& shape, llvm::Type* ty);
@@ -167,7 +169,7 @@ class Lowerer {
   void lower_join(const Op& op);
   void lower_split(const Op& op);
   void lower_yield(const Op&) {}  // read by the parent op
-  void lower_barrier(const Op&) { barrier(); }
+  void lower_barrier(const Op& op);
 
   // ------------------------------------------------------------ elementwise
   void lower_elementwise(const Op& op);

@@ -38,7 +38,7 @@ void lower_descriptors_pass(GpuContext& c) {
   std::optional<transforms::AxisAnalysis> axis;
   if (c.target.has_tma) {
     axis.emplace(c.fn, c.args);
-    keep = [&](const ir::Op& op) { return tensor_copy_refusal(c.fn, op, *axis, c.num_ctas).empty(); };
+    keep = [&](const ir::Op& op) { return tensor_copy_refusal(c.fn, op, *axis).empty(); };
   }
   bool lowered = transforms::lower_descriptors(c.fn, keep);
   if (squeeze_tensor_copies(c.fn) || lowered) transforms::simplify(c.fn);
@@ -172,8 +172,9 @@ DotLayouts dot_layouts_of(const ir::Op& dot, const TargetInfo& t, const LayoutPl
   int64_t M = as[0], K = as[1], N = bs[1];
   std::vector<DotLayouts> options;
   if (auto mi = chosen_instr(dot, t, p.num_warps)) {
+    int ctas = split_ctas(*mi, M, N, K, p.num_warps, p.num_ctas);
     for (bool along_m : {false, true})
-      options.push_back(matrix_dot_layouts(*mi, M, N, K, p.num_warps, along_m, a_in_registers(dot)));
+      options.push_back(matrix_dot_layouts(*mi, M, N, K, p.num_warps, along_m, a_in_registers(dot), ctas));
   } else {
     options.push_back(fma_dot_layouts(M, N, K, p.num_warps, p.warp_size));
   }

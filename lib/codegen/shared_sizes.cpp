@@ -16,11 +16,20 @@ namespace {
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+// A tile of `shape` in layout `l` written row-major (store_row_major in
+// lower_llvm.cpp): its CTA's part.
+int64_t row_major_bytes(const ir::Type& t, const LinearLayout& l) {
+  int64_t n = 1;
+  for (int64_t x : cta_shape(l, t.shape)) n *= x;
+  return n * shared_elem_bytes(t);
+}
+
 // A register-to-register move from `from` to `to` of tile `v` that may go
-// through shared memory (convert in lower_llvm.cpp): the whole tile.
+// through shared memory (convert in lower_llvm.cpp): the whole tile (a
+// CTA's part of it).
 int64_t conversion_bytes(const ir::Value* v, const LinearLayout& from, const LinearLayout& to) {
   if (from == to || is_uniform(v) || permutes_registers(from, to)) return 0;
-  return v->type.numel() * shared_elem_bytes(v->type);
+  return row_major_bytes(v->type, from);
 }
 
 // The layout a reduction or scan reads its operands in.
@@ -170,7 +179,7 @@ int64_t scratch_bound(const Op& op, const LayoutPlan& plan, const InShared& in_s
       return dot_bytes(op, plan, in_shared);
     case OpKind::LocalAlloc:
       // A tile written row-major (expand_conversions.h).
-      return op.operands.empty() ? 0 : op.operands[0]->type.numel() * shared_elem_bytes(op.operands[0]->type);
+      return op.operands.empty() ? 0 : row_major_bytes(op.operands[0]->type, plan.of(op.operands[0]));
     case OpKind::AtomicRmw: case OpKind::AtomicCas:
       // Old values reach every thread that holds the element (lower_memory.cpp).
       return op.result()->type.numel() * shared_elem_bytes(op.result()->type);

@@ -94,6 +94,11 @@ LinearLayout buffer_slot_layout(const LinearLayout& l, const std::vector<int64_t
   return over_tile(buffer_slot_tile(l, shape, elem_bytes), shape, l.bases(kBlock));
 }
 
+LinearLayout tensor_copy_buffer_layout(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes) {
+  auto sh = cta_shape(l, shape);
+  return over_tile(SwizzledTile::plan(sh[0], sh[1], 1, elem_bytes), shape, l.bases(kBlock));
+}
+
 // The CTA's part from the block bits; then the layout must be the one
 // either contiguous dimension makes (a dimension of 1 makes both alike).
 std::optional<SwizzledTile> swizzled_tile_of(const LinearLayout& buffer, const std::vector<int64_t>& shape,

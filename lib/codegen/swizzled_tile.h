@@ -68,6 +68,10 @@ SwizzledTile buffer_slot_tile(const LinearLayout& l, const std::vector<int64_t>&
 // Its layout over the whole tile: offset -> coordinates within this CTA's
 // part, and the CTAs' part as `l` splits it ("block" bits).
 LinearLayout buffer_slot_layout(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes);
+// The buffer of a tensor copy of a tile of `shape` in register layout
+// `l`: rows contiguous along the last dimension (a box's), this CTA's part
+// of it as `l` splits it over a cluster.
+LinearLayout tensor_copy_buffer_layout(const LinearLayout& l, const std::vector<int64_t>& shape, int elem_bytes);
 // The tile a buffer (one slot) of `shape` in layout `buffer` stores, when
 // that is a layout buffer_slot_layout makes; nullopt otherwise.
 std::optional<SwizzledTile> swizzled_tile_of(const LinearLayout& buffer, const std::vector<int64_t>& shape,

@@ -200,7 +200,8 @@ class Target : public TargetInfo {
     throw Error("target " + name + " has no thread-block clusters (num_ctas > 1)");
   }
   virtual llvm::Value* cluster_rank(llvm::IRBuilder<>& b) const { return b.getInt32(0); }
-  virtual void cluster_barrier(llvm::IRBuilder<>& b) const {}
+  // `aligned`: every thread of a warp runs it together (the cheaper form).
+  virtual void cluster_barrier(llvm::IRBuilder<>& b, bool aligned = true) const {}
   virtual void send_to_cta(llvm::IRBuilder<>& b, llvm::Value* at, llvm::Value* value, llvm::Value* bar,
                            llvm::Value* rank) const {
     no_clusters();
@@ -229,6 +230,13 @@ class Target : public TargetInfo {
   virtual llvm::Value* barrier_done(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) const {
     no_mbarriers();
   }
+  // One arrival on the mbarrier at `bar` (an address in this CTA) in CTA
+  // `rank` (i32) of the cluster, released at cluster scope; `only` as for
+  // mbarrier_arrive.
+  virtual void mbarrier_arrive_remote(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* rank,
+                                      llvm::Value* only = nullptr) const {
+    no_clusters();
+  }
 
   // ---- Tensor copies (has_tma), issued by one thread. `map` is the
   // generic address (i64) of a 128-byte tensor map in global, constant or
@@ -237,8 +245,11 @@ class Target : public TargetInfo {
   // as the map's swizzle stores it. A load's bytes count against `bar`'s
   // current phase; a store is done when store_wait returns: its shared
   // memory read, and (unless `read_only`) its global writes visible.
+  // `multicast` (i16, optional): the CTAs of the cluster whose shared
+  // memory (at `smem`) the box lands in, each counting it on its mbarrier
+  // at `bar`, one bit a rank.
   virtual void tma_load(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem, llvm::Value* bar,
-                        const std::vector<llvm::Value*>& coords) const {
+                        const std::vector<llvm::Value*>& coords, llvm::Value* multicast = nullptr) const {
     no_mbarriers();
   }
   virtual void tma_store(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* smem,

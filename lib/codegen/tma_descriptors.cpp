@@ -74,8 +74,7 @@ SwizzledTile block_tile(const std::vector<int64_t>& shape, int elem_bytes) {
 
 }  // namespace
 
-std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const transforms::AxisAnalysis& axis,
-                                int num_ctas) {
+std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const transforms::AxisAnalysis& axis) {
   if (op.kind != OpKind::DescriptorLoad && op.kind != OpKind::DescriptorStore)
     return "not a descriptor_load or descriptor_store";
   const bool store = op.kind == OpKind::DescriptorStore;
@@ -94,7 +93,6 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
   // 8-bit blocks (f8 dots) have not run on the H200 yet.
   if (eb != 2 && eb != 4)
     return "elements of " + std::to_string(eb) + " bytes (tensor copies of 2- and 4-byte elements only, so far)";
-  if (num_ctas != 1) return "programs of " + std::to_string(num_ctas) + " CTAs (one, so far)";
   const Value* base = op.operands[0];
   if (!is_argument(fn, base)) return "a base the kernel computes (the launcher encodes the map)";
   if (axis.get(base).divisibility[0] < 16) return "a base not proven 16-byte aligned";
@@ -230,14 +228,24 @@ bool reads_through(const ir::Function& fn, const Value* base) {
 // A kept descriptor_store as one tensor copy out of a buffer its threads
 // write first (each fences its writes for the copy, which the asynchronous
 // proxy reads; insert-barriers puts the barrier between them).
-void tensor_store(ir::Function& fn, Op* op) {
+void tensor_store(ir::Function& fn, Op* op, const LayoutPlan& plan) {
   Value* v = op->operands.back();
   const size_t r = descriptor_rank(*op);
   Type buf_type{v->type.dtype, false, v->type.shape};
   buf_type.kind = ir::TypeKind::shared;
   // Rows along the tensor's contiguous last dimension, whatever layout the
-  // value's registers are in (one CTA a program: tensor_copy_refusal).
-  buf_type.layout = fn.intern_layout(block_tile(v->type.shape, byte_size(v->type.dtype)).layout());
+  // value's registers are in; on a cluster, each CTA's part of it.
+  const int eb = byte_size(v->type.dtype);
+  if (plan.num_ctas > 1) {
+    const LinearLayout& l = plan.of(v);
+    if ((1 << l.in_bits(kBlock)) < plan.num_ctas || l.broadcast_mask(kBlock))
+      throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' with num_ctas = " +
+                  std::to_string(plan.num_ctas) + " of a value every CTA of the cluster holds (" + v->type.str() +
+                  ") is not supported yet: expected a tile split over the CTAs (a dot's result, say)");
+    buf_type.layout = fn.intern_layout(tensor_copy_buffer_layout(l, v->type.shape, eb));
+  } else {
+    buf_type.layout = fn.intern_layout(block_tile(v->type.shape, eb).layout());
+  }
   TensorBox box = descriptor_box(*op, fn, buf_type);
   Value* map = entry_tensor_map(fn, *op, box);
   ir::Builder b(op->parent, op->parent->find(op));
@@ -349,7 +357,7 @@ void tma_descriptors(ir::Function& fn, const LayoutPlan& plan) {
   });
   std::vector<Op*> loads;
   for (Op* op : found) {
-    if (op->kind == OpKind::DescriptorStore) tensor_store(fn, op);
+    if (op->kind == OpKind::DescriptorStore) tensor_store(fn, op, plan);
     else loads.push_back(op);
   }
   // Each load's buffer, its type, and the copy's box.

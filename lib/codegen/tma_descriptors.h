@@ -40,6 +40,11 @@
 // tensor back through its base; defer-store-waits moves that wait to the
 // next tile's store in a persistent program).
 //
+// On a cluster (num_ctas > 1) each CTA copies its part of a block split
+// over the CTAs (the box is the part, the coordinates the part's origin,
+// lower_tma.cpp) and the whole of a block every CTA holds (a dot's B),
+// which warp-specialize may multicast; a stored tile must be split.
+//
 // What a descriptor_load needs to become a copy, measured on the
 // H200 (docs/hopper-plan.md): a block of 2- or 4-byte elements, of rank 2
 // or of a higher rank whose sizes are 1 but in the last two (a 2-D box of
@@ -50,7 +55,7 @@
 // (the launcher encodes the map from them), the last stride 1 and the
 // other proven a multiple of 16 bytes; the innermost coordinate proven a
 // multiple of 16 bytes (another traps); the block stored as a box a map
-// can describe (TensorBox); one CTA a program. A store needs the same
+// can describe (TensorBox). A store needs the same
 // and the tensor's innermost size proven a multiple of 16 bytes (a copy
 // writes whole 16-byte pieces of a row). Any other stays the masked load
 // or store it means.
@@ -69,8 +74,7 @@ namespace tl::codegen {
 
 // Why the descriptor_load or descriptor_store `op` (Tile IR) cannot be a
 // tensor copy; empty when it can (on a target with tensor copies).
-std::string tensor_copy_refusal(const ir::Function& fn, const ir::Op& op, const transforms::AxisAnalysis& axis,
-                                int num_ctas);
+std::string tensor_copy_refusal(const ir::Function& fn, const ir::Op& op, const transforms::AxisAnalysis& axis);
 
 // Each kept descriptor_load of rank > 2 as its squeezed form (ops.def: the
 // result the block's last two dimensions) and a reshape back, which

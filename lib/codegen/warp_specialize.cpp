@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "codegen/shared_sizes.h"
+#include "codegen/swizzled_tile.h"
 #include "codegen/target_info.h"
 #include "transforms/passes.h"
 
@@ -96,8 +97,6 @@ class Specializer {
     std::string common;
     if (!t_.has_warp_specialization)
       common = t_.name + " has no partitions of warps with registers of their own (sm_90a's setmaxnreg)";
-    else if (plan_.num_ctas != 1)
-      common = "the kernel runs on a cluster of " + std::to_string(plan_.num_ctas) + " CTAs";
     else if (plan_.num_warps % 4)
       common = "the kernel's " + std::to_string(plan_.num_warps) + " warps are not whole warpgroups";
     else if (int entry = warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm);
@@ -120,6 +119,9 @@ class Specializer {
         if (loop->attr_int_or("warp_specialize", mode) == 0) continue;
         Pipeline p;
         std::string no = common.empty() ? analyze(outer, *loop, p) : common;
+        if (no.empty() && plan_.num_ctas > 1 && !outer)
+          no = "on a cluster of " + std::to_string(plan_.num_ctas) +
+               " CTAs only a persistent program's loop is specialized (its rings live to the end)";
         if (no.empty()) {
           specialize(it, p);
           return "";
@@ -372,17 +374,42 @@ class Specializer {
 
   // At `b`: where `cond` holds (always: null), one arrival of each warp on
   // the empty mbarrier of `slot`.
+  // With a multicast (cluster_empty_), on the empty mbarrier of the slot in
+  // every CTA of the cluster.
   void release(ir::Builder& b, Value* cond, Value* empty, Value* slot, const Type& view) {
+    ir::Attrs attrs{{"per_warp", int64_t(1)}};
+    if (cluster_empty_) attrs["cluster"] = int64_t(1);
     if (!cond) {
-      b.create(OpKind::MbarrierArrive, {slot_view(b, empty, slot, view)}, {}, {{"per_warp", int64_t(1)}});
+      b.create(OpKind::MbarrierArrive, {slot_view(b, empty, slot, view)}, {}, attrs);
       return;
     }
     Op* branch = b.create(OpKind::If, {cond}, {});
     ir::Builder then(branch->add_region());
     then.loc = b.loc;
-    then.create(OpKind::MbarrierArrive, {slot_view(then, empty, slot, view)}, {}, {{"per_warp", int64_t(1)}});
+    then.create(OpKind::MbarrierArrive, {slot_view(then, empty, slot, view)}, {}, attrs);
     then.create(OpKind::Yield, {}, {});
     ir::Builder(branch->add_region()).create(OpKind::Yield, {}, {});
+  }
+
+  // On a cluster, the refill's copies of blocks every CTA holds (a dot's
+  // B) multicast: each CTA issues its share of the panels into all of them
+  // (lower_tma.cpp). Whether any does.
+  bool multicast(Op& refill) {
+    const int n = plan_.num_ctas;
+    if (n <= 1) return false;
+    bool any = false;
+    ir::walk(refill, [&](Op* o) {
+      if (o->kind != OpKind::TmaLoad) return;
+      const Type& t = o->operands[1]->type;
+      const LinearLayout& l = plan_.of(o->operands[1]);
+      if (l.in_bits(kBlock) > 0) return;  // split: each CTA its own part
+      std::vector<int64_t> shape(t.shape.end() - 2, t.shape.end());
+      auto tile = swizzled_tile_of(l, shape, byte_size(t.dtype));
+      if (!tile || tensor_box_of(*tile).panels % n) return;
+      o->attrs["multicast"] = int64_t(n);
+      any = true;
+    });
+    return any;
   }
 
   // A new value carried around `loop`, from `init`, whose body argument it
@@ -422,14 +449,20 @@ class Specializer {
       auto it = fn_.body.find(o);
       fn_.body.ops.splice(fn_.body.find(p.split), fn_.body.ops, it);
     }
-    // The ring of empty mbarriers: one arrival of each consumer warp.
+    // The ring of empty mbarriers: one arrival of each consumer warp (of
+    // every CTA of the cluster where a copy multicasts: a slot is refilled
+    // in all of them).
     if (!p.outer) pre.set_insertion_before(std::next(p.host->find(p.inits.back()))->get());
+    cluster_empty_ = multicast(*p.refill);
     Type ring_type = p.full->type;
     Value* empty = pre.create1(OpKind::LocalAlloc, {}, ring_type);
     for (int s = 0; s < p.slots; ++s)
       pre.create(OpKind::MbarrierInit, {slot_view(pre, empty, pre.constant_int(kI32, s), p.bar_view, s)}, {},
-                 {{"count", int64_t(warps)}});
-    if (p.outer) pre.create(OpKind::Barrier, {}, {});  // every thread sees them before any use
+                 {{"count", int64_t(warps) * (cluster_empty_ ? plan_.num_ctas : 1)}});
+    // Every thread (of the cluster: a peer's copies and arrivals) sees
+    // them before any use.
+    if (p.outer)
+      pre.create(OpKind::Barrier, {}, {}, plan_.num_ctas > 1 ? ir::Attrs{{"cluster", int64_t(1)}} : ir::Attrs{});
     for (Op* o : p.prologue) p.host->erase(o);
 
     // The partitions: the top-level loop (or the split before it) and all
@@ -535,7 +568,13 @@ class Specializer {
         release(end, ran, empty, last_slot, p.bar_view);
       }
     }
-    // The rings end after the consumers' loop.
+    // The rings end after the consumers' loop; on a cluster they are left
+    // alone (a peer may still arrive on them, until the barrier of the
+    // whole cluster that ends the kernel, lower_control.cpp).
+    if (plan_.num_ctas > 1) {
+      transforms::dce(fn_);
+      return;
+    }
     auto last = consumers->find(&top);
     for (auto it = last; it != consumers->ops.end(); ++it)
       if ((*it)->kind == OpKind::MbarrierInval && ring_of((*it)->operands[0]) == p.full) last = it;
@@ -597,6 +636,7 @@ class Specializer {
   ir::Function& fn_;
   const LayoutPlan& plan_;
   const TargetInfo& t_;
+  bool cluster_empty_ = false;  // the empty ring counts the whole cluster's consumers
 };
 
 }  // namespace

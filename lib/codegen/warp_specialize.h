@@ -90,8 +90,20 @@
 // reading the ring's buffers and no cp.async copies, whose refill depends
 // only on the iteration and the slot (and, around a persistent loop, on
 // pure values of the outer iteration), in a function of whole warpgroups
-// on one CTA (a persistent program's code before its top-level loop with
-// no effects other threads could see twice). The kernel option
+// (a persistent program's code before its top-level loop with no effects
+// other threads could see twice).
+//
+// On a cluster (num_ctas > 1; only a persistent program's loop) a copy of
+// a block every CTA holds (a dot's B, dot_layout.h) is multicast: each
+// CTA's producer issues its share of the box's panels into every CTA
+// (`tma_load {multicast = N}`), so a CTA's full mbarrier counts its peers'
+// bytes too and a slot may be refilled only once every CTA's consumers let
+// it go: the empty ring counts the consumer warps of the whole cluster and
+// each arrives on it in every CTA (`mbarrier_arrive {cluster = 1}`). The
+// rings' initialization is followed by a barrier of the cluster
+// (`barrier {cluster = 1}`); they are not ended, and the kernel ends with
+// a barrier of the cluster (lower_control.cpp), since a peer may arrive on
+// them until its last step. The kernel option
 // `warp_specialize` forbids it (0) or demands it (1: a kernel with no loop
 // that can be specialized is then an error naming why); by default (-1)
 // such a loop is specialized. A loop's own option (tl::range's, the

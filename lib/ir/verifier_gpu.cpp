@@ -249,6 +249,8 @@ void GpuRules::op(const Op& op) const {
     case OpKind::FenceAsyncShared:
       operands(op, 0, 0);
       results(op, 0);
+      if (op.kind == OpKind::Barrier && op.has_attr("cluster"))  // every thread of the cluster
+        require(int_attr(op, "cluster") == 1, op, "'cluster' of 1", std::to_string(int_attr(op, "cluster")));
       break;
     case OpKind::MbarrierInit:
     case OpKind::MbarrierInval:
@@ -263,6 +265,8 @@ void GpuRules::op(const Op& op) const {
         require(int_attr(op, "bytes") >= 0, op, "'bytes' of at least 0", std::to_string(int_attr(op, "bytes")));
       if (op.kind == OpKind::MbarrierArrive && op.has_attr("count"))
         require(int_attr(op, "count") >= 1, op, "'count' of at least 1", std::to_string(int_attr(op, "count")));
+      if (op.kind == OpKind::MbarrierArrive && op.has_attr("cluster"))  // on the barrier in every CTA
+        require(int_attr(op, "cluster") == 1, op, "'cluster' of 1", std::to_string(int_attr(op, "cluster")));
       if (op.kind == OpKind::MbarrierArrive && op.has_attr("per_warp"))
         require(int_attr(op, "per_warp") == 1, op, "'per_warp' of 1 (one arrival a warp, its first lane's)",
                 std::to_string(int_attr(op, "per_warp")));
@@ -292,6 +296,9 @@ void GpuRules::op(const Op& op) const {
         require(opnd(op, int(i)) == scalar_type(DType::i32), op, "operand #" + std::to_string(i) + " to be an i32 coordinate",
                 opnd(op, int(i)).str());
       if (!load) optional_str_in(op, "wait", {"read", "none"});
+      if (load && op.has_attr("multicast"))  // into that many CTAs of the cluster, each issuing its share
+        require(int_attr(op, "multicast") >= 2, op, "'multicast' of at least 2",
+                std::to_string(int_attr(op, "multicast")));
       break;
     }
     case OpKind::TmaStoreWait:  // until the thread's tensor stores issued before it have read their buffers

@@ -209,12 +209,15 @@ std::vector<E> small_ints_of(size_t n, unsigned seed) {
   return v;
 }
 
-// `ws`: the warp_specialize option (unset: the compiler's choice).
+// `ws`: the warp_specialize option (unset: the compiler's choice); `ctas`:
+// num_ctas (a program's tile over a cluster).
 template <int S, int BM = 128, int BN = 128, int BK = 64>
-void check_gemm(int M, int N, int K, int warps = 4, std::optional<bool> ws = std::nullopt) {
+void check_gemm(int M, int N, int K, int warps = 4, std::optional<bool> ws = std::nullopt, int ctas = 1) {
   INFO("descriptor gemm " << BM << "x" << BN << "x" << BK << ", " << S << " stages, " << warps << " warps, M=" << M
-                          << " N=" << N << " K=" << K << ", warp_specialize " << (ws ? (*ws ? "on" : "off") : "auto"));
-  auto k = compile(gemm_desc<BM, BN, BK, S>, {.name = "gemm_desc", .num_warps = warps, .warp_specialize = ws});
+                          << " N=" << N << " K=" << K << ", warp_specialize " << (ws ? (*ws ? "on" : "off") : "auto")
+                          << ", " << ctas << " CTAs a program");
+  auto k = compile(gemm_desc<BM, BN, BK, S>,
+                   {.name = "gemm_desc", .num_warps = warps, .num_ctas = ctas, .warp_specialize = ws});
   same_on_both<float>([&](Device& d) {
     auto a = d.upload(small_ints(size_t(M) * K + 1, 31)), b = d.upload(small_ints(size_t(K) * N + 1, 32));
     auto c = d.upload(std::vector<float>(size_t(M) * N, -1.0f));
@@ -227,16 +230,17 @@ void check_gemm(int M, int N, int K, int warps = 4, std::optional<bool> ws = std
 // The example's persistent gemm (bf16 C; exact: the f32 sums are small
 // integers, rounded alike) at S stages on `programs` programs, as the
 // compiler decides or as `ws` says, compiled for `per_sm` programs a
-// multiprocessor.
+// multiprocessor, each program on `ctas` CTAs.
 template <int S, int BM = 128, int BN = 128, int BK = 64>
 void check_persistent(int M, int N, int K, int programs, int warps = 4, std::optional<bool> ws = std::nullopt,
-                      int per_sm = 1) {
+                      int per_sm = 1, int ctas = 1) {
   INFO("persistent gemm " << BM << "x" << BN << "x" << BK << ", " << S << " stages, " << warps << " warps, M=" << M
                           << " N=" << N << " K=" << K << ", " << programs << " programs (" << per_sm
-                          << " a multiprocessor), warp_specialize " << (ws ? (*ws ? "on" : "off") : "auto"));
+                          << " a multiprocessor, " << ctas << " CTAs each), warp_specialize "
+                          << (ws ? (*ws ? "on" : "off") : "auto"));
   auto k = compile(kernels::gemm_persistent<bf16, BM, BN, BK, kernels::kGemmGroupM>,
-                   {.name = "gemm_persistent", .num_warps = warps, .num_stages = S, .warp_specialize = ws,
-                    .programs_per_sm = per_sm});
+                   {.name = "gemm_persistent", .num_warps = warps, .num_stages = S, .num_ctas = ctas,
+                    .warp_specialize = ws, .programs_per_sm = per_sm});
   same_on_both<float>([&](Device& d) {
     auto a = d.upload(small_ints(size_t(M) * K + 1, 51)), b = d.upload(small_ints(size_t(K) * N + 1, 52));
     auto c = d.upload(std::vector<bf16>(size_t(M) * N, bf16(-1.0f)));
@@ -485,6 +489,60 @@ TEST_CASE("persistent warp-specialized gemms match the interpreter", "[gpu][desc
     check_persistent<2>(520, 400, trips * 64, 7, 4, true, 2);
   // Forbidden: the same kernel unspecialized (its ring made per tile).
   check_persistent<3>(520, 400, 64 * 5, 3, 4, false);
+}
+
+TEST_CASE("gemms on clusters of two CTAs match the interpreter", "[gpu][descriptor][cluster]") {
+  REQUIRE_GPU();
+  // A persistent program over two CTAs, each half of the tile's rows, B's
+  // block multicast to both (each CTA copies half of its panels) and a
+  // slot refilled once both CTAs' consumers let it go. Tiles a program:
+  // 0, 1 and many; K trip counts 0, 1, 2, S-1, S and many; ragged M and N,
+  // the second CTA's rows partly or wholly past M; 8 and 4 consumer warps;
+  // 256x256 (the example's :c2).
+  check_persistent<3, 256, 128>(200, 144, 64 * 9, 3, 8, true, 1, 2);  // 2 tiles on 3 programs
+  check_persistent<3, 256, 128>(100, 144, 64 * 3, 2, 8, true, 1, 2);  // CTA 1's rows all past M
+  for (int trips : {0, 1, 2, 3, 4})
+    check_persistent<3, 256, 128>(520, 400, trips * 64, 3, 8, true, 1, 2);
+  check_persistent<2, 256, 128>(300, 272, 64 * 5, 2, 4, true, 1, 2);
+  check_persistent<3, 256, 256>(600, 520, 64 * 6 + 16, 2, 8, true, 1, 2);
+  check_persistent<3, 256, 256>(1000, 1040, 64 * 4, 5, 8, true, 1, 2);
+  // Unspecialized (no multicast: each CTA copies the whole of B), and the
+  // one-tile-a-program descriptor gemm.
+  check_persistent<3, 256, 128>(520, 400, 64 * 5, 3, 8, false, 1, 2);
+  check_gemm<3, 256, 128>(300, 272, 64 * 5, 8, std::nullopt, 2);
+  check_gemm<3, 256, 128>(130, 144, 64 * 2, 8, std::nullopt, 2);
+}
+
+TEST_CASE("a persistent gemm on a cluster of two multicasts B's block and releases slots in both CTAs",
+          "[descriptor][codegen][cluster]") {
+  using namespace codegen_checks;
+  auto k = compile(kernels::gemm_persistent<bf16, 256, 256, 64, kernels::kGemmGroupM>,
+                   {.name = "gemm_persistent", .num_warps = 8, .num_stages = 3, .num_ctas = 2});
+  codegen::Specialization row_major = aligned(k);
+  for (int unit : {7, 9, 11}) row_major.args[size_t(unit)] = codegen::int_arg_facts(1);  // stride_ak, _bn, _cn
+  auto ck = codegen::compile(*k.impl(), row_major, "sm_90a");
+  CHECK(count(ck.assembly, R"(\.reqnctapercluster 2, 1, 1)") == 1);
+  // B: 4 panels of 64 columns, two from each CTA into both (a branch on
+  // the rank each); A: each CTA its 128 rows, not multicast.
+  CHECK(count(ck.assembly, R"(complete_tx::bytes\.multicast::cluster)") >= 2);
+  CHECK(count(ck.assembly, R"(complete_tx::bytes \[)") >= 1);
+  // Consumers arrive on the empty mbarrier of both CTAs (16 arrivals a
+  // phase: 8 warps of each), after mapa.
+  CHECK(count(ck.assembly, R"(mbarrier\.arrive\.shared::cluster\.b64)") >= 2);
+  CHECK(count(ck.assembly, R"(mbarrier\.arrive\.release\.cluster)") == 0);  // a fence every step (perf.md run 85)
+  CHECK(count(ck.assembly, R"(mapa\.shared::cluster)") >= 2);
+  // The cluster meets after the exchange's set-up, after the rings'
+  // initialization and before it ends.
+  CHECK(count(ck.assembly, R"(barrier\.cluster\.arrive)") == 3);
+  CHECK(count(ck.assembly, R"(mbarrier\.inval)") == 0);
+  CHECK(count(ck.assembly, R"(wgmma\.wait_group\.sync\.aligned 1)") >= 1);
+  CHECK(count(ck.assembly, R"(setmaxnreg)") >= 2);
+  if (auto log = ptxas(ck.assembly, "sm_90a")) CHECK(count(*log, " 0 bytes spill") >= 1);
+  // A dot that cannot split its rows over the cluster (M 64 on two CTAs of
+  // one warpgroup each) is a clear error.
+  auto small = compile(kernels::gemm_persistent<bf16, 64, 64, 64, kernels::kGemmGroupM>,
+                       {.name = "gemm_persistent", .num_warps = 4, .num_ctas = 2});
+  CHECK_THROWS_WITH(codegen::compile(*small.impl(), row_major, "sm_90a"), Catch::Contains("with num_ctas = 2"));
 }
 
 TEST_CASE("descriptor stores through tensor copies clip at the tensor's edges and at negative coordinates",
