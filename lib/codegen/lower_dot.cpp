@@ -89,9 +89,6 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
       continue;
     }
     if (async) unsupported(op, "with async = 1 expects operand #" + std::to_string(i) + " in a buffer, found a tile");
-    if (plan_.num_ctas > 1)
-      unsupported(op, "with num_ctas > 1 expects operand #" + std::to_string(i) +
-                          " in a buffer (a tensor copy's or a pipeline's), found a tile in registers");
     if (staged == 0) scratch_fence();  // the op's earlier scratch use is done
     int64_t align = mi.operand_align;  // the instruction's boundary
     int64_t at = (scratch_base_ + staged + align - 1) / align * align - scratch_base_;
@@ -272,14 +269,16 @@ llvm::Value* Lowerer::tile_ptr(const SmemTile& t, llvm::Value* v0, llvm::Value* 
 }
 
 // Writes a register tile to scratch shared memory (swizzled) at byte
-// `offset` of the scratch region; readers need a barrier after it.
+// `offset` of the scratch region; readers need a barrier after it. On a
+// cluster, the CTA's part of it (cta_shape).
 SmemTile Lowerer::write_tile(const Regs& regs, const LinearLayout& l, const ir::Type& type, int64_t offset) {
   int bytes = byte_size(type.dtype);
   int cd = contiguous_dim(l);
-  SmemTile t = SmemTile::plan(type.shape[0], type.shape[1], cd, bytes);
+  const std::vector<int64_t> part = cta_shape(l, type.shape);
+  SmemTile t = SmemTile::plan(part[0], part[1], cd, bytes);
   need_smem(offset + t.bytes());
   t.base = smem_ptr(b_.getInt64(offset));
-  auto hw = hw_coords(l);
+  auto hw = part_coords(l, type.shape, part);
   auto dup = duplicate_regs(l);
   int run = std::max(1, std::min<int>(l.contiguous_run(kReg, cd), t.vec));
   llvm::Type* ety = value_type(type);

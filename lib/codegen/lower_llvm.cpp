@@ -220,8 +220,10 @@ llvm::Value* Lowerer::flat_index(const std::vector<llvm::Value*>& hw, const Line
 }
 
 // True for the one thread and register that owns each element: lanes and
-// warps whose layout bits replicate data are not owners.
-llvm::Value* Lowerer::owner_predicate(const LinearLayout& l) {
+// warps whose layout bits replicate data are not owners. `within_cta`: one
+// owner in each CTA of a cluster (a write to the CTA's own shared memory,
+// which every CTA holding the element needs), else one in the cluster.
+llvm::Value* Lowerer::owner_predicate(const LinearLayout& l, bool within_cta) {
   llvm::Value* p = b_.getTrue();
   uint32_t lane_mask = l.broadcast_mask(kLane), warp_mask = l.broadcast_mask(kWarp);
   if (lane_mask) p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(lane_, lane_mask), b_.getInt32(0)));
@@ -232,7 +234,7 @@ llvm::Value* Lowerer::owner_predicate(const LinearLayout& l) {
   if ((1 << warp_bits) < plan_.num_warps)
     p = b_.CreateAnd(p, b_.CreateICmpULT(warp_, b_.getInt32(1 << warp_bits)));
   // Likewise the CTAs of a cluster that hold copies.
-  if (plan_.num_ctas > 1) {
+  if (plan_.num_ctas > 1 && !within_cta) {
     if (uint32_t block_mask = l.broadcast_mask(kBlock))
       p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(block_, block_mask), b_.getInt32(0)));
     int block_bits = l.in_bits(kBlock);

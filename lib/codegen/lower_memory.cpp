@@ -368,7 +368,7 @@ void Lowerer::lower_local_load(const Op& op) {
 // thread its own elements, in vectors as long as its registers and the
 // buffer's offsets run along one dimension (16 bytes at most), as
 // local_load reads them; an element replicated over threads is written by
-// its owner only.
+// its owner only (one in each CTA of a cluster: each its own buffer).
 void Lowerer::lower_local_store(const Op& op) {
   auto it = smem_vals_.find(op.operands[0]);
   if (it == smem_vals_.end()) unsupported(op, "into a buffer no local_alloc or local_slot made is not lowered yet");
@@ -380,7 +380,7 @@ void Lowerer::lower_local_store(const Op& op) {
   const Regs& regs = get(v);
   auto hw = hw_coords(l);
   auto dup = duplicate_regs(l);
-  guarded(owner_predicate(l), [&]() -> llvm::Value* {
+  guarded(owner_predicate(l, /*within_cta=*/true), [&]() -> llvm::Value* {
     for (int r = 0; r < num_regs(l); r += vec) {
       if (dup[r]) continue;
       llvm::Value* x = to_memory(regs[r]);
@@ -414,7 +414,7 @@ void Lowerer::lower_async_copy(const Op& op) {
                           plan_.of(op.operands[0]).contiguous_run(kOffset, stored_contiguous_dim(l)));
   auto hw = hw_coords(l);
   auto dup = duplicate_regs(l);
-  guarded(owner_predicate(l), [&]() -> llvm::Value* {
+  guarded(owner_predicate(l, /*within_cta=*/true), [&]() -> llvm::Value* {
     for (int r = 0; r < num_regs(l); r += vec)
       if (!dup[r])
         t_.async_copy(b_, buffer_ptr(t, l, hw, r), ptrs[r], vec * byte_size(ptr->type.dtype),

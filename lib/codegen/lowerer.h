@@ -88,7 +88,7 @@ class Lowerer {
   int num_regs(const LinearLayout& l) { return l.in_size(kReg); }
   llvm::Value* flat_index(const std::vector<llvm::Value*>& hw, const LinearLayout::Coords& reg,
                           const std::vector<int64_t>& shape);
-  llvm::Value* owner_predicate(const LinearLayout& l);
+  llvm::Value* owner_predicate(const LinearLayout& l, bool within_cta = false);
   std::vector<bool> duplicate_regs(const LinearLayout& l);
 
   // ----------------------------------------------------------- shared memory

@@ -69,8 +69,9 @@ int64_t dot_bytes(const Op& op, const LayoutPlan& plan, const InShared& in_share
     if (v->type.is_shared() || (in_shared && in_shared(v))) continue;
     const LinearLayout& need = i == 0 ? d.a : d.b;
     if (!d.operand_in_smem(i) && (plan.of(v) == need || is_uniform(v) || permutes_registers(plan.of(v), need))) continue;
-    // Each at its boundary: a warpgroup instruction's, or 128 bytes.
-    total += v->type.numel() * shared_elem_bytes(v->type) + (d.operand_in_smem(i) ? d.instr->operand_align : 1024);
+    // Each at its boundary: a warpgroup instruction's, or 128 bytes; a
+    // CTA's part of it on a cluster.
+    total += row_major_bytes(v->type, plan.of(v)) + (d.operand_in_smem(i) ? d.instr->operand_align : 1024);
   }
   return total;
 }

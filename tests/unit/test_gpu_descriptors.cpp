@@ -14,6 +14,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <tuple>
 #include <type_traits>
 
 #include "../../examples/kernels/attention.h"
@@ -511,6 +512,26 @@ TEST_CASE("gemms on clusters of two CTAs match the interpreter", "[gpu][descript
   check_persistent<3, 256, 128>(520, 400, 64 * 5, 3, 8, false, 1, 2);
   check_gemm<3, 256, 128>(300, 272, 64 * 5, 8, std::nullopt, 2);
   check_gemm<3, 256, 128>(130, 144, 64 * 2, 8, std::nullopt, 2);
+  // Rows of 200 bytes (K 100): A and B as masked loads, each CTA writing
+  // its rows of A (and all of B) to shared memory for the products.
+  check_gemm<3, 256, 128>(130, 128, 100, 8, std::nullopt, 2);
+  // The example's pointer form (cp.async pipelines, A and B in either
+  // layout), one tile a program over two CTAs.
+  auto k = compile(kernels::gemm<bf16, 256, 128, 64, kernels::kGemmGroupM>,
+                   {.name = "gemm", .num_warps = 8, .num_stages = 3, .num_ctas = 2});
+  for (auto [M, N, K, a_col] : {std::tuple{300, 272, 64 * 5, false}, {130, 200, 72, true}, {512, 128, 64, false}}) {
+    INFO("pointer gemm 256x128x64 on 2 CTAs, M=" << M << " N=" << N << " K=" << K << (a_col ? ", A column-major" : ""));
+    same_on_both<float>([&](Device& d) {
+      auto a = d.upload(small_ints(size_t(M) * K, 53)), b = d.upload(small_ints(size_t(K) * N, 54));
+      auto c = d.upload(std::vector<bf16>(size_t(M) * N, bf16(-1.0f)));
+      const int sam = a_col ? 1 : K, sak = a_col ? M : 1;
+      d(k, Grid{uint32_t(cdiv(M, 256) * cdiv(N, 128))}, a, b, c, M, N, K, sam, sak, N, 1, N, 1);
+      d.synchronize();
+      std::vector<float> out;
+      for (bf16 x : c.download<bf16>()) out.push_back(float(x));
+      return std::vector<std::vector<float>>{out};
+    }, 0, 0);
+  }
 }
 
 TEST_CASE("a persistent gemm on a cluster of two multicasts B's block and releases slots in both CTAs",
