@@ -719,8 +719,27 @@ LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis
   plan.warp_size = warp_size;
   plan.num_ctas = num_ctas;
   Assigner(plan, axis, pick).run(fn);
+  if (num_ctas > 1)
+    for (const auto& [dot, d] : plan.dots)
+      if (std::string why = cluster_dot_refusal(*dot, d, num_ctas); !why.empty())
+        throw Error(dot->loc.str() + ": 'dot' " + why);
   write_types(fn, plan);
   return plan;
+}
+
+std::string cluster_dot_refusal(const Op& dot, const DotLayouts& d, int num_ctas) {
+  if (num_ctas <= 1 || (d.on_warpgroups() && (1 << d.c.in_bits(kBlock)) == num_ctas)) return "";
+  const int64_t M = dot.operands[0]->type.shape[0];
+  std::string found = d.instr ? d.instr->name : std::string("the FMA form (no matrix instruction)");
+  if (!d.on_warpgroups())
+    return "with num_ctas = " + std::to_string(num_ctas) +
+           " runs on warpgroup instructions only (sm_90a, a tile of at least 64 rows a warpgroup), found " + found;
+  const int groups = d.warps_m / std::max(1, d.instr->warps);
+  const int64_t rows = int64_t(num_ctas) * d.instr->m * groups;
+  return "with num_ctas = " + std::to_string(num_ctas) + " splits its rows over the CTAs: expected M a multiple of " +
+         std::to_string(rows) + " (" + std::to_string(num_ctas) + " CTAs x " + std::to_string(d.instr->m) +
+         " rows x " + std::to_string(groups) + (groups == 1 ? " warpgroup" : " warpgroups") + "), found M = " +
+         std::to_string(M) + " on " + found;
 }
 
 }  // namespace tl::codegen

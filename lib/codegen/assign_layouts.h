@@ -55,6 +55,12 @@ using MatrixInstrPicker = std::function<std::optional<MatrixInstr>(const ir::Op&
 LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis, int num_warps,
                           int warp_size, const MatrixInstrPicker& pick = {}, int num_ctas = 1);
 
+// On a cluster of `plan.num_ctas` CTAs, why `dot` (with layouts `d`)
+// cannot run: only a warpgroup dot whose rows split over the CTAs can
+// (dot_layout.h); empty when it can. assign-layouts and the lowering
+// refuse it with this.
+std::string cluster_dot_refusal(const ir::Op& dot, const DotLayouts& d, int num_ctas);
+
 // The layout op `op` needs for tile operand `i`, given the plan's layouts of
 // its results; null-equivalent (empty optional) when any layout will do
 // (scalars, or ops that take their operand's layout as it is).

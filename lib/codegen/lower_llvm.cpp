@@ -126,16 +126,8 @@ void Lowerer::start_cluster(const ir::Function& fn) {
   if (n > t_.max_cluster_ctas) t_.set_cluster_size(*fn_, n);  // the target says what it lacks
   std::function<void(const ir::Region&)> check = [&](const ir::Region& r) {
     for (const auto& o : r.ops) {
-      if (o->kind == OpKind::Dot) {
-        const DotLayouts& d = plan_.dots.at(o.get());
-        const auto& as = o->operands[0]->type.shape;
-        if (!d.on_warpgroups() || (1 << d.c.in_bits(kBlock)) != n)
-          unsupported(*o, "with num_ctas = " + std::to_string(n) +
-                              " runs on warpgroup instructions (sm_90a) with M a multiple of " + std::to_string(n) +
-                              " x 64 x the warpgroups, split over the CTAs; found " +
-                              (d.instr ? d.instr->name : std::string("the FMA form")) + " with M = " +
-                              std::to_string(as[0]));
-      }
+      if (o->kind == OpKind::Dot)
+        if (std::string why = cluster_dot_refusal(*o, plan_.dots.at(o.get()), n); !why.empty()) unsupported(*o, why);
       for (const auto& sub : o->regions) check(*sub);
     }
   };

@@ -563,7 +563,9 @@ TEST_CASE("a persistent gemm on a cluster of two multicasts B's block and releas
   // one warpgroup each) is a clear error.
   auto small = compile(kernels::gemm_persistent<bf16, 64, 64, 64, kernels::kGemmGroupM>,
                        {.name = "gemm_persistent", .num_warps = 4, .num_ctas = 2});
-  CHECK_THROWS_WITH(codegen::compile(*small.impl(), row_major, "sm_90a"), Catch::Contains("with num_ctas = 2"));
+  CHECK_THROWS_WITH(codegen::compile(*small.impl(), row_major, "sm_90a"),
+                    Catch::Contains("gemm.h:125: 'dot' with num_ctas = 2 splits its rows over the CTAs: expected M a "
+                                    "multiple of 128 (2 CTAs x 64 rows x 1 warpgroup), found M = 64"));
 }
 
 TEST_CASE("descriptor stores through tensor copies clip at the tensor's edges and at negative coordinates",
