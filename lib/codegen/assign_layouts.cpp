@@ -139,6 +139,12 @@ LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_
   return blocked_layout(shape, spt, tpw, wpb, order, cpc);
 }
 
+int64_t cta_numel(const LinearLayout& l, const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t x : cta_shape(l, shape)) n *= x;
+  return n;
+}
+
 std::vector<int64_t> cta_shape(const LinearLayout& l, const std::vector<int64_t>& shape) {
   std::vector<int64_t> local = shape;
   for (const auto& d : l.in_dims()) {

@@ -98,6 +98,8 @@ LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_
 // default_layout puts them), so a CTA's part is the tile with those bits
 // cleared. The whole shape when there are none, or they are elsewhere.
 std::vector<int64_t> cta_shape(const LinearLayout& l, const std::vector<int64_t>& shape);
+// The elements of that part.
+int64_t cta_numel(const LinearLayout& l, const std::vector<int64_t>& shape);
 LinearLayout broadcast_operand_layout(const LinearLayout& result, const std::vector<int64_t>& operand_shape);
 LinearLayout expand_dims_result_layout(const LinearLayout& operand, int axis);
 LinearLayout expand_dims_operand_layout(const LinearLayout& result, int axis);

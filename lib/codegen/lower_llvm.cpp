@@ -362,14 +362,12 @@ std::vector<llvm::Value*> Lowerer::part_coords(const LinearLayout& l, const std:
 // element by one of the threads that hold it; and read back in layout `to`.
 // On a cluster each CTA writes and reads its own part of it (the layouts
 // split it alike: check_within_ctas).
-void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& whole,
+void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const std::vector<int64_t>& tile_shape,
                               llvm::Type* ty) {
-  const std::vector<int64_t> shape = cta_shape(from, whole);
-  int64_t numel = 1;
-  for (auto s : shape) numel *= s;
-  need_smem(numel * alloc_size(ty));
+  const std::vector<int64_t> shape = cta_shape(from, tile_shape);
+  need_smem(cta_numel(from, tile_shape) * alloc_size(ty));
   auto dup = duplicate_regs(from);
-  auto hw = part_coords(from, whole, shape);
+  auto hw = part_coords(from, tile_shape, shape);
   const int run = row_major_run(from, shape, ty);
   for (int r = 0; r < num_regs(from); r += run) {
     bool whole = true;
@@ -385,9 +383,9 @@ void Lowerer::store_row_major(const Regs& regs, const LinearLayout& from, const 
   }
 }
 
-Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>& whole, llvm::Type* ty) {
-  const std::vector<int64_t> shape = cta_shape(to, whole);
-  auto hw_to = part_coords(to, whole, shape);
+Regs Lowerer::load_row_major(const LinearLayout& to, const std::vector<int64_t>& tile_shape, llvm::Type* ty) {
+  const std::vector<int64_t> shape = cta_shape(to, tile_shape);
+  auto hw_to = part_coords(to, tile_shape, shape);
   const int run = row_major_run(to, shape, ty);
   Regs out;
   for (int r = 0; r < num_regs(to); r += run) {

@@ -194,9 +194,7 @@ std::vector<Planner::Candidate> Planner::candidates(int stages) {
     std::erase_if(cands, [&](const Candidate& c) {
       if (!c.to_registers || c.invariant != inv) return false;
       const ir::Type& t = c.load->result()->type;
-      int64_t numel = 1;  // this CTA's part
-      for (int64_t x : cta_shape(plan_.of(c.load->result()), t.shape)) numel *= x;
-      int64_t bytes = numel * byte_size(t.dtype) * (inv ? 1 : any_dot_reads ? stages : stages - 1);
+      int64_t bytes = cta_numel(plan_.of(c.load->result()), t.shape) * byte_size(t.dtype) * (inv ? 1 : any_dot_reads ? stages : stages - 1);
       if (register_bytes + bytes > target_.smem_budget) {
         over_budget_.push_back({c.load, bytes, target_.smem_budget - register_bytes});
         return true;

@@ -18,11 +18,7 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 // A tile of `shape` in layout `l` written row-major (store_row_major in
 // lower_llvm.cpp): its CTA's part.
-int64_t row_major_bytes(const ir::Type& t, const LinearLayout& l) {
-  int64_t n = 1;
-  for (int64_t x : cta_shape(l, t.shape)) n *= x;
-  return n * shared_elem_bytes(t);
-}
+int64_t row_major_bytes(const ir::Type& t, const LinearLayout& l) { return cta_numel(l, t.shape) * shared_elem_bytes(t); }
 
 // A register-to-register move from `from` to `to` of tile `v` that may go
 // through shared memory (convert in lower_llvm.cpp): the whole tile (a
@@ -123,9 +119,7 @@ int64_t smem_buffer_bytes(const ir::Type& t, const LinearLayout& l) {
 }
 
 int64_t buffer_slot_bytes(const ir::Value* v, const LayoutPlan& plan) {
-  int64_t n = 1;
-  for (int64_t x : cta_shape(plan.of(v), v->type.shape)) n *= x;
-  return n * byte_size(v->type.dtype);
+  return cta_numel(plan.of(v), v->type.shape) * byte_size(v->type.dtype);
 }
 
 int64_t warpgroup_operand_align(const Op& loop, const LayoutPlan& plan) {

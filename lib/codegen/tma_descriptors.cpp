@@ -235,17 +235,12 @@ void tensor_store(ir::Function& fn, Op* op, const LayoutPlan& plan) {
   buf_type.kind = ir::TypeKind::shared;
   // Rows along the tensor's contiguous last dimension, whatever layout the
   // value's registers are in; on a cluster, each CTA's part of it.
-  const int eb = byte_size(v->type.dtype);
-  if (plan.num_ctas > 1) {
-    const LinearLayout& l = plan.of(v);
-    if ((1 << l.in_bits(kBlock)) < plan.num_ctas || l.broadcast_mask(kBlock))
-      throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' with num_ctas = " +
-                  std::to_string(plan.num_ctas) + " of a value every CTA of the cluster holds (" + v->type.str() +
-                  ") is not supported yet: expected a tile split over the CTAs (a dot's result, say)");
-    buf_type.layout = fn.intern_layout(tensor_copy_buffer_layout(l, v->type.shape, eb));
-  } else {
-    buf_type.layout = fn.intern_layout(block_tile(v->type.shape, eb).layout());
-  }
+  const LinearLayout& l = plan.of(v);
+  if (plan.num_ctas > 1 && ((1 << l.in_bits(kBlock)) < plan.num_ctas || l.broadcast_mask(kBlock)))
+    throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' with num_ctas = " + std::to_string(plan.num_ctas) +
+                " of a value every CTA of the cluster holds (" + v->type.str() +
+                ") is not supported yet: expected a tile split over the CTAs (a dot's result, say)");
+  buf_type.layout = fn.intern_layout(tensor_copy_buffer_layout(l, v->type.shape, byte_size(v->type.dtype)));
   TensorBox box = descriptor_box(*op, fn, buf_type);
   Value* map = entry_tensor_map(fn, *op, box);
   ir::Builder b(op->parent, op->parent->find(op));
