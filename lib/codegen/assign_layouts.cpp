@@ -374,6 +374,7 @@ class Assigner {
     note_users(fn.body);
     join_elementwise(fn.body);
     group_widths(fn.body);
+    note_accumulators(fn.body);
     anchor(fn.body);
     for (int pass = 0; pass < 3; ++pass) backward(fn.body);
     forward(fn.body);
@@ -408,6 +409,11 @@ class Assigner {
         continue;
       }
       if (!is_memory_op(*op) || !is_tile(op->operands[0])) continue;
+      if (auto l = accumulator_anchor(*op)) {
+        set(op->operands[0], *l);
+        for (const auto& res : op->results) set(res.get(), *l);
+        continue;
+      }
       if (op->kind == OpKind::Load)
         if (auto l = cluster_operand_layout(op->result())) {  // its pointers too
           set(op->operands[0], *l);
@@ -422,6 +428,46 @@ class Assigner {
       set(op->operands[0], l);
       for (const auto& res : op->results) set(res.get(), l);
     }
+  }
+
+  // The accumulator layout of each group (below) a dot's result is in.
+  void note_accumulators(const ir::Region& r) {
+    for (const auto& op : r.ops) {
+      for (const auto& sub : op->regions) note_accumulators(*sub);
+      if (op->kind != OpKind::Dot) continue;
+      const DotLayouts& d = plan_.dots.emplace(op.get(), dot_layouts(*op)).first->second;
+      group_acc_.emplace(find(op->result()), d.c);
+    }
+  }
+
+  // A load or store of a tile that meets a dot's accumulator through
+  // elementwise ops (its partial sums written out, or read back and added
+  // to it) takes the accumulator's layout where a warp's access in it
+  // still covers whole 32-byte sectors of a row (f32 from a warpgroup or
+  // mma.sync accumulator: 2 elements a thread, 4 lanes along the row), so
+  // the accumulator is not converted through shared memory (128 KiB for a
+  // 128x256 f32 tile). Narrower elements (bf16 C) keep the coalesced
+  // anchor: half sectors would cost more than the conversion.
+  std::optional<LinearLayout> accumulator_anchor(const Op& op) {
+    if (op.kind != OpKind::Load && op.kind != OpKind::Store) return std::nullopt;
+    auto g = group_acc_.find(find(op.operands[0]));
+    if (g == group_acc_.end()) return std::nullopt;
+    const LinearLayout& l = g->second;
+    const Value* data = op.kind == OpKind::Load ? op.result() : op.operands[1];
+    int last = int(data->type.shape.size()) - 1;
+    if (last < 0 || axis_.fast_dim(op) != last || data->type.shape != op.operands[0]->type.shape) return std::nullopt;
+    int32_t run = l.contiguous_run(kReg, last);  // a thread's consecutive elements
+    if (axis_.vector_width(op, last) < run) return std::nullopt;
+    int32_t row = run;  // ... continued by the lanes after it
+    for (const auto& b : l.bases(kLane)) {
+      bool next = b[last] == row;
+      for (int i = 0; i < int(b.size()) && next; ++i)
+        if (i != last && b[i] != 0) next = false;
+      if (!next) break;
+      row *= 2;
+    }
+    if (int64_t(row) * byte_size(data->type.dtype) < 32) return std::nullopt;
+    return l;
   }
 
   // Tile values of one shape that meet through elementwise ops (pointer
@@ -684,6 +730,7 @@ class Assigner {
   std::unordered_map<const Value*, const Value*> parent_;  // groups (join_elementwise)
   std::unordered_map<const Value*, int> group_fast_;       // a group's fast dimension
   std::unordered_map<const Value*, int> group_vec_;        // its per-thread vector; -1: none shared
+  std::unordered_map<const Value*, LinearLayout> group_acc_;  // a dot accumulator's layout in it
 };
 
 }  // namespace
