@@ -135,6 +135,10 @@ void Lowerer::lower_atomic(const Op& op) {
   std::vector<bool> dup = tile ? duplicate_regs(*l) : std::vector<bool>{false};
   MemOrder order = mem_order(op);
   MemScope scope = mem_scope(op);
+  // A scalar's atomic is one thread's, acting for the program: its release
+  // orders the program's earlier writes, all threads', once they have all
+  // reached it (a partial result stored by every thread, then a flag).
+  if (!tile && (order == MemOrder::release || order == MemOrder::acq_rel)) sync_threads();
   // No GPU adds or orders f8 numbers atomically (a loop of compare-and-swap
   // would; none is emitted yet).
   if (!cas && is_f8(d) && op.attr_str("kind") != "xchg")

@@ -12,9 +12,13 @@ namespace tl::codegen::lowering {
 
 // Within a partition of a warp_specialize, a barrier of its threads.
 void Lowerer::barrier() {
+  sync_threads();
+  ++op_barriers_;
+}
+
+void Lowerer::sync_threads() {
   if (partition_.threads) t_.named_barrier(b_, b_.getInt32(partition_.barrier_id), partition_.threads);
   else t_.barrier(b_);
-  ++op_barriers_;
 }
 
 // Step 4 of a reduction whose axis is split over the CTAs of a cluster.

@@ -100,6 +100,7 @@ class Lowerer {
   // the pass relies on: such an op has a barrier of its own, after its last
   // writes.
   void barrier();
+  void sync_threads();  // the same barrier, not counted as the op's exchange
   void scratch_fence() {
     if (op_barriers_ > 0) barrier();
   }

@@ -4,10 +4,13 @@
 // cas loop of that form where PTX has no instruction, assembled by ptxas
 // when present) from asm that has side effects and clobbers memory, and
 // LLVM atomics with the AMDGPU sync scopes and orderings (and gfx942's cache
-// writebacks and invalidates). On a GPU ([gpu]): a release publishes a
-// program's stores to the program that acquires them.
+// writebacks and invalidates). A scalar's atomic with a release order
+// waits for all the program's threads first. On a GPU ([gpu]): a release
+// publishes a program's stores, every thread's, to the program that
+// acquires them.
 #include <catch2/catch.hpp>
 
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,6 +80,22 @@ void last_program_sum(ptr<float> x, ptr<float> partials, ptr<int32_t> count, ptr
   if_(seen == n - 1, [&] {
     auto i = arange(0, 1024);  // [1024] i32: up to 1024 programs
     store(total, sum(load(partials + i, i < n, 0.0f), 0));
+  });
+}
+
+// The same with every thread's stores: each program stores a tile of 1024
+// values (each thread its own), then counts itself once; the last adds up
+// all the tiles. The count's release must come after every thread's stores.
+void last_program_tiles(ptr<float> x, ptr<float> partials, ptr<int32_t> count, ptr<float> out,
+                        scalar<int32_t> n) {
+  auto pid = program_id(0);
+  auto i = arange(0, 1024);  // [1024] i32
+  store(partials + pid * 1024 + i, load(x + pid * 1024 + i) * 2.0f);
+  auto seen = atomic_add(count, 1);  // scalar i32
+  if_(seen == n - 1, [&] {
+    auto acc = zeros<float>({1024});  // [1024] f32
+    for (auto p : range(0, n)) acc += load(partials + p * 1024 + i);
+    store(out + i, acc);
   });
 }
 
@@ -236,5 +255,32 @@ TEST_CASE("atomics: a release publishes a program's stores to the one that acqui
     gpu.synchronize();
     REQUIRE(count.download<int32_t>()[0] == n);
     REQUIRE(double(total.download<float>()[0]) == want);
+  }
+}
+
+TEST_CASE("atomics: a scalar's release waits for all the program's threads", "[atomics][codegen]") {
+  Kernel k = compile(last_program_tiles, {.name = "last_program_tiles"});
+  std::string ptx = codegen::compile(*k.impl(), aligned(k), "sm_90a").assembly;
+  // One thread adds for the program, after a barrier of all of them (the
+  // only one before it: nothing else uses shared memory there).
+  CHECK(std::regex_search(ptx, std::regex(R"(st\.global[^]*bar\.sync\s+0;\n(?:(?!\s*(?:st|ld)\.global|\s*bar\.)[^\n]*\n){0,8}\s*atom\.acq_rel\.gpu\.global\.add)")));
+}
+
+TEST_CASE("atomics: a release publishes every thread's stores to the one that acquires", "[gpu]") {
+  REQUIRE_GPU();
+  Device gpu = Device::get("cuda");
+  Kernel k = compile(last_program_tiles, {.name = "last_program_tiles"});
+  const int n = 264;
+  std::vector<float> hx(size_t(n) * 1024);
+  std::vector<double> want(1024, 0.0);
+  for (size_t j = 0; j < hx.size(); ++j) want[j % 1024] += 2.0 * (hx[j] = float((j * 7919) % 5));
+  Buffer x = gpu.upload(hx), partials = gpu.alloc<float>(hx.size());
+  for (int rep = 0; rep < 50; ++rep) {
+    Buffer count = gpu.upload(std::vector<int32_t>{0}), out = gpu.upload(std::vector<float>(1024, -1.0f));
+    gpu(k, Grid{uint32_t(n)}, x, partials, count, out, n);
+    gpu.synchronize();
+    REQUIRE(count.download<int32_t>()[0] == n);
+    auto got = out.download<float>();
+    for (int j = 0; j < 1024; ++j) REQUIRE(double(got[size_t(j)]) == want[size_t(j)]);
   }
 }
