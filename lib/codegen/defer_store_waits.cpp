@@ -15,14 +15,14 @@ using ir::OpKind;
 namespace {
 
 // The op of `body` holding `store` (it, or an `if` directly in `body`
-// whose branch holds it), where the store's buffer is made in the store's
-// region and used there only by one local_store before it and the store;
-// else null.
+// whose branches, or `if`s in them, hold it), where the store's buffer is
+// made in the store's region and used there only by one local_store
+// before it and the store; else null.
 Op* deferrable(ir::Function& fn, ir::Region& body, Op& store) {
   Op* holder = &store;
-  if (store.parent != &body) {
-    holder = store.parent->parent;
-    if (!holder || holder->kind != OpKind::If || holder->parent != &body) return nullptr;
+  while (holder->parent != &body) {
+    holder = holder->parent->parent;
+    if (!holder || holder->kind != OpKind::If) return nullptr;
   }
   Op* alloc = store.operands[1]->def;
   if (!alloc || alloc->kind != OpKind::LocalAlloc || !alloc->operands.empty() || alloc->parent != store.parent)
@@ -60,10 +60,12 @@ void defer_store_waits(ir::Function& fn, const LayoutPlan& plan, int64_t availab
     if (holders.empty()) continue;
     std::vector<Op*> waits;
     for (auto [store, holder] : holders) {
-      ir::Builder before(&body, body.find(holder));
+      store->attrs["wait"] = std::string("none");
+      auto at = body.find(holder);
+      if (at != body.ops.begin() && (*std::prev(at))->kind == OpKind::TmaStoreWait) continue;  // a store before it there
+      ir::Builder before(&body, at);
       before.loc = store->loc;
       waits.push_back(before.create(OpKind::TmaStoreWait, {}, {}));
-      store->attrs["wait"] = std::string("none");
     }
     ir::Builder after(&around, std::next(around.find(loop)));
     after.loc = loop->loc;

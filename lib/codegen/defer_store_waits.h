@@ -27,9 +27,10 @@
 // tma_store_wait, round the loop (what the body allocates before the wait
 // no longer shares them), and insert-barriers puts the barrier before the
 // next writes after the wait. Only where the store, directly in the body
-// or in a branch of an `if` there, is its buffer's one reader and one
-// local_store its one writer, and the kernel still fits the shared memory
-// (otherwise it keeps its wait). A store whose kernel reads the tensor
+// or in a branch of an `if` there (or of `if`s nested in one: a stream-K
+// tile stored by whichever program adds it up), is its buffer's one
+// reader and one local_store its one writer, and the kernel still fits
+// the shared memory (otherwise it keeps its wait). A store whose kernel reads the tensor
 // back (no `wait`: it waits for the global writes too) keeps its wait.
 //
 // LLVM-free.
