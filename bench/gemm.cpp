@@ -12,11 +12,12 @@
 //
 // Environment:
 //   TILEDSL_GEMM_CONFIG  comma-separated tile configurations to time, each
-//                        BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows] (:desc:
+//                        BMxBNxBK:warps:stages[:desc|:persistent|:streamk][:cN][:xN][:ws|:nows] (:desc:
 //                        the kernel through tensor descriptors, TMA on
 //                        sm_90; :ws / :nows demand or forbid warp
 //                        specialization; :persistent the persistent
-//                        kernel; :cN a program over a cluster of N CTAs; :xN N
+//                        kernel; :streamk it with the last round's tiles
+//                        split along K (not tuned: it takes a workspace); :cN a program over a cluster of N CTAs; :xN N
 //                        programs a multiprocessor); default the example's, then it through
 //                        descriptors at 4 stages without and with warp
 //                        specialization, then the persistent kernel at 3
@@ -178,13 +179,18 @@ void report(benchmark::State& state, double ms, const Shape& s) {
   state.counters["ms"] = ms;
 }
 
+// The stream-K configurations' partial sums and counters, shared by all.
+kernels::GemmWorkspace& workspace() {
+  static kernels::GemmWorkspace w;
+  return w;
+}
+
 void gemm_tiledsl(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
   try {
     Problem& p = problem(s);
     tl::Kernel k = kernels::compile_gemm<tl::bf16>(cfg, "gemm");
-    auto grid = kernels::gemm_grid(cfg, s.m, s.n, device());
     auto launch = [&] {
-      device()(k, grid, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1);
+      kernels::launch_gemm(device(), k, cfg, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1, workspace());
     };
     launch();  // compiles for the device; errors surface here, before timing
     device().synchronize();
@@ -201,7 +207,9 @@ void gemm_tiledsl(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
 // (TILEDSL_GEMM_CONFIG or the defaults) and the example's candidates for
 // this GPU (kernels::gemm_tune_configs: narrow tiles among them).
 std::vector<kernels::GemmConfig> tune_configs(const std::vector<kernels::GemmConfig>& timed) {
-  std::vector<kernels::GemmConfig> list = timed;
+  std::vector<kernels::GemmConfig> list;
+  for (const auto& c : timed)  // the tuner launches without a workspace
+    if (!c.streamk) list.push_back(c);
   for (const auto& c : kernels::gemm_tune_configs(device().target()))
     if (std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.str() == c.str(); }) == list.end())
       list.push_back(c);
@@ -316,8 +324,9 @@ void gemm_paired(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
   try {
     Problem& p = problem(s);
     tl::Kernel k = kernels::compile_gemm<tl::bf16>(cfg, "gemm");
-    auto grid = kernels::gemm_grid(cfg, s.m, s.n, device());
-    auto ours = [&] { device()(k, grid, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1); };
+    auto ours = [&] {
+      kernels::launch_gemm(device(), k, cfg, p.a, p.b, p.c_tiledsl, s.m, s.n, s.k, s.k, 1, s.n, 1, s.n, 1, workspace());
+    };
     const uint64_t a = p.a.device_address(), b = p.b.device_address(), c = p.c_cublas.device_address();
     bench::Cublas::Status status = bench::Cublas::kSuccess;
     auto theirs = [&] {  // on the legacy default stream, ordered with the device's (gemm_cublas)

@@ -10,9 +10,10 @@
 //   --b=row|col           column-major; likewise B ([K, N]). Only the
 //                         strides passed to the kernel change.
 //   --mnk=M,N,K           problem size (any positive sizes, ragged included)
-//   --config=BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows]  tile configuration (kernels/gemm.h;
+//   --config=BMxBNxBK:warps:stages[:desc|:persistent|:streamk][:cN][:xN][:ws|:nows]  tile configuration (kernels/gemm.h;
 //                                    :desc runs the tensor-descriptor kernel, :persistent
-//                                    its persistent form, :cN a program over a
+//                                    its persistent form, :streamk that with the last
+//                                    round's tiles split along K, :cN a program over a
 //                                    cluster of N CTAs (B's block multicast), :xN N programs a
 //                                    multiprocessor, :ws / :nows
 //                                    demand or forbid warp specialization).
@@ -28,6 +29,7 @@
 //                         overall PASS only if every case passed (small
 //                         shapes only on the interpreter)
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "common.h"
@@ -78,9 +80,10 @@ using GemmLaunch =
     std::function<void(const tl::Buffer&, const tl::Buffer&, const tl::Buffer&, int, int, int, int, int, int, int)>;
 
 GemmLaunch fixed_launch(examples::Setup& s, const tl::Kernel& k, const kernels::GemmConfig& cfg) {
-  return [&s, k, cfg](const tl::Buffer& a, const tl::Buffer& b, const tl::Buffer& out, int M, int N, int K, int sam,
-                      int sak, int sbk, int sbn) {
-    s.dev(k, kernels::gemm_grid(cfg, M, N, s.dev), a, b, out, M, N, K, sam, sak, sbk, sbn, N, 1);
+  auto ws = std::make_shared<kernels::GemmWorkspace>();
+  return [&s, k, cfg, ws](const tl::Buffer& a, const tl::Buffer& b, const tl::Buffer& out, int M, int N, int K, int sam,
+                          int sak, int sbk, int sbn) {
+    kernels::launch_gemm(s.dev, k, cfg, a, b, out, M, N, K, sam, sak, sbk, sbn, N, 1, *ws);
   };
 }
 
@@ -290,7 +293,7 @@ int main(int argc, char** argv) {
       if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h")
         std::fprintf(stderr,
                      "gemm options: [--dtype=bf16|f16] [--a=row|col] [--b=row|col] [--mnk=M,N,K]\n"
-                     "              [--config=BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows]] [--tune] [--sweep]\n"
+                     "              [--config=BMxBNxBK:warps:stages[:desc|:persistent|:streamk][:cN][:xN][:ws|:nows]] [--tune] [--sweep]\n"
                      "  tiles with an instantiation: %s\n",
                      kernels::gemm_tiles_list().c_str());
     auto layout_is_col = [](const std::string& v, const char* opt) {

@@ -127,6 +127,160 @@ void gemm_persistent(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
   }
 }
 
+// Stream-K (after Osama et al., 2023): how a persistent gemm's work is
+// shared out over `programs` programs when its tiles do not fill whole
+// rounds. The tiles of the whole rounds are data-parallel, as in
+// gemm_persistent. The last round's T tiles, which would leave programs
+// idle, are split along K instead, with the cuts at the same steps in
+// every tile: program p < s * T takes the (p % s)-th cut of `cut` steps of
+// split tile p / s, and the r spare programs after them the rest of each
+// tile, [s * cut, iters), T / r tiles each (n, rounded up).
+// A tile computed by several programs is summed through memory
+// (gemm_streamk): each cut's partial sums are written, and the program
+// that adds the tile up reads the others back, kStreamKSumSteps steps'
+// worth each. The cut balances the two kinds of program with that
+// counted (cut + o = n * (iters - s * cut + o)); a tile is cut in at most
+// iters / 16, a spare program takes at most 4 rests, and the split is
+// only made where it still saves a tenth of a round. (The paper's form,
+// each program's steps laid end to end across tiles, and an earlier form
+// of this one without the cost counted, were both slower than not
+// splitting at 4000^3: docs/perf.md run 89.)
+// Written once for the host (I = int64_t: the workspace's size) and the
+// kernel (I = tl::scalar<int32_t>: its walk).
+//
+// kStreamKSumSteps: what moving one cut's partial sums costs a program
+// (writing them, or reading them back to add), in K steps of a 128 x 256
+// tile on an H100: 128 KiB of f32, about 1.5 us, against 0.7 us a step.
+inline constexpr int kStreamKSumSteps = 2;
+template <class I>
+struct StreamK {
+  I dp_tiles;  // tiles [0, dp_tiles): whole, program p takes p, p + programs, ...
+  I sk_tiles;  // T: tiles [dp_tiles, tiles), split
+  I pieces;    // s: cuts of `cut` steps a split tile has at its start
+  I cut;
+  I spare;     // r: programs taking the rest, [pieces * cut, iters), of split tiles
+  I slots;     // the programs one split tile is shared by: s, and 1 if a rest is left
+};
+namespace detail {
+inline int64_t min_of(int64_t a, int64_t b) { return std::min(a, b); }
+inline int64_t max_of(int64_t a, int64_t b) { return std::max(a, b); }
+inline int64_t pick(bool c, int64_t a, int64_t b) { return c ? a : b; }
+template <class B>
+tl::scalar<int32_t> min_of(const tl::scalar<int32_t>& a, const B& b) { return tl::minimum(a, b); }
+template <class B>
+tl::scalar<int32_t> max_of(const tl::scalar<int32_t>& a, const B& b) { return tl::maximum(a, b); }
+template <class A, class B>
+tl::scalar<int32_t> pick(const tl::scalar<bool>& c, const A& a, const B& b) { return tl::where(c, a, b); }
+}  // namespace detail
+template <class I>
+StreamK<I> stream_k(I tiles, I iters, I programs) {
+  using detail::max_of, detail::min_of, detail::pick;
+  I tail = tiles % programs;
+  I s = min_of(max_of(programs / max_of(tail, 1), 1), max_of(iters / 16, 1));
+  I r0 = min_of(programs - s * tail, tail);
+  I n = (tail + max_of(r0, 1) - 1) / max_of(r0, 1);  // rests a spare program takes
+  I r = pick(n <= 4, r0, 0);  // a longer chain of them would end last
+  const int o = kStreamKSumSteps;
+  I even = (iters + s - 1) / s;  // cuts without spare programs
+  I cut = pick(r > 0, min_of((n * (iters + o) - o + s * n) / (1 + s * n), even), even);
+  I rest = max_of(iters - s * cut, 0);
+  // The split round's steps: the slower kind of program, then the reads
+  // of the one that adds a tile up.
+  I steps = max_of(cut + o, pick(r > 0, n * (rest + o), 0)) + (s - pick(rest > 0, 0, 1)) * o;
+  I split = pick((tail > 0) & (steps * 10 <= iters * 9), tail, 0);
+  return {tiles - split, split, s, cut, pick((rest > 0) & (split > 0), r, 0), s + pick(rest > 0, 1, 0)};
+}
+
+// gemm_persistent with stream-K (StreamK above): each program walks its
+// whole tiles, then its cuts of split tiles. A whole tile is stored as
+// usual; the programs that share a tile leave their partial sums (f32) in
+// a slot of `partials` and count themselves in `arrivals` (one counter a
+// split tile, zero before the first launch and left zero after each); the
+// last to arrive adds the slots in K order (the same sum whoever it is)
+// and stores the tile. The program of a tile's first cut looks before
+// writing, and writes its partial sums only if another is still to come.
+// Launch: launch_gemm (gemm_grid's one program a multiprocessor, and
+// gemm_streamk_workspace's buffers).
+template <class T, int BM, int BN, int BK, int GROUP_M>
+void gemm_streamk(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
+                  tl::scalar<int32_t> M, tl::scalar<int32_t> N, tl::scalar<int32_t> K,
+                  tl::scalar<int32_t> stride_am, tl::scalar<int32_t> stride_ak,
+                  tl::scalar<int32_t> stride_bk, tl::scalar<int32_t> stride_bn,
+                  tl::scalar<int32_t> stride_cm, tl::scalar<int32_t> stride_cn,
+                  tl::ptr<float> partials, tl::ptr<int32_t> arrivals) {
+  auto da = tl::make_tensor_descriptor(a, {M, K}, {stride_am, stride_ak}, {BM, BK});
+  auto db = tl::make_tensor_descriptor(b, {K, N}, {stride_bk, stride_bn}, {BK, BN});
+  auto dc = tl::make_tensor_descriptor(c, {M, N}, {stride_cm, stride_cn}, {BM, BN});
+  auto pid = tl::program_id(0), programs = tl::num_programs(0);  // scalar i32
+  auto iters = tl::cdiv(K, BK);                                  // K steps a tile
+  auto sk = stream_k(tl::cdiv(M, BM) * tl::cdiv(N, BN), iters, programs);
+  // This program's whole tiles, then its cuts: one of a split tile's first
+  // ones, or the rest of the split tiles [lo, hi).
+  auto whole_tiles = tl::where(pid < sk.dp_tiles, (sk.dp_tiles - pid + programs - 1) / programs, 0);
+  auto first_cuts = sk.pieces * sk.sk_tiles;                     // programs with one
+  auto spare = pid - first_cuts;                                 // >= 0: a spare program
+  auto lo = spare * sk.sk_tiles / tl::maximum(sk.spare, 1), hi = (spare + 1) * sk.sk_tiles / tl::maximum(sk.spare, 1);
+  auto cuts = tl::where(pid < first_cuts, 1, tl::where(spare < sk.spare, hi - lo, 0));
+  auto offs_m = tl::arange(0, BM), offs_n = tl::arange(0, BN);   // [BM], [BN] i32
+  auto slot_offs = tl::col(offs_m) * BN + tl::row(offs_n);        // [BM, BN] i32
+  for (auto u : tl::range(0, whole_tiles + cuts)) {
+    auto dp = u < whole_tiles;
+    auto split = tl::where(pid < first_cuts, pid / sk.pieces, lo + u - whole_tiles);  // a split tile, from 0
+    auto piece = tl::where(pid < first_cuts, pid % sk.pieces, sk.pieces);            // its slot
+    auto tile = tl::where(dp, pid + u * programs, sk.dp_tiles + split);
+    auto k_lo = tl::where(dp, 0, piece * sk.cut);
+    auto k_hi = tl::where(dp | (piece == sk.pieces), iters, tl::minimum(k_lo + sk.cut, iters));
+    auto [pid_m, pid_n] = grouped_tile<BM, BN, GROUP_M>(tile, M, N);
+    auto m0 = pid_m * BM, n0 = pid_n * BN;                       // scalar i32
+    auto acc = tl::zeros<float>({BM, BN});                       // [BM, BN] f32
+    for (auto k : tl::range(k_lo * BK, k_hi * BK, BK))
+      acc = tl::dot(da.load({m0, k}), db.load({k, n0}), acc);    // [BM, BK] x [BK, BN]
+    // A whole tile is this program's to store; a shared one is stored by
+    // the last of its programs to arrive, which adds up the cuts.
+    auto out = acc;                                              // [BM, BN] f32
+    auto mine = dp;
+    tl::if_(!dp, [&] {
+      auto slot = [&](const auto& q) {                           // [BM, BN] ptr<f32>
+        return partials + ((split * sk.slots + q) * (BM * BN) + slot_offs);
+      };
+      auto counter = arrivals + split;
+      auto others = sk.slots - 1;
+      auto first = piece == 0;
+      mine = first & (tl::atomic_add(counter, 0, first, {.sem = "acquire"}) == others);
+      auto written = !mine;
+      tl::if_(written, [&] {
+        tl::store(slot(piece), acc);
+        mine = tl::atomic_add(counter, 1, {.sem = "acq_rel"}) == others;
+      });
+      tl::if_(mine, [&] {
+        // The cuts in K order, whoever adds them: the first from registers
+        // only if it was never written (then it is this program's).
+        // Each is read once: not pipelined (its ring would need shared
+        // memory beside the K loop's, which a persistent program keeps).
+        tl::if_(written, [&] { out = tl::load(slot(0)); });
+        for (auto q : tl::range(1, sk.slots, 1, {.num_stages = 1}))
+          out += tl::load(slot(q));
+        tl::store(counter, 0);                                   // for the next launch
+      });
+    });
+    tl::if_(mine, [&] { dc.store({m0, n0}, tl::cast<T>(out)); });
+  }
+}
+
+// The buffers gemm_streamk needs for M x N x K under `c` on `programs`
+// programs: f32 partial sums (slots of BM x BN) and i32 counters, both
+// at least one element; the counters must start at zero (the kernel
+// leaves them so).
+struct StreamKWorkspace {
+  int64_t partials = 1, arrivals = 1;
+};
+inline StreamKWorkspace gemm_streamk_workspace(int bm, int bn, int bk, int64_t M, int64_t N, int64_t K,
+                                               int64_t programs) {
+  auto s = stream_k<int64_t>(tl::cdiv(M, int64_t(bm)) * tl::cdiv(N, int64_t(bn)), tl::cdiv(K, int64_t(bk)),
+                             std::max<int64_t>(programs, 1));
+  return {std::max<int64_t>(1, s.sk_tiles * s.slots * bm * bn), std::max<int64_t>(1, s.sk_tiles)};
+}
+
 // ---------------------------------------------------------------------------
 // Tile configurations chosen at run time.
 
@@ -141,6 +295,7 @@ struct GemmConfig {
   int num_stages = 4;
   bool descriptors = false;  // gemm_desc (":desc") instead of gemm
   bool persistent = false;   // gemm_persistent (":persistent"), descriptors too
+  bool streamk = false;      // gemm_streamk (":streamk"), persistent too
   int programs_per_sm = 1;   // CompileOptions::programs_per_sm (":xN", N > 1)
   // CompileOptions::num_ctas (":cN", N > 1): a program, and its BM x BN
   // tile, over a cluster of N CTAs, each BM / N rows of it; B's block is
@@ -153,7 +308,7 @@ struct GemmConfig {
   std::string str() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + ":" +
            std::to_string(num_warps) + ":" + std::to_string(num_stages) +
-           (persistent ? ":persistent" : descriptors ? ":desc" : "") +
+           (streamk ? ":streamk" : persistent ? ":persistent" : descriptors ? ":desc" : "") +
            (num_ctas > 1 ? ":c" + std::to_string(num_ctas) : "") +
            (programs_per_sm > 1 ? ":x" + std::to_string(programs_per_sm) : "") +
            (warp_specialize ? (*warp_specialize ? ":ws" : ":nows") : "");
@@ -207,9 +362,10 @@ inline std::string gemm_tiles_list() {
   return s;
 }
 
-// Parses "BMxBNxBK:warps:stages[:desc|:persistent][:cN][:xN][:ws|:nows]";
+// Parses "BMxBNxBK:warps:stages[:desc|:persistent|:streamk][:cN][:xN][:ws|:nows]";
 // ":stages" or ":warps:stages" may be left out (the defaults: 8 warps, 4
-// stages); ":desc" picks gemm_desc, ":persistent" gemm_persistent, ":cN"
+// stages); ":desc" picks gemm_desc, ":persistent" gemm_persistent,
+// ":streamk" gemm_streamk (which takes a workspace: launch_gemm), ":cN"
 // a program over a cluster of N CTAs (2 or 4; sm_90a, descriptors), ":xN"
 // N programs a multiprocessor (2 to 8; a persistent grid grows with it),
 // ":ws" / ":nows" demand or forbid warp specialization. Throws tl::Error on
@@ -229,12 +385,13 @@ inline GemmConfig parse_gemm_config(const std::string& text) {
     if (suffix(":x" + std::to_string(n))) c.programs_per_sm = n;
   for (int n : {2, 4})
     if (suffix(":c" + std::to_string(n))) c.num_ctas = n;
-  c.persistent = suffix(":persistent");
+  c.streamk = suffix(":streamk");
+  c.persistent = c.streamk || suffix(":persistent");
   c.descriptors = c.persistent || suffix(":desc");
   int fields = std::sscanf(body.c_str(), "%dx%dx%d%n:%d%n:%d%n", &c.bm, &c.bn, &c.bk, &consumed, &c.num_warps,
                            &consumed, &c.num_stages, &consumed);
   if (fields < 3 || size_t(consumed) != body.size() || c.num_warps < 1 || c.num_stages < 1)
-    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc|:persistent][:cN][:xN][:ws|:nows], e.g. 128x128x64:8:3");
+    throw tl::Error("gemm config '" + text + "': expected BMxBNxBK[:warps[:stages]][:desc|:persistent|:streamk][:cN][:xN][:ws|:nows], e.g. 128x128x64:8:3");
   for (const auto& t : kGemmTiles)
     if (t.bm == c.bm && t.bn == c.bn && t.bk == c.bk) return c;
   throw tl::Error("gemm config '" + text + "': tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
@@ -249,7 +406,8 @@ tl::Kernel compile_gemm_tile(const GemmConfig& c, const tl::CompileOptions& opti
   } else {
     constexpr GemmTile t = kGemmTiles[I];
     if (c.bm == t.bm && c.bn == t.bn && c.bk == t.bk)
-      return c.persistent    ? tl::compile(gemm_persistent<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
+      return c.streamk       ? tl::compile(gemm_streamk<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
+             : c.persistent  ? tl::compile(gemm_persistent<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
              : c.descriptors ? tl::compile(gemm_desc<T, t.bm, t.bn, t.bk, kGemmGroupM>, options)
                              : tl::compile(gemm<T, t.bm, t.bn, t.bk, kGemmGroupM>, options);
     return compile_gemm_tile<T, I + 1>(c, options);
@@ -305,6 +463,8 @@ inline double gemm_estimate_us(const GemmConfig& c, int64_t M, int64_t N, int64_
 // (a program over a cluster of num_ctas CTAs taking that many).
 inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N, const tl::Device& dev) {
   int64_t tiles = int64_t(tl::cdiv(M, c.bm)) * tl::cdiv(N, c.bn);
+  if (c.streamk)  // every multiprocessor: a last round's tiles are split over all of them
+    return tl::Grid{uint32_t(std::max<int64_t>(1, int64_t(dev.processor_count()) * c.programs_per_sm / c.num_ctas))};
   if (c.persistent)
     tiles = std::max<int64_t>(
         1, std::min<int64_t>(tiles, int64_t(dev.processor_count()) * c.programs_per_sm / c.num_ctas));
@@ -346,7 +506,13 @@ inline std::vector<GemmConfig> gemm_tune_configs(const std::string& target) {
 template <class T>
 tl::Autotuner gemm_tuner(const std::string& name, const std::vector<GemmConfig>& configs, int sms) {
   std::vector<tl::TuneConfig> list;
-  for (const auto& c : configs) list.push_back({c.str(), [c] { return compile_gemm<T>(c); }, {}});
+  for (const auto& c : configs) {
+    if (c.streamk)
+      throw tl::Error("gemm_tuner: configuration " + c.str() +
+                      " takes a workspace (launch_gemm), which a tuned launch does not pass; expected configurations "
+                      "without :streamk");
+    list.push_back({c.str(), [c] { return compile_gemm<T>(c); }, {}});
+  }
   return tl::Autotuner(name, list,
                        {.cost_model = [sms](const tl::TuneConfig& c, const std::vector<tl::Arg>& a) {
                          return gemm_estimate_us(parse_gemm_config(c.name), a[3].i, a[4].i, a[5].i, sms);
@@ -356,6 +522,40 @@ tl::Autotuner gemm_tuner(const std::string& name, const std::vector<GemmConfig>&
 // The grid of each configuration of a gemm_tuner launch of M x N on `dev`.
 inline tl::TuneGrid gemm_tune_grid(int M, int N, const tl::Device& dev) {
   return [M, N, &dev](const tl::TuneConfig& c) { return gemm_grid(parse_gemm_config(c.name), M, N, dev); };
+}
+
+// gemm_streamk's workspace, grown as needed and kept between launches
+// (its counters are left zero by each).
+struct GemmWorkspace {
+  tl::Buffer partials, arrivals;
+  int64_t partials_size = 0, arrivals_size = 0;
+  void reserve(tl::Device& dev, const StreamKWorkspace& need) {
+    if (need.partials > partials_size) {
+      partials = dev.alloc<float>(size_t(need.partials));
+      partials_size = need.partials;
+    }
+    if (need.arrivals > arrivals_size) {
+      arrivals = dev.upload(std::vector<int32_t>(size_t(need.arrivals), 0));
+      arrivals_size = need.arrivals;
+    }
+  }
+};
+
+// Launches kernel `k` of configuration `c` (compile_gemm) on C = A @ B of
+// M x N x K with the given strides, on gemm_grid's grid; a stream-K
+// configuration also gets `ws`'s buffers (grown to what it needs).
+inline void launch_gemm(tl::Device& dev, const tl::Kernel& k, const GemmConfig& c, const tl::Buffer& a,
+                        const tl::Buffer& b, const tl::Buffer& out, int M, int N, int K, int stride_am,
+                        int stride_ak, int stride_bk, int stride_bn, int stride_cm, int stride_cn,
+                        GemmWorkspace& ws) {
+  tl::Grid grid = gemm_grid(c, M, N, dev);
+  if (!c.streamk) {
+    dev(k, grid, a, b, out, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn);
+    return;
+  }
+  ws.reserve(dev, gemm_streamk_workspace(c.bm, c.bn, c.bk, M, N, K, grid.x));
+  dev(k, grid, a, b, out, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, ws.partials,
+      ws.arrivals);
 }
 
 }  // namespace kernels

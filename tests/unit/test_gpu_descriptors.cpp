@@ -253,6 +253,44 @@ void check_persistent(int M, int N, int K, int programs, int warps = 4, std::opt
   }, 0, 0);
 }
 
+// The example's stream-K gemm on `programs` programs (bf16 C; exact, as
+// above), launched twice on the same workspace: the second launch finds the
+// counters the first left at zero. Returns C of the second launch and the
+// counters after it, as floats.
+template <int S, int BM = 128, int BN = 128, int BK = 64>
+std::vector<std::vector<float>> run_streamk(Device& d, const Kernel& k, int M, int N, int K, int programs) {
+  auto a = d.upload(small_ints(size_t(M) * K + 1, 61)), b = d.upload(small_ints(size_t(K) * N + 1, 62));
+  auto need = kernels::gemm_streamk_workspace(BM, BN, BK, M, N, K, programs);
+  auto partials = d.upload(std::vector<float>(size_t(need.partials), 7.0f));  // stale sums must not leak in
+  auto arrivals = d.upload(std::vector<int32_t>(size_t(need.arrivals), 0));
+  std::vector<float> out;
+  for (int launch = 0; launch < 2; ++launch) {
+    auto c = d.upload(std::vector<bf16>(size_t(M) * N, bf16(-1.0f)));
+    d(k, Grid{uint32_t(programs)}, a, b, c, M, N, K, K, 1, N, 1, N, 1, partials, arrivals);
+    d.synchronize();
+    out.clear();
+    for (bf16 x : c.download<bf16>()) out.push_back(float(x));
+  }
+  std::vector<float> counters;
+  for (int32_t x : arrivals.download<int32_t>()) counters.push_back(float(x));
+  return {out, counters};
+}
+
+template <int S, int BM = 128, int BN = 128, int BK = 64>
+Kernel compile_streamk(int warps, std::optional<bool> ws = std::nullopt) {
+  return compile(kernels::gemm_streamk<bf16, BM, BN, BK, kernels::kGemmGroupM>,
+                 {.name = "gemm_streamk", .num_warps = warps, .num_stages = S, .warp_specialize = ws});
+}
+
+template <int S, int BM = 128, int BN = 128, int BK = 64>
+void check_streamk(int M, int N, int K, int programs, int warps = 4, std::optional<bool> ws = std::nullopt) {
+  INFO("stream-K gemm " << BM << "x" << BN << "x" << BK << ", " << S << " stages, " << warps << " warps, M=" << M
+                        << " N=" << N << " K=" << K << ", " << programs << " programs, warp_specialize "
+                        << (ws ? (*ws ? "on" : "off") : "auto"));
+  auto k = compile_streamk<S, BM, BN, BK>(warps, ws);
+  same_on_both<float>([&](Device& d) { return run_streamk<S, BM, BN, BK>(d, k, M, N, K, programs); }, 0, 0);
+}
+
 }  // namespace
 
 TEST_CASE("descriptor loads become tensor copies on sm_90a where the specialization proves TMA's rules",
@@ -983,4 +1021,105 @@ TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 
       }, softmax ? 1e-2 : 0, softmax ? 1e-2 : 0);
     }
   }
+}
+
+TEST_CASE("the stream-K gemm splits the last round's tiles along K and sums them exactly", "[descriptor][streamk]") {
+  // How the work is shared out (the host's view of the kernel's walk).
+  auto plan = kernels::stream_k<int64_t>(2048, 128, 132);  // 8192^3 in 128x256 tiles on an H100
+  CHECK(plan.dp_tiles == 1980);
+  CHECK(plan.sk_tiles == 68);
+  CHECK(plan.pieces == 1);
+  CHECK(plan.cut == 86);    // 68 programs take steps [0, 86) of a tile each ...
+  CHECK(plan.spare == 64);  // ... and 64 the steps [86, 128) of 1 or 2 tiles
+  CHECK(plan.slots == 2);
+  CHECK(kernels::stream_k<int64_t>(512, 63, 132).sk_tiles == 0);  // 4000^3: summing would cost what it saves
+  CHECK(kernels::stream_k<int64_t>(264, 63, 132).sk_tiles == 0);  // whole rounds
+  CHECK(kernels::stream_k<int64_t>(200, 0, 132).sk_tiles == 0);   // no K steps to split
+  CHECK(kernels::stream_k<int64_t>(2, 3, 132).sk_tiles == 0);     // too few to cut
+  auto few = kernels::stream_k<int64_t>(32, 128, 132);  // 1024 x 1024 x 8192: each tile in 4 cuts
+  CHECK(few.dp_tiles == 0);
+  CHECK(few.pieces == 4);
+  CHECK(few.cut == 32);
+  CHECK(few.spare == 0);
+  CHECK(few.slots == 4);
+  // Never more programs than launched, no spare without a rest to take.
+  for (auto [tiles, iters, programs] :
+       {std::tuple{512, 63, 132}, {2048, 16, 132}, {5, 9, 7}, {3, 64, 132}, {70, 1, 66}, {1, 401, 132}, {130, 40, 66}}) {
+    auto s = kernels::stream_k<int64_t>(tiles, iters, programs);
+    INFO(tiles << " tiles of " << iters << " steps on " << programs << " programs");
+    if (s.sk_tiles == 0) continue;
+    CHECK(s.dp_tiles % programs == 0);
+    CHECK(s.pieces * s.sk_tiles + s.spare <= programs);
+    CHECK(s.spare <= s.sk_tiles);
+    CHECK(s.cut >= 1);
+    CHECK((s.spare > 0) == (s.pieces * s.cut < iters));
+    CHECK(s.slots == s.pieces + (s.pieces * s.cut < iters ? 1 : 0));
+  }
+  // On the interpreter (programs run one after another; the last to arrive
+  // is then always the highest): whole rounds, a split last round, shares
+  // spanning tiles, several programs on one tile, K not a multiple of BK,
+  // K = 0, and a program with nothing to do.
+  Device interp = Device::get("interp");
+  auto k = compile_streamk<3, 64, 64, 32>(4);
+  for (auto [M, N, K, programs] : {std::tuple{256, 128, 32 * 9, 4},  // whole rounds
+                                    {64, 64, 32 * 40, 6},         // 1 tile: 2 cuts and a rest
+                                    {128, 128, 32 * 64, 13},      // 4 tiles in 3 cuts each
+                                    {320, 64, 32 * 64, 7},        // 5 tiles: a cut each, rests on 2 programs
+                                    {200, 136, 32 * 65 + 5, 5},   // whole tiles, then 2 in 2 cuts and a rest
+                                    {200, 136, 0, 5},             // K = 0
+                                    {64, 64, 32 * 8, 9}}) {       // too short to split: 8 programs idle
+
+    INFO("M=" << M << " N=" << N << " K=" << K << " on " << programs << " programs");
+    auto got = run_streamk<3, 64, 64, 32>(interp, k, M, N, K, programs);
+    auto ha = small_ints(size_t(M) * K + 1, 61), hb = small_ints(size_t(K) * N + 1, 62);
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        float want = 0;
+        for (int kk = 0; kk < K; ++kk) want += float(ha[size_t(m) * K + kk]) * float(hb[size_t(kk) * N + n]);
+        INFO("C[" << m << ", " << n << "]");
+        REQUIRE(got[0][size_t(m) * N + n] == float(bf16(want)));
+      }
+    for (float c : got[1]) REQUIRE(c == 0);
+  }
+}
+
+TEST_CASE("the stream-K gemm is warp-specialized, sums partial tiles in the accumulator's layout and orders them "
+          "before its count",
+          "[descriptor][codegen][streamk]") {
+  using namespace codegen_checks;
+  auto k = compile(kernels::gemm_streamk<bf16, 128, 256, 64, kernels::kGemmGroupM>,
+                   {.name = "gemm_streamk", .num_warps = 8, .num_stages = 3});
+  codegen::Specialization row_major = aligned(k);
+  for (int unit : {7, 9, 11}) row_major.args[size_t(unit)] = codegen::int_arg_facts(1);  // stride_ak, _bn, _cn
+  auto ck = codegen::compile(*k.impl(), row_major, "sm_90a");
+  CHECK(count(ck.assembly, R"(setmaxnreg)") >= 2);
+  CHECK(count(ck.assembly, R"(wgmma\.wait_group\.sync\.aligned 1)") >= 1);
+  // The partial sums leave and come back 8 bytes a thread from the
+  // accumulator's registers (no conversion through shared memory: the
+  // kernel would not fit beside the ring and the output's buffer).
+  CHECK(count(ck.assembly, R"(st\.global\.v2\.b32)") >= 64);
+  CHECK(count(ck.assembly, R"(ld\.global\.v2\.b32)") >= 64);
+  // The count after them waits for every consumer thread's stores.
+  size_t count_at = ck.assembly.find("atom.acq_rel.gpu");
+  REQUIRE(count_at != std::string::npos);
+  std::string before = ck.assembly.substr(0, count_at);
+  size_t bar = before.rfind("bar.sync");
+  REQUIRE(bar != std::string::npos);
+  CHECK(before.find("st.global", bar) == std::string::npos);  // nothing stored between them
+  CHECK(before.rfind("st.global.v2.b32") < bar);
+  // The tile's store waits for its buffer where the next tile stores (and
+  // at the end), not right after it, though it sits two `if`s deep.
+  CHECK(count(ck.assembly, R"(cp\.async\.bulk\.wait_group\.read 0)") == 2);
+  if (auto log = ptxas(ck.assembly, "sm_90a")) CHECK(count(*log, " 0 bytes spill") >= 1);
+}
+
+TEST_CASE("stream-K gemms match the interpreter", "[gpu][descriptor][streamk]") {
+  REQUIRE_GPU();
+  check_streamk<3>(128, 128, 64 * 40, 9, 4, true);            // 1 tile: 2 cuts and a rest
+  check_streamk<3>(640, 128, 64 * 64, 7, 4, true);            // 5 tiles: a cut each, rests on 2 programs
+  check_streamk<3>(600, 272, 64 * 65 + 8, 7, 4, true);        // 2 whole tiles each, then 1 in 4 cuts and a rest
+  check_streamk<3, 128, 256>(384, 544, 64 * 16, 7, 8, true);  // 2 split tiles, rests on 2 programs
+  check_streamk<2>(300, 272, 64 * 3, 7, 4, true);             // K too short to split: whole tiles only
+  check_streamk<3>(200, 144, 0, 3, 4, true);                  // K = 0
+  check_streamk<3>(640, 128, 64 * 64, 7, 4, false);
 }
