@@ -255,10 +255,8 @@ void gemm_streamk(tl::ptr<T> a, tl::ptr<T> b, tl::ptr<T> c,
       tl::if_(mine, [&] {
         // The cuts in K order, whoever adds them: the first from registers
         // only if it was never written (then it is this program's).
-        // Each is read once: not pipelined (its ring would need shared
-        // memory beside the K loop's, which a persistent program keeps).
         tl::if_(written, [&] { out = tl::load(slot(0)); });
-        for (auto q : tl::range(1, sk.slots, 1, {.num_stages = 1}))
+        for (auto q : tl::range(1, sk.slots))
           out += tl::load(slot(q));
         tl::store(counter, 0);                                   // for the next launch
       });

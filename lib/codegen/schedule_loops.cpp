@@ -125,15 +125,32 @@ class Scheduler {
     return false;
   }
 
-  int64_t need(const ir::Region& r, int64_t base) const {
+  // In the body of a loop at the top level (a persistent program's loop
+  // over tiles), the ring of a loop there whose pipeline feeds dots lives
+  // through the whole body once warp-specialize has split the pair
+  // (warp_specialize.h: it is made once, before the tiles): what else the
+  // body holds, other loops' buffers and scratch, goes above it.
+  int64_t need(const ir::Region& r, int64_t base, bool tile_body = false) const {
     int64_t most = base;
     InShared shared = [this](const ir::Value* v) { return in_shared(v); };
+    const Op* ring = tile_body ? feeding_dots(r) : nullptr;
+    int64_t others = ring ? past_buffers(*ring, base) : base;
     for (const auto& o : r.ops) {
-      most = std::max(most, base + scratch_bound(*o, plan_, shared));
-      int64_t inner = o->kind == OpKind::For ? past_buffers(*o, base) : base;
-      for (const auto& sub : o->regions) most = std::max(most, need(*sub, inner));
+      int64_t at = o.get() == ring ? base : others;
+      most = std::max(most, at + scratch_bound(*o, plan_, shared));
+      int64_t inner = o->kind == OpKind::For ? past_buffers(*o, at) : at;
+      for (const auto& sub : o->regions)
+        most = std::max(most, need(*sub, inner, &r == &fn_.body && o->kind == OpKind::For));
     }
     return most;
+  }
+
+  // The first loop directly in `r` whose plan has a load feeding dots.
+  const Op* feeding_dots(const ir::Region& r) const {
+    for (const auto& o : r.ops)
+      if (auto it = plans_.find(o.get()); it != plans_.end() && std::ranges::count(it->second.to_registers, false) > 0)
+        return o.get();
+    return nullptr;
   }
 
   const ir::Function& fn_;

@@ -16,9 +16,12 @@
 // Loads read into registers share shared memory with the body's scratch:
 // the first that fit in what the scratch leaves are scheduled, and a load
 // left out says so (`unpipelined = "..."`). The pass then bounds the
-// kernel's shared memory (shared_sizes.h); if loads read into registers
-// would make it overflow, it schedules the kernel again without them and
-// says so on the function (`schedule = "..."`): the lowering runs once.
+// kernel's shared memory (shared_sizes.h), counting in a persistent
+// program's loop over tiles the ring of its loop feeding dots as live
+// through the whole body (warp-specialize keeps it so); if loads read into
+// registers would make it overflow, it schedules the kernel again without
+// them and says so on the function (`schedule = "..."`): the lowering
+// runs once.
 //
 // LLVM-free: what it needs of the target is a ScheduleTarget.
 #pragma once

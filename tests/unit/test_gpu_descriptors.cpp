@@ -1111,6 +1111,16 @@ TEST_CASE("the stream-K gemm is warp-specialized, sums partial tiles in the accu
   // at the end), not right after it, though it sits two `if`s deep.
   CHECK(count(ck.assembly, R"(cp\.async\.bulk\.wait_group\.read 0)") == 2);
   if (auto log = ptxas(ck.assembly, "sm_90a")) CHECK(count(*log, " 0 bytes spill") >= 1);
+  // 128x128 at 4 stages: the read-back loop's loads would take a ring of
+  // their own beside the K loop's, which lives through the tile; they stay
+  // where they are, and the function says why.
+  auto k128 = compile(kernels::gemm_streamk<bf16, 128, 128, 64, kernels::kGemmGroupM>,
+                      {.name = "gemm_streamk", .num_warps = 8, .num_stages = 4});
+  codegen::Specialization rm128 = aligned(k128);
+  for (int unit : {7, 9, 11}) rm128.args[size_t(unit)] = codegen::int_arg_facts(1);
+  std::string gpu = codegen::emit_stage(*k128.impl(), rm128, "sm_90a", codegen::Stage::Gpu);
+  CHECK(count(gpu, R"(schedule = "loads read into registers left in place)") == 1);
+  CHECK_NOTHROW(codegen::compile(*k128.impl(), rm128, "sm_90a"));
 }
 
 TEST_CASE("stream-K gemms match the interpreter", "[gpu][descriptor][streamk]") {
