@@ -30,8 +30,9 @@
 // or in a branch of an `if` there (or of `if`s nested in one: a stream-K
 // tile stored by whichever program adds it up), is its buffer's one
 // reader and one local_store its one writer, and the kernel still fits
-// the shared memory (otherwise it keeps its wait). A store whose kernel reads the tensor
-// back (no `wait`: it waits for the global writes too) keeps its wait.
+// the shared memory (otherwise it keeps its wait). A store whose kernel
+// reads the tensor back (no `wait`: it waits for the global writes too)
+// keeps its wait.
 //
 // LLVM-free.
 #pragma once
