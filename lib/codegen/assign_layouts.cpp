@@ -458,15 +458,8 @@ class Assigner {
     if (last < 0 || axis_.fast_dim(op) != last || data->type.shape != op.operands[0]->type.shape) return std::nullopt;
     int32_t run = l.contiguous_run(kReg, last);  // a thread's consecutive elements
     if (axis_.vector_width(op, last) < run) return std::nullopt;
-    int32_t row = run;  // ... continued by the lanes after it
-    for (const auto& b : l.bases(kLane)) {
-      bool next = b[last] == row;
-      for (int i = 0; i < int(b.size()) && next; ++i)
-        if (i != last && b[i] != 0) next = false;
-      if (!next) break;
-      row *= 2;
-    }
-    if (int64_t(row) * byte_size(data->type.dtype) < 32) return std::nullopt;
+    int64_t row = int64_t(run) * l.contiguous_run(kLane, last, run);  // ... continued by the lanes after it
+    if (row * byte_size(data->type.dtype) < 32) return std::nullopt;
     return l;
   }
 

@@ -19,6 +19,10 @@ namespace {
 // into registers (the reductions' two exchange slots, small conversions).
 constexpr int64_t kScratchReserve = 16 * 1024;
 
+// Whether a plan keeps a load in shared memory for the loop's dots (a ring
+// the loop's dots read in place).
+bool feeds_dots(const PipelinePlan& p) { return std::ranges::count(p.to_registers, false) > 0; }
+
 class Scheduler {
  public:
   Scheduler(const ir::Function& fn, const LayoutPlan& plan, const transforms::AxisAnalysis& axis, const ScheduleTarget& t)
@@ -95,7 +99,7 @@ class Scheduler {
       if (o->kind == OpKind::For && !dots_in_o) {
         Planned& p = at_start[o.get()];
         p = plan_loop(*o, start());
-        dots_in_o = p.plan && std::ranges::count(p.plan->to_registers, false) > 0;
+        dots_in_o = p.plan && feeds_dots(*p.plan);
       }
       dots = dots || dots_in_o;
     }
@@ -148,8 +152,7 @@ class Scheduler {
   // The first loop directly in `r` whose plan has a load feeding dots.
   const Op* feeding_dots(const ir::Region& r) const {
     for (const auto& o : r.ops)
-      if (auto it = plans_.find(o.get()); it != plans_.end() && std::ranges::count(it->second.to_registers, false) > 0)
-        return o.get();
+      if (auto it = plans_.find(o.get()); it != plans_.end() && feeds_dots(it->second)) return o.get();
     return nullptr;
   }
 

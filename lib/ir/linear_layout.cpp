@@ -267,13 +267,13 @@ bool LinearLayout::constant_along(const std::string& in, int out) const {
   return true;
 }
 
-int32_t LinearLayout::contiguous_run(const std::string& in, int out) const {
+int32_t LinearLayout::contiguous_run(const std::string& in, int out, int32_t stride) const {
   for (const auto& d : ins_) {
     if (d.name != in) continue;
     int k = 0;
     for (; k < int(d.bases.size()); ++k) {
       const auto& b = d.bases[k];
-      bool unit = b[out] == (int32_t(1) << k);
+      bool unit = b[out] == (stride << k);
       for (size_t i = 0; i < b.size() && unit; ++i)
         if (int(i) != out && b[i] != 0) unit = false;
       if (!unit) break;

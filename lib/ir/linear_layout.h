@@ -92,8 +92,11 @@ class LinearLayout {
 
   // The number of consecutive elements along `out` held in consecutive
   // values of input `in` starting at 0: the largest 2^k such that bits
-  // 0..k-1 of `in` map to 1, 2, 4, ... along `out` and 0 elsewhere.
-  int32_t contiguous_run(const std::string& in, int out) const;
+  // 0..k-1 of `in` map to 1, 2, 4, ... along `out` and 0 elsewhere. With
+  // `stride`, in steps of it (bits map to stride, 2 * stride, ...): how
+  // far `in` continues a run another input began (lanes after a thread's
+  // registers).
+  int32_t contiguous_run(const std::string& in, int out, int32_t stride = 1) const;
 
   // Removes output dimension `out` (a slice layout): its coordinates are
   // dropped, and register bits that became duplicates or zero are removed.
