@@ -216,13 +216,13 @@ void Lowerer::collect_tensor_maps(const ir::Function& fn, std::vector<llvm::Type
 // Its value is its parameter's address (run() bound it).
 void Lowerer::lower_tensor_map(const Op& op) {}
 
-// A named barrier; with {pingpong}, one of the two of a pair that orders
-// the two warpgroups of a partition (warp_specialize.h): warpgroup g
-// waits on barrier id + g for its turn ("wait"), hands it to the other
-// one by arriving on that one's ("pass"); before the loop the second
-// warpgroup hands the first its first turn ("start"), after it the first
-// takes the turn handed to it last ("finish"), so that every arrival is
-// waited for.
+// A named barrier; with {pingpong}, one of the barriers that order the
+// `groups` (2 unless given) warpgroups of a partition in turns
+// (warp_specialize.h): warpgroup g waits on barrier id + g for its turn
+// ("wait"), hands it to the next one, g + 1 round the warpgroups, by
+// arriving on that one's ("pass"); before the loop the last warpgroup
+// hands the first its first turn ("start"), after it the first takes the
+// turn handed to it last ("finish"), so that every arrival is waited for.
 void Lowerer::lower_named_barrier(const Op& op) {
   int id = int(op.attr_int("id")), threads = int(op.attr_int("threads"));
   std::string turn = op.attr_str_or("pingpong", "");
@@ -231,16 +231,20 @@ void Lowerer::lower_named_barrier(const Op& op) {
       unsupported(op, "needs named barriers, which " + t_.name + " does not have");
     return;
   }
-  llvm::Value* group = b_.CreateLShr(warp_, 2);  // the warpgroup within the partition: 0 or 1
+  const int groups = int(op.attr_int_or("groups", 2));
+  llvm::Value* group = b_.CreateLShr(warp_, 2);  // the warpgroup within the partition: 0 .. groups - 1
   bool ok = true;
   if (turn == "wait" || turn == "pass") {
     llvm::Value* own = b_.CreateAdd(b_.getInt32(id), group);
-    llvm::Value* other = b_.CreateSub(b_.getInt32(id + 1), group);
-    ok = t_.named_barrier(b_, turn == "wait" ? own : other, threads, turn == "pass");
+    llvm::Value* next =
+        groups == 2 ? b_.CreateSub(b_.getInt32(id + 1), group)
+                    : b_.CreateSelect(b_.CreateICmpEQ(group, b_.getInt32(groups - 1)), b_.getInt32(id),
+                                      b_.CreateAdd(own, b_.getInt32(1)));
+    ok = t_.named_barrier(b_, turn == "wait" ? own : next, threads, turn == "pass");
   } else {
     auto* then = llvm::BasicBlock::Create(ctx_, "pingpong." + turn, fn_);
     auto* after = llvm::BasicBlock::Create(ctx_, "pingpong." + turn + ".after", fn_);
-    b_.CreateCondBr(b_.CreateICmpEQ(group, b_.getInt32(turn == "start" ? 1 : 0)), then, after);
+    b_.CreateCondBr(b_.CreateICmpEQ(group, b_.getInt32(turn == "start" ? groups - 1 : 0)), then, after);
     b_.SetInsertPoint(then);
     ok = t_.named_barrier(b_, b_.getInt32(id), threads, turn == "start");
     b_.CreateBr(after);

@@ -587,19 +587,24 @@ class Specializer {
     transforms::dce(fn_);
   }
 
-  // Two consumer warpgroups whose step issues two or more products and
-  // then works while the last is in flight (attention: S for the next
-  // block and P V, then the softmax): each warpgroup issues its products
-  // in its turn and hands the turn over, so that one's softmax runs while
-  // the other's products keep the tensor cores busy (FlashAttention-3's
-  // ping-pong). A pair of named barriers after the partitions' own. In a
-  // persistent program the turns start and finish around the loop each
-  // tile, and the consumers meet at a barrier after the finish: without
-  // it the second warpgroup, running ahead into the next tile, could
-  // arrive on the first's barrier twice before the first took its last
-  // turn.
+  // Two or more consumer warpgroups whose step issues two or more
+  // products and then works while the last is in flight (attention: S for
+  // the next block and P V, then the softmax): each warpgroup issues its
+  // products in its turn and hands the turn to the next, round the
+  // warpgroups, so that one's softmax runs while the others' products keep
+  // the tensor cores busy (FlashAttention-3's ping-pong; with four
+  // warpgroups of 64 rows at d 64, the exponentials of one block take the
+  // multi-function units as long as its products take the tensor cores,
+  // and without turns the warpgroups, held together by the shared K/V
+  // ring, issue at once and then all wait on their exponentials). One
+  // named barrier a warpgroup after the partitions' own. In a persistent
+  // program the turns start and finish around the loop each tile, and the
+  // consumers meet at a barrier after the finish: without it a
+  // warpgroup, running ahead into the next tile, could arrive on the
+  // next one's barrier twice before that one took its last turn.
   void pingpong(const Pipeline& p) {
-    if (plan_.num_warps != 8) return;
+    const int groups = plan_.num_warps / 4;
+    if (plan_.num_warps % 4 || groups < 2 || 3 + groups > 16) return;
     ir::Region& body = *p.loop->regions[0];
     std::vector<Op*> dots;
     Op* overlapped = nullptr;  // a wait with a later product still pending
@@ -612,8 +617,9 @@ class Specializer {
     auto turn = [&](ir::Region& r, ir::Region::iterator at, const char* what) {
       ir::Builder b(&r, at);
       b.loc = p.loop->loc;
-      b.create(OpKind::NamedBarrier, {}, {},
-               {{"id", int64_t(id)}, {"threads", int64_t(256)}, {"pingpong", std::string(what)}});
+      ir::Attrs attrs{{"id", int64_t(id)}, {"threads", int64_t(256)}, {"pingpong", std::string(what)}};
+      if (groups > 2) attrs["groups"] = int64_t(groups);
+      b.create(OpKind::NamedBarrier, {}, {}, attrs);
     };
     turn(body, body.find(dots.front()), "wait");
     turn(body, std::next(body.find(dots.back())), "pass");

@@ -365,7 +365,11 @@ void GpuRules::op(const Op& op) const {
         static const std::set<std::string> turns = {"wait", "pass", "start", "finish"};
         require(turns.count(op.attr_str("pingpong")) != 0, op, "'pingpong' of wait, pass, start or finish",
                 op.attr_str("pingpong"));
-        require(int_attr(op, "id") <= 14, op, "a pingpong 'id' of 1 to 14 (it takes id and id + 1)",
+        const int64_t groups = op.has_attr("groups") ? int_attr(op, "groups") : 2;
+        require(groups >= 2 && groups <= 4, op, "a pingpong over 2 to 4 warpgroups ('groups')", std::to_string(groups));
+        require(int_attr(op, "id") <= 16 - groups, op,
+                "a pingpong 'id' of 1 to " + std::to_string(16 - groups) +
+                    (groups == 2 ? " (it takes id and id + 1)" : " (it takes id to id + " + std::to_string(groups - 1) + ")"),
                 std::to_string(int_attr(op, "id")));
         require(int_attr(op, "threads") == 256, op, "a pingpong between two warpgroups (threads = 256)",
                 std::to_string(int_attr(op, "threads")));

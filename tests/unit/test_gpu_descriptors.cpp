@@ -820,14 +820,25 @@ TEST_CASE("attention with 2 and 3 programs a multiprocessor: setmaxnreg within a
 // warps (the config 256x64:16:3:desc): four consumer warpgroups of 64
 // rows beside the producer, 640 threads, so 96 registers at entry, the
 // producer down to 24 and the consumers up to 112, assembled without
-// spills, causal and not.
+// spills, causal and not. The four take turns issuing their products, in
+// a ring of four named barriers (3 to 6): each waits on its own, passes
+// to the next, the last starts the first and the first takes the last
+// turn.
 TEST_CASE("attention in 256-row blocks: four consumer warpgroups within the register file, no spills",
           "[codegen][descriptor]") {
   using namespace codegen_checks;
   CompileOptions options{.name = "attention", .num_warps = 16, .num_stages = 3, .flush_denormals = true};
   for (Kernel k : {compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, false>, options),
                    compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, true>, options)}) {
+    std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
+    for (const char* turn : {"start", "wait", "pass", "finish"})
+      CHECK(count(gpu, std::string(R"(named_barrier \{groups = 4, id = 3, pingpong = ")") + turn + "\", threads = 256\}") ==
+            1);
     std::string ptx = codegen::compile(*k.impl(), aligned(k), "sm_90a").assembly;
+    CHECK(count(ptx, R"(bar\.sync \t%r\d+, 256;)") == 1);    // its own
+    CHECK(count(ptx, R"(bar\.arrive \t%r\d+, 256;)") == 1);  // the next one's
+    CHECK(count(ptx, R"(bar\.arrive \t3, 256;)") == 1);       // start
+    CHECK(count(ptx, R"(bar\.sync \t3, 256;)") == 1);         // finish
     CHECK(count(ptx, R"(\.maxnreg 96\b)") == 1);
     CHECK(count(ptx, R"(setmaxnreg\.inc\.sync\.aligned\.u32\s+112;)") >= 1);
     CHECK(count(ptx, R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+24;)") == 1);
