@@ -259,7 +259,7 @@ class Inserter {
   }
 
   void op(Op& o, State& s) {
-    if (before_.count(&o)) s.done.clear();
+    if (before_.count(&o) || atomic_syncs_threads(o)) s.done.clear();
     switch (o.kind) {
       case OpKind::Barrier: s.done.clear(); return;
       case OpKind::For: return loop(o, s);
@@ -545,5 +545,11 @@ class Inserter {
 }  // namespace
 
 void insert_barriers(ir::Function& fn, const LayoutPlan& plan) { Inserter(fn, plan).run(); }
+
+bool atomic_syncs_threads(const ir::Op& op) {
+  if ((op.kind != OpKind::AtomicRmw && op.kind != OpKind::AtomicCas) || op.operands[0]->type.is_tile()) return false;
+  std::string sem = op.attr_str_or("sem", "acq_rel");
+  return sem == "release" || sem == "acq_rel";
+}
 
 }  // namespace tl::codegen

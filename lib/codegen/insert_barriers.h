@@ -23,6 +23,10 @@
 //                         barrier is needed only before its writes, and
 //                         after it only its reads are outstanding (the
 //                         lowering keeps that promise, lowerer.h)
+//   atomic_rmw, atomic_cas on a scalar, release or acq_rel: a barrier of
+//                         the program's threads first (its lowering's, so
+//                         that one thread's release orders all their
+//                         writes): nothing is outstanding at it
 // A reduction's exchange goes in one of two slots of its scratch, in turn
 // ({exchange = 0|1}, written here), so that back-to-back reductions (a
 // row's max, then its sum) need no barrier between them; so do the two
@@ -48,5 +52,11 @@
 namespace tl::codegen {
 
 void insert_barriers(ir::Function& fn, const LayoutPlan& plan);
+
+// Whether `op` is an atomic on a scalar with release or acq_rel order: one
+// thread performs it for the program, so its lowering first waits at a
+// barrier of all the program's threads (its release then orders every
+// thread's earlier writes). insert-barriers counts that barrier as one.
+bool atomic_syncs_threads(const ir::Op& op);
 
 }  // namespace tl::codegen

@@ -3,6 +3,7 @@
 // cache hints through the target; atomics with their order and scope;
 // device-side assert and print; shared-memory buffers, their slots,
 // asynchronous copies into them and the waits for those.
+#include "codegen/insert_barriers.h"
 #include "codegen/lowerer.h"
 
 namespace tl::codegen::lowering {
@@ -138,7 +139,8 @@ void Lowerer::lower_atomic(const Op& op) {
   // A scalar's atomic is one thread's, acting for the program: its release
   // orders the program's earlier writes, all threads', once they have all
   // reached it (a partial result stored by every thread, then a flag).
-  if (!tile && (order == MemOrder::release || order == MemOrder::acq_rel)) sync_threads();
+  // insert-barriers counts this barrier (atomic_syncs_threads).
+  if (atomic_syncs_threads(op)) sync_threads();
   // No GPU adds or orders f8 numbers atomically (a loop of compare-and-swap
   // would; none is emitted yet).
   if (!cas && is_f8(d) && op.attr_str("kind") != "xchg")

@@ -1118,6 +1118,10 @@ TEST_CASE("the stream-K gemm is warp-specialized, sums partial tiles in the accu
   REQUIRE(bar != std::string::npos);
   CHECK(before.find("st.global", bar) == std::string::npos);  // nothing stored between them
   CHECK(before.rfind("st.global.v2.b32") < bar);
+  // One barrier, not two: insert-barriers counts the count's own
+  // (atomic_syncs_threads), which also orders the exchange of its old
+  // value through shared memory after the last tile's read of it.
+  CHECK(count(ck.assembly, R"(bar\.sync \t1, 256;\s+bar\.sync \t1, 256;)") == 0);
   // The tile's store waits for its buffer where the next tile stores (and
   // at the end), not right after it, though it sits two `if`s deep.
   CHECK(count(ck.assembly, R"(cp\.async\.bulk\.wait_group\.read 0)") == 2);
