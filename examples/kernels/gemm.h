@@ -184,6 +184,10 @@ StreamK<I> stream_k(I tiles, I iters, I programs) {
   I even = (iters + s - 1) / s;  // cuts without spare programs
   I cut = pick(r > 0, min_of((n * (iters + o) - o + s * n) / (1 + s * n), even), even);
   I rest = max_of(iters - s * cut, 0);
+  // Without a rest, as many cuts as the steps fill: s cuts of
+  // ceil(iters / s) steps can leave the last ones none (20 of 17 over
+  // 321 steps), a program adding zeros and a partial sum moved for them.
+  s = pick(rest > 0, s, max_of((iters + cut - 1) / max_of(cut, 1), 1));
   // The split round's steps: the slower kind of program, then the reads
   // of the one that adds a tile up.
   I steps = max_of(cut + o, pick(r > 0, n * (rest + o), 0)) + (s - pick(rest > 0, 0, 1)) * o;

@@ -1053,9 +1053,11 @@ TEST_CASE("the stream-K gemm splits the last round's tiles along K and sums them
   CHECK(few.cut == 32);
   CHECK(few.spare == 0);
   CHECK(few.slots == 4);
-  // Never more programs than launched, no spare without a rest to take.
-  for (auto [tiles, iters, programs] :
-       {std::tuple{512, 63, 132}, {2048, 16, 132}, {5, 9, 7}, {3, 64, 132}, {70, 1, 66}, {1, 401, 132}, {130, 40, 66}}) {
+  // Never more programs than launched, no spare without a rest to take,
+  // no cut without steps (2 tiles of 321 steps on 40 programs: 20 cuts of
+  // 17 would leave the last none).
+  for (auto [tiles, iters, programs] : {std::tuple{512, 63, 132}, {2048, 16, 132}, {5, 9, 7}, {3, 64, 132}, {70, 1, 66},
+                                        {1, 401, 132}, {130, 40, 66}, {2, 321, 40}, {7, 1000, 132}}) {
     auto s = kernels::stream_k<int64_t>(tiles, iters, programs);
     INFO(tiles << " tiles of " << iters << " steps on " << programs << " programs");
     if (s.sk_tiles == 0) continue;
@@ -1063,6 +1065,7 @@ TEST_CASE("the stream-K gemm splits the last round's tiles along K and sums them
     CHECK(s.pieces * s.sk_tiles + s.spare <= programs);
     CHECK(s.spare <= s.sk_tiles);
     CHECK(s.cut >= 1);
+    CHECK((s.pieces - 1) * s.cut < iters);
     CHECK((s.spare > 0) == (s.pieces * s.cut < iters));
     CHECK(s.slots == s.pieces + (s.pieces * s.cut < iters ? 1 : 0));
   }
@@ -1078,7 +1081,8 @@ TEST_CASE("the stream-K gemm splits the last round's tiles along K and sums them
                                     {320, 64, 32 * 64, 7},        // 5 tiles: a cut each, rests on 2 programs
                                     {200, 136, 32 * 65 + 5, 5},   // whole tiles, then 2 in 2 cuts and a rest
                                     {200, 136, 0, 5},             // K = 0
-                                    {64, 64, 32 * 8, 9}}) {       // too short to split: 8 programs idle
+                                    {64, 64, 32 * 8, 9},          // too short to split: 8 programs idle
+                                    {128, 64, 32 * 321, 40}}) {   // 2 tiles in 19 cuts (not 20, the last empty)
 
     INFO("M=" << M << " N=" << N << " K=" << K << " on " << programs << " programs");
     auto got = run_streamk<3, 64, 64, 32>(interp, k, M, N, K, programs);
