@@ -592,19 +592,17 @@ class Specializer {
   // the next block and P V, then the softmax): each warpgroup issues its
   // products in its turn and hands the turn to the next, round the
   // warpgroups, so that one's softmax runs while the others' products keep
-  // the tensor cores busy (FlashAttention-3's ping-pong; with four
-  // warpgroups of 64 rows at d 64, the exponentials of one block take the
-  // multi-function units as long as its products take the tensor cores,
-  // and without turns the warpgroups, held together by the shared K/V
-  // ring, issue at once and then all wait on their exponentials). One
-  // named barrier a warpgroup after the partitions' own. In a persistent
+  // the tensor cores busy (FlashAttention-3's ping-pong; four warpgroups
+  // of 64 rows at d 64 gain 0.3-2.5 % from it, docs/perf.md run 91). One
+  // named barrier a warpgroup after the partitions' own, at most four
+  // (the verifier's bound; beyond it, no turns). In a persistent
   // program the turns start and finish around the loop each tile, and the
   // consumers meet at a barrier after the finish: without it a
   // warpgroup, running ahead into the next tile, could arrive on the
   // next one's barrier twice before that one took its last turn.
   void pingpong(const Pipeline& p) {
     const int groups = plan_.num_warps / 4;
-    if (plan_.num_warps % 4 || groups < 2 || 3 + groups > 16) return;
+    if (plan_.num_warps % 4 || groups < 2 || groups > 4) return;  // ids 3 .. 3 + groups - 1, the verifier's bound
     ir::Region& body = *p.loop->regions[0];
     std::vector<Op*> dots;
     Op* overlapped = nullptr;  // a wait with a later product still pending
