@@ -10,6 +10,12 @@ triton.testing.do_bench (medians):
   triton        the Triton kernel below with tiledsl's tile configuration
                 (TILEDSL_ATTN_CONFIG=BMxBN:warps:stages[:...] overrides both)
   triton_best   the same kernel, best of a few configurations
+  tiledsl_turns, cudnn_turns
+                with TILEDSL_SHIM naming build/bench/libtiledsl_bench_shim.so
+                (bench/shim/attention.cpp): tiledsl's kernel called on the
+                same tensors through ctypes, timed in turns with cuDNN in
+                this process (TURNS rounds of one do_bench each, medians of
+                the rounds; the rows carry every round's figure)
 
 The Triton kernel is the algorithm of examples/kernels/attention.h written
 in Triton (one program per BM query rows of one head, online softmax in
@@ -21,8 +27,10 @@ Writes JSON to the path given (default: stdout only).
 
     python3 bench/compare_attention.py [out.json]
 """
+import ctypes
 import json
 import os
+import statistics
 import sys
 
 import torch
@@ -123,6 +131,40 @@ def bench(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
+# TILEDSL_SHIM: the shim library, so that tiledsl's kernel is timed in turns
+# with cuDNN in this process (TURNS rounds, default 5).
+SHIM = os.environ.get("TILEDSL_SHIM", "")
+TURNS = int(os.environ.get("TURNS", "5"))
+
+
+def tiledsl_attention(lib, q, k, v, o, causal):
+    """The shim's tl_attention on torch's tensors and current stream; raises
+    with the shim's message when it refuses."""
+    b, h, n, d = q.shape
+    group = h // k.shape[1]
+    err = ctypes.create_string_buffer(512)
+
+    def run():
+        rc = lib.tl_attention(b"cuda", ctypes.c_void_p(q.data_ptr()), ctypes.c_void_p(k.data_ptr()),
+                              ctypes.c_void_p(v.data_ptr()), ctypes.c_void_p(o.data_ptr()), b, h, n, d,
+                              int(causal), group, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
+                              err, len(err))
+        if rc != 0:
+            raise RuntimeError(err.value.decode())
+    return run
+
+
+def in_turns(fns):
+    """Each fn timed once a round for TURNS rounds, the rounds alternating
+    which goes first: {name: [ms of each round]}."""
+    times = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(TURNS):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            times[name].append(bench(fns[name]))
+    return times
+
+
 def reference(q, k, v, causal):
     """torch's math SDPA in f32 on the first head of the first batch (all of
     it would materialize B*H*N*N scores: 34 GB at N = 16384)."""
@@ -143,6 +185,7 @@ BHN_SHAPES = [(4, 32, 4096, 128, False), (4, 32, 4096, 128, True), (8, 16, 2048,
 
 def main():
     rows = []
+    lib = ctypes.CDLL(SHIM) if SHIM else None
     cases = [(TOKENS // n, MODEL_WIDTH // d, n, d, causal, {})
              for d in HEAD_DIMS for causal in (False, True) for n in LENGTHS] if SWEEP else []
     cases += [(b, h, n, d, causal, {"bhn": True}) for b, h, n, d, causal in BHN_SHAPES]
@@ -169,6 +212,19 @@ def main():
 
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             record("cudnn", sdpa(q, k, v, causal))
+        if lib is not None:
+            try:
+                tl_fn = tiledsl_attention(lib, q, k, v, o, causal)
+                tl_fn()
+                check("tiledsl", o, ref)
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    times = in_turns({"tiledsl_turns": tl_fn, "cudnn_turns": sdpa(q, k, v, causal)})
+                for impl, ms_list in times.items():
+                    ms = statistics.median(ms_list)
+                    rows.append({**shape, "impl": impl, "ms": ms, "TFLOP/s": fl / (ms * 1e-3) / 1e12,
+                                 "rounds_ms": ms_list})
+            except Exception as e:
+                rows.append({**shape, "impl": "tiledsl_turns", "error": f"{type(e).__name__}: {e}"[:300]})
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             record("fa2", sdpa(q, k, v, causal))
         cfg = default_config(d, n, causal)

@@ -90,6 +90,23 @@ def main(ours_path, theirs_path):
                     [num(other[impl]) for impl, _ in IMPLS] + [ratio(t, other["cudnn"]), ratio(t, other["triton_best"])]
             print("| " + " | ".join(cells) + " |")
 
+    # tiledsl and cuDNN timed in turns in the script's process (TILEDSL_SHIM).
+    turns = {}
+    for r in json.load(open(theirs_path)):
+        if r.get("impl") in ("tiledsl_turns", "cudnn_turns") and "ms" in r:
+            turns.setdefault((r["d"], r["causal"], r["B"], r["H"], r["n"]), {})[r["impl"]] = r
+    if turns:
+        print("\nIn turns in one process (medians of the rounds; TFLOP/s of each round):\n")
+        print("| D | causal | B x H | N | tiledsl | cuDNN | tl/cuDNN | rounds tiledsl | rounds cuDNN |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---|---|")
+        for (d, causal, b, h, n), pair in sorted(turns.items()):
+            tl_r, cu_r = pair.get("tiledsl_turns", {}), pair.get("cudnn_turns", {})
+            fl = 4.0 * b * h * n * n * d * (0.5 if causal else 1.0)
+            rounds = lambda r: ", ".join(f"{fl / (ms * 1e-3) / 1e12:.0f}" for ms in r.get("rounds_ms", []))
+            print(f"| {d} | {'yes' if causal else 'no'} | {b} x {h} | {n} | {num(tl_r.get('TFLOP/s', 0))} | "
+                  f"{num(cu_r.get('TFLOP/s', 0))} | {ratio(tl_r.get('TFLOP/s', 0), cu_r.get('TFLOP/s', 0))} | "
+                  f"{rounds(tl_r)} | {rounds(cu_r)} |")
+
     configs = {(int(b["BM"]), int(b["BN"]), int(b["warps"]), int(b["stages"])) for b in ours.values()}
     if configs:
         print("\ntiledsl tiles (BM x BN : warps : stages): " +

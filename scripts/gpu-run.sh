@@ -29,6 +29,8 @@ mkdir -p "$OUT" "$TL"
 tar -xJf "${PACK:-dist/tiledsl-gpu.tar.xz}" -C "$TL"
 export LD_LIBRARY_PATH=$TL/lib
 export TILEDSL_CACHE_DIR=$TL/cache
+# compare_attention.py times tiledsl in turns with cuDNN through the shim.
+[ -f "$TL/lib/libtiledsl_bench_shim.so" ] && export TILEDSL_SHIM=$TL/lib/libtiledsl_bench_shim.so
 # cuBLAS for bench_gemm: the copy torch's wheels ship.
 export TILEDSL_CUBLAS=${TILEDSL_CUBLAS:-$(python3 -c 'import glob,os,torch;c=sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__),"..","nvidia","**","libcublas.so.*"),recursive=True));print(c[0] if c else "")' 2>/dev/null)}
 bin=$TL/bin

@@ -30,6 +30,7 @@ if [ "${LIB_ONLY:-0}" != 1 ]; then
   cp "$BUILD/tests/tiledsl_tests" "$stage/bin/"
   cp "$BUILD"/examples/* "$stage/bin/"
   cp "$BUILD"/bench/bench_* "$stage/bin/" 2>/dev/null || true
+  cp "$BUILD"/bench/libtiledsl_bench_shim.so "$stage/lib/" 2>/dev/null || true  # compare_attention.py's TILEDSL_SHIM
   rm -f "$stage/bin/bench_compile_scaling"  # the compiler's own speed: measured here, not there
 fi
 find "$stage/lib" "$stage/bin" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true  # files, not links

@@ -412,6 +412,10 @@ inline tl::CompileOptions attention_options(const AttentionConfig& c, tl::Compil
   return options;
 }
 
+// The device a launch goes to: `dev` itself, or a stream's.
+inline const tl::Device& device_of(const tl::Device& dev) { return dev; }
+inline tl::Device device_of(const tl::Stream& stream) { return stream.device(); }
+
 // The grid of a launch over `heads` heads of N queries: a program a BM-row
 // query block of a head, or (persistent) at most `programs_per_sm` a
 // multiprocessor.
@@ -433,10 +437,11 @@ struct AttentionKernel {
              : descriptors ? tl::compile(attention_fwd_desc<T, BM, BN, D, CAUSAL>, options)
                            : tl::compile(attention_fwd<T, BM, BN, D, CAUSAL>, options);
   }
+  // On a device, or on a stream of one (`dev` a tl::Device or tl::Stream).
   template <class Dev>
   void operator()(Dev& dev, const tl::Buffer& q, const tl::Buffer& k, const tl::Buffer& v, tl::Buffer& o, int B,
                   int H, int N, float sm_scale, int group = 1) const {
-    tl::Grid grid = attention_grid(dev, BM, persistent, CAUSAL, B * H, N, programs_per_sm);
+    tl::Grid grid = attention_grid(device_of(dev), BM, persistent, CAUSAL, B * H, N, programs_per_sm);
     if (descriptors) dev(kernel, grid, q, k, v, o, N, sm_scale, group, B * H, B * H / group, N * D);
     else dev(kernel, grid, q, k, v, o, N, sm_scale, group);
   }

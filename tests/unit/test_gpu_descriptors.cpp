@@ -832,7 +832,7 @@ TEST_CASE("attention in 256-row blocks: four consumer warpgroups within the regi
                    compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, true>, options)}) {
     std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
     for (const char* turn : {"start", "wait", "pass", "finish"})
-      CHECK(count(gpu, std::string(R"(named_barrier \{groups = 4, id = 3, pingpong = ")") + turn + "\", threads = 256\}") ==
+      CHECK(count(gpu, std::string(R"(named_barrier \{groups = 4, id = 3, pingpong = ")") + turn + R"(", threads = 256\})") ==
             1);
     std::string ptx = codegen::compile(*k.impl(), aligned(k), "sm_90a").assembly;
     CHECK(count(ptx, R"(bar\.sync \t%r\d+, 256;)") == 1);    // its own
