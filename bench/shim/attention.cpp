@@ -36,15 +36,16 @@ void launch(const tl::Stream& stream, const kernels::AttentionConfig& cfg, void*
   const float sm_scale = 1.0f / std::sqrt(float(D));
   kernels::with_tiles(cfg, [&]<int BM, int BN>() {
     using Kernel = kernels::AttentionKernel<tl::bf16, BM, BN, D, CAUSAL>;
-    std::shared_ptr<void>* slot;
+    std::shared_ptr<void> kernel;
     {
-      std::lock_guard<std::mutex> lock(mutex);
-      slot = &kernels_by_config[dev.name() + " " + cfg.str()];
+      std::lock_guard<std::mutex> lock(mutex);  // one compile a configuration, whoever calls first
+      std::shared_ptr<void>& slot = kernels_by_config[dev.name() + " " + cfg.str()];
+      if (!slot)
+        slot = std::make_shared<Kernel>(
+            cfg, tl::CompileOptions{.name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "")});
+      kernel = slot;
     }
-    if (!*slot)
-      *slot = std::make_shared<Kernel>(cfg, tl::CompileOptions{
-                                                .name = "attention_bf16_d" + std::to_string(D) + (CAUSAL ? "_causal" : "")});
-    (*static_cast<Kernel*>(slot->get()))(stream, q_buf, k_buf, v_buf, o_buf, B, H, N, sm_scale, group);
+    (*static_cast<Kernel*>(kernel.get()))(stream, q_buf, k_buf, v_buf, o_buf, B, H, N, sm_scale, group);
   });
 }
 
