@@ -17,7 +17,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
 
 #include "../../examples/kernels/attention.h"
 
