@@ -774,7 +774,7 @@ LayoutPlan assign_layouts(ir::Function& fn, const transforms::AxisAnalysis& axis
 }
 
 std::string cluster_dot_refusal(const Op& dot, const DotLayouts& d, int num_ctas) {
-  if (num_ctas <= 1 || (d.on_warpgroups() && (1 << d.c.in_bits(kBlock)) == num_ctas)) return "";
+  if (num_ctas <= 1 || (d.on_warpgroups() && d.c.in_size(kBlock) == num_ctas)) return "";
   const int64_t M = dot.operands[0]->type.shape[0];
   std::string found = d.instr ? d.instr->name : std::string("the FMA form (no matrix instruction)");
   if (!d.on_warpgroups())

@@ -201,7 +201,7 @@ class Inserter {
   // ------------------------------------------------------------- accesses
   const LinearLayout* one_owner(const LinearLayout& l) const {
     bool one = !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) && !l.broadcast_mask(kBlock) &&
-               (1 << l.in_bits(kWarp)) >= plan_.num_warps;
+               l.in_size(kWarp) >= plan_.num_warps;
     return one ? &l : nullptr;
   }
 

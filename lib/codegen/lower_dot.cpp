@@ -103,7 +103,7 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   // A (all of them on one CTA) and the whole of B.
   for (int i = d.a_in_registers ? 1 : 0; i < 2; ++i) {
     const auto& full = op.operands[i]->type.shape;
-    int64_t want0 = i == 0 ? full[0] / (int64_t(1) << d.c.in_bits(kBlock)) : full[0];
+    int64_t want0 = i == 0 ? full[0] / d.c.in_size(kBlock) : full[0];
     const SmemTile& t = tile[i];
     int64_t rows = t.transposed ? t.shape[1] : t.shape[0], cols = t.transposed ? t.shape[0] : t.shape[1];
     if (rows != want0 || cols != full[1])

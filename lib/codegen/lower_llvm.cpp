@@ -222,16 +222,14 @@ llvm::Value* Lowerer::owner_predicate(const LinearLayout& l, bool within_cta) {
   if (warp_mask) p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(warp_, warp_mask), b_.getInt32(0)));
   // Bits of the block beyond the layout's warps (more warps than the
   // layout names) also replicate.
-  int warp_bits = l.in_bits(kWarp);
-  if ((1 << warp_bits) < plan_.num_warps)
-    p = b_.CreateAnd(p, b_.CreateICmpULT(warp_, b_.getInt32(1 << warp_bits)));
+  if (int32_t warps = l.in_size(kWarp); warps < plan_.num_warps)
+    p = b_.CreateAnd(p, b_.CreateICmpULT(warp_, b_.getInt32(warps)));
   // Likewise the CTAs of a cluster that hold copies.
   if (plan_.num_ctas > 1 && !within_cta) {
     if (uint32_t block_mask = l.broadcast_mask(kBlock))
       p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(block_, block_mask), b_.getInt32(0)));
-    int block_bits = l.in_bits(kBlock);
-    if ((1 << block_bits) < plan_.num_ctas)
-      p = b_.CreateAnd(p, b_.CreateICmpULT(block_, b_.getInt32(1 << block_bits)));
+    if (int32_t blocks = l.in_size(kBlock); blocks < plan_.num_ctas)
+      p = b_.CreateAnd(p, b_.CreateICmpULT(block_, b_.getInt32(blocks)));
   }
   return p;
 }

@@ -130,7 +130,7 @@ void Lowerer::lower_atomic(const Op& op) {
   const LinearLayout* l = tile ? &plan_.of(ptr) : nullptr;
   // Each CTA of a cluster must perform its own elements' atomics and see
   // their old values: replicated ones are not supported yet.
-  if (plan_.num_ctas > 1 && (!tile || l->broadcast_mask(kBlock) || (1 << l->in_bits(kBlock)) < plan_.num_ctas))
+  if (plan_.num_ctas > 1 && (!tile || l->broadcast_mask(kBlock) || l->in_size(kBlock) < plan_.num_ctas))
     unsupported(op, "with num_ctas > 1 on a value every CTA of the cluster holds (a scalar or a replicated tile)");
   llvm::Value* owner = tile ? owner_predicate(*l) : leader();
   std::vector<bool> dup = tile ? duplicate_regs(*l) : std::vector<bool>{false};

@@ -107,8 +107,8 @@ void Lowerer::reduce_across_ctas(const Op& op, const LinearLayout& s, const std:
   if (uint32_t lm = s.broadcast_mask(kLane)) owner = b_.CreateICmpEQ(b_.CreateAnd(lane_, lm), b_.getInt32(0));
   if (uint32_t wm = s.broadcast_mask(kWarp))
     owner = b_.CreateAnd(owner, b_.CreateICmpEQ(b_.CreateAnd(warp_, wm), b_.getInt32(0)));
-  if ((1 << s.in_bits(kWarp)) < plan_.num_warps)
-    owner = b_.CreateAnd(owner, b_.CreateICmpULT(warp_, b_.getInt32(1 << s.in_bits(kWarp))));
+  if (s.in_size(kWarp) < plan_.num_warps)
+    owner = b_.CreateAnd(owner, b_.CreateICmpULT(warp_, b_.getInt32(s.in_size(kWarp))));
   auto dup = scalar ? std::vector<bool>(acc.size(), false) : duplicate_regs(s);
   for (size_t j = 0; j < acc.size(); ++j) {
     if (dup[j]) continue;

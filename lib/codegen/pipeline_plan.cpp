@@ -309,7 +309,7 @@ std::optional<PipelinePlan> Planner::build(int stages, const std::vector<Candida
       const LinearLayout& l = plan_.of(c.load->result());
       // One thread issues a tensor copy for all.
       bool one_owner = c.load->kind == OpKind::Load && !l.broadcast_mask(kLane) && !l.broadcast_mask(kWarp) &&
-                       (1 << l.in_bits(kWarp)) >= plan_.num_warps;
+                       l.in_size(kWarp) >= plan_.num_warps;
       p.shared_reads = p.shared_reads || !one_owner;
     } else {
       p.skip.insert(c.load);

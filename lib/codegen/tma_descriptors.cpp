@@ -236,7 +236,7 @@ void tensor_store(ir::Function& fn, Op* op, const LayoutPlan& plan) {
   // Rows along the tensor's contiguous last dimension, whatever layout the
   // value's registers are in; on a cluster, each CTA's part of it.
   const LinearLayout& l = plan.of(v);
-  if (plan.num_ctas > 1 && ((1 << l.in_bits(kBlock)) < plan.num_ctas || l.broadcast_mask(kBlock)))
+  if (plan.num_ctas > 1 && (l.in_size(kBlock) < plan.num_ctas || l.broadcast_mask(kBlock)))
     throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' with num_ctas = " + std::to_string(plan.num_ctas) +
                 " of a value every CTA of the cluster holds (" + v->type.str() +
                 ") is not supported yet: expected a tile split over the CTAs (a dot's result, say)");

@@ -4,6 +4,9 @@
 // bits (each column the packed output bits of its basis vector) and runs
 // Gaussian elimination; the earliest input bit that spans a new direction
 // becomes a pivot, so a right inverse never uses a broadcast or duplicate bit.
+// A repeat is a digit of its own: inversion and composition carry it beside
+// the bits (an output dimension of size n * stride is, for the bits, one of
+// size stride).
 #include "ir/linear_layout.h"
 
 #include <algorithm>
@@ -17,20 +20,41 @@ namespace tl::ir {
 namespace {
 [[noreturn]] void fail(const std::string& msg) { throw Error("linear layout: " + msg); }
 
+bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+std::string coords_str(const LinearLayout::Coords& c) {
+  std::ostringstream s;
+  s << "(";
+  for (size_t i = 0; i < c.size(); ++i) s << (i ? "," : "") << c[i];
+  s << ")";
+  return s.str();
+}
+
+bool all_zero(const LinearLayout::Coords& c) {
+  return std::all_of(c.begin(), c.end(), [](int32_t x) { return x == 0; });
+}
+
+// The output dimension a repeat's stride moves along (-1: none, it replicates).
+int repeat_along(const LinearLayout::InDim& d) {
+  for (size_t i = 0; i < d.repeat_stride.size(); ++i)
+    if (d.repeat_stride[i] != 0) return int(i);
+  return -1;
+}
+
 int log2_exact(int64_t n, const char* what) {
   if (n <= 0 || (n & (n - 1)) != 0) fail(std::string(what) + " must be a power of two, found " + std::to_string(n));
   return std::countr_zero(uint64_t(n));
 }
 
 // Packs coordinates into one integer: output dimension i at bit offset
-// sum of the bit widths of dimensions before it.
+// sum of the bit widths of dimensions before it (`sizes`: powers of two).
 struct Packing {
   std::vector<int> offset, bits;
   int total = 0;
-  explicit Packing(const std::vector<LinearLayout::OutDim>& outs) {
-    for (const auto& o : outs) {
+  explicit Packing(const std::vector<int32_t>& sizes) {
+    for (int32_t size : sizes) {
       offset.push_back(total);
-      bits.push_back(std::countr_zero(uint32_t(o.size)));
+      bits.push_back(std::countr_zero(uint32_t(size)));
       total += bits.back();
     }
   }
@@ -52,15 +76,56 @@ std::string dim_name(int d) { return "dim" + std::to_string(d); }
 
 LinearLayout::LinearLayout(std::vector<InDim> ins, std::vector<OutDim> outs)
     : ins_(std::move(ins)), outs_(std::move(outs)) {
-  for (const auto& o : outs_) log2_exact(o.size, ("size of output '" + o.name + "'").c_str());
+  for (const auto& o : outs_)
+    if (o.size < 1) fail("size of output '" + o.name + "' must be at least 1, found " + std::to_string(o.size));
+  // limit[i]: what the bits may reach along output i (a repeat's stride
+  // where one moves along it, else the size).
+  std::vector<int32_t> limit;
+  for (const auto& o : outs_) limit.push_back(o.size);
+  std::vector<bool> repeated(outs_.size(), false);
+  for (auto& in : ins_) {
+    if (in.repeat < 1) fail("the repeat of '" + in.name + "' must be at least 1, found " + std::to_string(in.repeat));
+    if (in.repeat == 1) {
+      in.repeat_stride.clear();
+      continue;
+    }
+    if (in.repeat_stride.size() != outs_.size()) fail("the repeat of '" + in.name + "' has the wrong number of coordinates");
+    int along = repeat_along(in);
+    for (size_t i = 0; i < outs_.size(); ++i)
+      if (in.repeat_stride[i] != 0 && (int(i) != along || !pow2(in.repeat_stride[i])))
+        fail("the repeat of '" + in.name + "' must add a power of two along one output, found " +
+             coords_str(in.repeat_stride));
+    if (along >= 0 && int64_t(in.repeat) * in.repeat_stride[size_t(along)] > outs_[size_t(along)].size)
+      fail("the repeat of '" + in.name + "' reaches " +
+           std::to_string(int64_t(in.repeat) * in.repeat_stride[size_t(along)]) + " along output '" +
+           outs_[size_t(along)].name + "' of size " + std::to_string(outs_[size_t(along)].size));
+    // One form: a factor of two of the count is one more bit below it.
+    while (in.repeat % 2 == 0) {
+      in.bases.push_back(in.repeat_stride);
+      in.repeat /= 2;
+      for (auto& x : in.repeat_stride) x *= 2;
+    }
+    if (in.repeat == 1) {
+      in.repeat_stride.clear();
+    } else if (along >= 0) {
+      if (repeated[size_t(along)]) fail("two repeats move along output '" + outs_[size_t(along)].name + "'");
+      repeated[size_t(along)] = true;
+      limit[size_t(along)] = in.repeat_stride[size_t(along)];
+    }
+  }
   for (const auto& in : ins_)
     for (const auto& b : in.bases) {
       if (b.size() != outs_.size()) fail("a basis of '" + in.name + "' has the wrong number of coordinates");
       for (size_t i = 0; i < b.size(); ++i)
-        if (b[i] < 0 || b[i] >= outs_[i].size)
-          fail("a basis of '" + in.name + "' leaves output '" + outs_[i].name + "' (size " +
-               std::to_string(outs_[i].size) + "), found " + std::to_string(b[i]));
+        if (b[i] < 0 || b[i] >= limit[i])
+          fail("a basis of '" + in.name + "' leaves output '" + outs_[i].name + "' (" +
+               (limit[i] < outs_[i].size ? "below its repeat's stride " : "size ") + std::to_string(limit[i]) +
+               "), found " + std::to_string(b[i]));
     }
+}
+
+LinearLayout LinearLayout::repeat(const std::string& in, int32_t n, const std::string& out) {
+  return LinearLayout({InDim{in, {}, n, {1}}}, {{out, n}});
 }
 
 LinearLayout LinearLayout::identity(const std::string& in, int32_t size, const std::string& out) {
@@ -95,6 +160,12 @@ int LinearLayout::in_bits(const std::string& in) const {
   return 0;
 }
 
+int32_t LinearLayout::repeat_count(const std::string& in) const {
+  for (const auto& d : ins_)
+    if (d.name == in) return d.repeat;
+  return 1;
+}
+
 int32_t LinearLayout::out_size(const std::string& out) const {
   int i = out_index(out);
   return i < 0 ? 1 : outs_[i].size;
@@ -106,7 +177,11 @@ int LinearLayout::total_in_bits() const {
   return n;
 }
 
-int LinearLayout::total_out_bits() const { return Packing(outs_).total; }
+int LinearLayout::total_out_bits() const {
+  int n = 0;
+  for (const auto& o : outs_) n += std::bit_width(uint32_t(o.size - 1));
+  return n;
+}
 
 LinearLayout LinearLayout::operator*(const LinearLayout& rhs) const {
   // Output dimensions: ours, then rhs's new ones. A shared one multiplies.
@@ -119,6 +194,9 @@ LinearLayout LinearLayout::operator*(const LinearLayout& rhs) const {
       rhs_shift.push_back(0);
       outs.push_back(o);
     } else {
+      if (!pow2(outs_[i].size))
+        fail("product: output '" + o.name + "' of the left operand has size " + std::to_string(outs_[i].size) +
+             ", not a power of two: the right operand's coordinates cannot go above it");
       rhs_map.push_back(i);
       rhs_shift.push_back(std::countr_zero(uint32_t(outs_[i].size)));
       outs[i].size *= o.size;
@@ -136,14 +214,18 @@ LinearLayout LinearLayout::operator*(const LinearLayout& rhs) const {
   };
   std::vector<InDim> ins;
   for (const auto& d : ins_) {
-    InDim n{d.name, {}};
+    InDim n{d.name, {}, d.repeat, d.repeat > 1 ? widen_lhs(d.repeat_stride) : Coords{}};
     for (const auto& b : d.bases) n.bases.push_back(widen_lhs(b));
     ins.push_back(std::move(n));
   }
   for (const auto& d : rhs.ins_) {
     auto it = std::find_if(ins.begin(), ins.end(), [&](const InDim& x) { return x.name == d.name; });
     if (it == ins.end()) it = ins.insert(ins.end(), InDim{d.name, {}});
+    if (it->repeat > 1 && (!d.bases.empty() || d.repeat > 1))
+      fail("product: the repeat of '" + d.name + "' must stay its highest digit, found more of '" + d.name +
+           "' on the right");
     for (const auto& b : d.bases) it->bases.push_back(widen_rhs(b));
+    if (d.repeat > 1) it->repeat = d.repeat, it->repeat_stride = widen_rhs(d.repeat_stride);
   }
   return LinearLayout(std::move(ins), std::move(outs));
 }
@@ -156,11 +238,13 @@ LinearLayout::Coords LinearLayout::apply(const std::vector<std::pair<std::string
       if (value != 0) fail("no input dimension '" + name + "'");
       continue;
     }
-    if (value < 0 || value >= (int32_t(1) << it->bases.size()))
-      fail("input '" + name + "' out of range: " + std::to_string(value));
+    if (value < 0 || value >= in_size(name)) fail("input '" + name + "' out of range: " + std::to_string(value));
     for (size_t bit = 0; bit < it->bases.size(); ++bit)
       if (value & (1 << bit))
         for (size_t i = 0; i < r.size(); ++i) r[i] ^= it->bases[bit][i];
+    // The repeat adds multiples of a stride the bits stay below.
+    if (int32_t t = value >> it->bases.size())
+      for (size_t i = 0; i < r.size(); ++i) r[i] += t * it->repeat_stride[i];
   }
   return r;
 }
@@ -172,13 +256,27 @@ LinearLayout LinearLayout::compose(const LinearLayout& outer) const {
       fail("compose: output '" + o.name + "' (size " + std::to_string(o.size) + ") exceeds the outer input size " +
            std::to_string(outer.in_size(o.name)));
   }
+  auto through = [&](const Coords& c) {
+    std::vector<std::pair<std::string, int32_t>> args;
+    for (size_t i = 0; i < outs_.size(); ++i) args.emplace_back(outs_[i].name, c[i]);
+    return outer.apply(args);
+  };
   std::vector<InDim> ins;
   for (const auto& d : ins_) {
     InDim n{d.name, {}};
-    for (const auto& b : d.bases) {
-      std::vector<std::pair<std::string, int32_t>> args;
-      for (size_t i = 0; i < outs_.size(); ++i) args.emplace_back(outs_[i].name, b[i]);
-      n.bases.push_back(outer.apply(args));
+    for (const auto& b : d.bases) n.bases.push_back(through(b));
+    if (d.repeat > 1) {
+      // t * stride must land on t times one step of outer's.
+      Coords step = through(d.repeat_stride);
+      for (int32_t t = 2; t < d.repeat; ++t) {
+        Coords c = d.repeat_stride, want = step;
+        for (auto& x : c) x *= t;
+        for (auto& x : want) x *= t;
+        if (through(c) != want)
+          fail("compose: the repeat of '" + d.name + "' (" + std::to_string(d.repeat) + " x " +
+               coords_str(d.repeat_stride) + ") is not a repeat of the outer layout's outputs");
+      }
+      n.repeat = d.repeat, n.repeat_stride = step;
     }
     ins.push_back(std::move(n));
   }
@@ -186,7 +284,19 @@ LinearLayout LinearLayout::compose(const LinearLayout& outer) const {
 }
 
 std::optional<LinearLayout> LinearLayout::invert() const {
-  Packing pack(outs_);
+  // The bits cover each output up to its repeat's stride; the repeat the
+  // rest, exactly, or the layout is not surjective.
+  std::vector<int32_t> sizes;
+  std::vector<int> repeat_of(outs_.size(), -1);
+  for (size_t j = 0; j < ins_.size(); ++j)
+    if (int along = repeat_along(ins_[j]); along >= 0) repeat_of[size_t(along)] = int(j);
+  for (size_t i = 0; i < outs_.size(); ++i) {
+    const InDim* r = repeat_of[i] < 0 ? nullptr : &ins_[size_t(repeat_of[i])];
+    if (r && outs_[i].size != r->repeat * r->repeat_stride[i]) return std::nullopt;
+    if (!r && !pow2(outs_[i].size)) return std::nullopt;
+    sizes.push_back(r ? r->repeat_stride[i] : outs_[i].size);
+  }
+  Packing pack(sizes);
   if (pack.total > 63 || total_in_bits() > 63) fail("invert: more than 63 bits");
   // Columns in input order: (packed image, which input bits produce it).
   struct Pivot {
@@ -215,9 +325,16 @@ std::optional<LinearLayout> LinearLayout::invert() const {
 
   // Inverse: inputs are our outputs, outputs are our inputs.
   std::vector<OutDim> inv_outs;
-  for (const auto& d : ins_) inv_outs.push_back({d.name, int32_t(1) << d.bases.size()});
+  for (const auto& d : ins_) inv_outs.push_back({d.name, in_size(d.name)});
   std::vector<InDim> inv_ins;
-  for (const auto& o : outs_) inv_ins.push_back({o.name, {}});
+  for (size_t i = 0; i < outs_.size(); ++i) {
+    inv_ins.push_back({outs_[i].name, {}});
+    if (int j = repeat_of[i]; j >= 0) {  // t strides of ours: t above input j's bits
+      inv_ins.back().repeat = ins_[size_t(j)].repeat;
+      inv_ins.back().repeat_stride.assign(ins_.size(), 0);
+      inv_ins.back().repeat_stride[size_t(j)] = int32_t(1) << ins_[size_t(j)].bases.size();
+    }
+  }
   for (int k = 0; k < pack.total; ++k) {
     uint64_t image = uint64_t(1) << k, inputs = 0;
     reduce(image, inputs);
@@ -247,23 +364,27 @@ uint32_t LinearLayout::broadcast_mask(const std::string& in) const {
   for (const auto& d : ins_)
     if (d.name == in)
       for (size_t i = 0; i < d.bases.size(); ++i)
-        if (std::all_of(d.bases[i].begin(), d.bases[i].end(), [](int32_t x) { return x == 0; })) m |= 1u << i;
+        if (all_zero(d.bases[i])) m |= 1u << i;
   return m;
 }
 
 LinearLayout LinearLayout::remove_broadcast(const std::string& in) const {
   auto ins = ins_;
   for (auto& d : ins)
-    if (d.name == in)
-      std::erase_if(d.bases, [](const Coords& b) { return std::all_of(b.begin(), b.end(), [](int32_t x) { return x == 0; }); });
+    if (d.name == in) {
+      std::erase_if(d.bases, all_zero);
+      if (d.repeat > 1 && all_zero(d.repeat_stride)) d.repeat = 1;
+    }
   return LinearLayout(std::move(ins), outs_);
 }
 
 bool LinearLayout::constant_along(const std::string& in, int out) const {
   for (const auto& d : ins_)
-    if (d.name == in)
+    if (d.name == in) {
       for (const auto& b : d.bases)
         if (b[out] != 0) return false;
+      if (d.repeat > 1 && d.repeat_stride[size_t(out)] != 0) return false;
+    }
   return true;
 }
 
@@ -293,10 +414,14 @@ LinearLayout LinearLayout::slice(int out) const {
     if (outs[i].name == dim_name(int(i) + 1)) outs[i].name = dim_name(int(i));
   std::vector<InDim> ins;
   for (const auto& d : ins_) {
-    InDim n{d.name, {}};
+    InDim n{d.name, {}, d.repeat, d.repeat_stride};
+    if (n.repeat > 1) {
+      n.repeat_stride.erase(n.repeat_stride.begin() + out);
+      if (d.name == kReg && all_zero(n.repeat_stride)) n.repeat = 1;  // registers that repeat nothing
+    }
     for (auto b : d.bases) {
       b.erase(b.begin() + out);
-      bool zero = std::all_of(b.begin(), b.end(), [](int32_t x) { return x == 0; });
+      bool zero = all_zero(b);
       // A register that now repeats another register (or nothing) is dropped.
       if (d.name == kReg && (zero || std::find(n.bases.begin(), n.bases.end(), b) != n.bases.end())) continue;
       n.bases.push_back(std::move(b));
@@ -318,7 +443,9 @@ bool LinearLayout::operator==(const LinearLayout& o) const {
   for (size_t i = 0; i < outs_.size(); ++i)
     if (outs_[i].name != o.outs_[i].name || outs_[i].size != o.outs_[i].size) return false;
   for (size_t i = 0; i < ins_.size(); ++i)
-    if (ins_[i].name != o.ins_[i].name || ins_[i].bases != o.ins_[i].bases) return false;
+    if (ins_[i].name != o.ins_[i].name || ins_[i].bases != o.ins_[i].bases || ins_[i].repeat != o.ins_[i].repeat ||
+        ins_[i].repeat_stride != o.ins_[i].repeat_stride)
+      return false;
   return true;
 }
 
@@ -331,6 +458,7 @@ std::string LinearLayout::str() const {
       for (size_t j = 0; j < d.bases[i].size(); ++j) s << (j ? "," : "") << d.bases[i][j];
       s << ")";
     }
+    if (d.repeat > 1) s << (d.bases.empty() ? "" : "; ") << d.repeat << " x " << coords_str(d.repeat_stride);
     s << "] ";
   }
   s << "->";
@@ -349,15 +477,16 @@ LinearLayout canonical_outs(const LinearLayout& l, int rank) {
     outs.push_back({dim_name(d), i < 0 ? 1 : l.out_dims()[i].size});
     from.push_back(i);
   }
+  auto reorder = [&](const LinearLayout::Coords& b) {
+    LinearLayout::Coords c(rank, 0);
+    for (int k = 0; k < rank; ++k)
+      if (from[k] >= 0) c[k] = b[from[k]];
+    return c;
+  };
   std::vector<LinearLayout::InDim> ins;
   for (const auto& d : l.in_dims()) {
-    LinearLayout::InDim n{d.name, {}};
-    for (const auto& b : d.bases) {
-      LinearLayout::Coords c(rank, 0);
-      for (int k = 0; k < rank; ++k)
-        if (from[k] >= 0) c[k] = b[from[k]];
-      n.bases.push_back(c);
-    }
+    LinearLayout::InDim n{d.name, {}, d.repeat, d.repeat > 1 ? reorder(d.repeat_stride) : LinearLayout::Coords{}};
+    for (const auto& b : d.bases) n.bases.push_back(reorder(b));
     ins.push_back(std::move(n));
   }
   return LinearLayout(std::move(ins), std::move(outs));

@@ -9,6 +9,17 @@
 // XOR of the basis vectors of its set bits. A zero basis vector means the bit
 // replicates data (broadcast).
 //
+// A tile whose size is not a power of two (192 = 3 x 64 rows over three
+// warpgroups, 160 = 5 x 32 columns of a wgmma accumulator) takes one more
+// digit: an input dimension may end in a *repeat*, a count n (odd: a factor
+// of two is one more bit) above its bits, whose value t adds t * stride to
+// one output dimension (stride a power of two no smaller than what the bits
+// reach there; all zero: the repeat replicates). Input sizes are then
+// 2^bits * n and an output dimension carrying a repeat has size n * stride.
+// Application, inversion, composition and products treat the repeat as its
+// own digit beside the bits (docs/hopper-plan.md, "tiles that are not
+// powers of two").
+//
 // Blocked, slice and swizzled-shared layouts are constructors of this type;
 // the target-specific matrix-unit layouts are built from the same pieces in
 // backends/. Vector widths, conversions and reduction plans are computed from
@@ -34,32 +45,43 @@ class LinearLayout {
   struct InDim {
     std::string name;
     std::vector<Coords> bases;  // bases[i] = image of bit i
+    int32_t repeat = 1;         // the digit above the bits: 1, or an odd count
+    Coords repeat_stride = {};  // what each step of it adds (empty when repeat is 1)
   };
   struct OutDim {
     std::string name;
-    int32_t size;  // power of two
+    int32_t size;  // a power of two, or a repeat's count times its stride
   };
 
   LinearLayout() = default;
   // A layout from explicit bases; checks sizes and that every coordinate is
-  // within its output dimension.
+  // within its output dimension. A repeat whose count is even is stored as
+  // one more bit under an odd repeat (one layout, one form).
   LinearLayout(std::vector<InDim> ins, std::vector<OutDim> outs);
 
   // 1-D building blocks (size is a power of two).
   static LinearLayout identity(const std::string& in, int32_t size, const std::string& out);
   static LinearLayout zeros(const std::string& in, int32_t size, const std::string& out);
   static LinearLayout empty() { return {}; }
+  // Input `in` of any size n mapping value v to v along `out` (size n): a
+  // repeat of stride 1 (a power of two n gives identity's bits).
+  static LinearLayout repeat(const std::string& in, int32_t n, const std::string& out);
 
   // Product: input dimensions with the same name concatenate their bits (the
   // right operand's bits above); output dimensions with the same name
   // concatenate their coordinate bits (the right operand's above), others
-  // are kept side by side.
+  // are kept side by side. A repeat stays the highest digit: the left
+  // operand's repeat cannot have bits or a repeat of the right above it,
+  // nor an output dimension of a size that is not a power of two.
   LinearLayout operator*(const LinearLayout& rhs) const;
 
   // Applies the map: `ins` gives a value for some input dimensions (others 0).
   Coords apply(const std::vector<std::pair<std::string, int32_t>>& ins) const;
 
   // (outer ∘ this): this layout's outputs must be `outer`'s inputs by name.
+  // A repeat of this layout must stay one through `outer` (t * stride maps
+  // to t times one power of two along one output, as when outer carries the
+  // same repeat).
   LinearLayout compose(const LinearLayout& outer) const;
 
   // For an injective and surjective layout, its inverse (outputs become
@@ -75,17 +97,20 @@ class LinearLayout {
   // Accessors.
   const std::vector<InDim>& in_dims() const { return ins_; }
   const std::vector<OutDim>& out_dims() const { return outs_; }
-  int in_bits(const std::string& in) const;   // 0 when absent
+  int in_bits(const std::string& in) const;   // 0 when absent; the repeat is not a bit
   const std::vector<Coords>& bases(const std::string& in) const;  // empty when absent
-  int32_t in_size(const std::string& in) const { return int32_t(1) << in_bits(in); }
+  int32_t repeat_count(const std::string& in) const;  // 1 when absent or without a repeat
+  int32_t in_size(const std::string& in) const { return (int32_t(1) << in_bits(in)) * repeat_count(in); }
   int32_t out_size(const std::string& out) const;  // 1 when absent
   int out_index(const std::string& out) const;     // -1 when absent
   int total_in_bits() const;
   int total_out_bits() const;
 
-  // Bits of `in` whose basis vector is zero (they replicate data).
+  // Bits of `in` whose basis vector is zero (they replicate data; a repeat
+  // of zero stride does too, and is not a bit).
   uint32_t broadcast_mask(const std::string& in) const;
-  // The same layout with the broadcast bits of `in` removed (compacted).
+  // The same layout with the broadcast bits (and a replicating repeat) of
+  // `in` removed (compacted).
   LinearLayout remove_broadcast(const std::string& in) const;
   // True if no bit of `in` moves along output dimension `out`.
   bool constant_along(const std::string& in, int out) const;
@@ -99,7 +124,8 @@ class LinearLayout {
   int32_t contiguous_run(const std::string& in, int out, int32_t stride = 1) const;
 
   // Removes output dimension `out` (a slice layout): its coordinates are
-  // dropped, and register bits that became duplicates or zero are removed.
+  // dropped, and register bits that became duplicates or zero are removed
+  // (a register repeat along `out` too; other inputs' repeats replicate).
   // Output dimensions named by position (dimK) after it are renamed.
   LinearLayout slice(int out) const;
 

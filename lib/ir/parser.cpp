@@ -259,6 +259,20 @@ class Parser {
         skip_ws();
         if (cur() == ',') ++pos_, skip_ws();
       }
+      // The repeat above the bits: "[bases; n x (stride)]" or "[n x (stride)]".
+      if (cur() == ';') ++pos_, skip_ws();
+      if (is_digit(cur())) {
+        d.repeat = int32_t(integer());
+        skip_ws();
+        if (cur() != 'x') fail("'x' after a repeat's count");
+        ++pos_;
+        expect('(');
+        skip_ws();
+        d.repeat_stride.push_back(int32_t(integer()));
+        while (skip_ws(), cur() == ',') ++pos_, d.repeat_stride.push_back(int32_t(integer()));
+        expect(')');
+        skip_ws();
+      }
       expect(']');
       ins.push_back(std::move(d));
     }

@@ -41,6 +41,10 @@ void GpuRules::function() const {
       if (d.bases.size() > 30)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have at most 30 bits of '" + d.name +
                     "', found " + std::to_string(d.bases.size()));
+      // The algebra has repeats (linear_layout.h); no GPU pass lowers them yet.
+      if (d.repeat > 1)
+        throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have no repeat of '" + d.name +
+                    "' (tiles whose sizes are not powers of two are not lowered yet), found " + l.str());
       std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
       if (want.empty() && d.name != kReg && d.name != kOffset)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +
@@ -48,7 +52,7 @@ void GpuRules::function() const {
       // A layout may name fewer CTAs than the cluster has: every CTA of
       // the rest holds the same part (as a zero basis would say).
       if (want.empty()) continue;
-      int64_t have = int64_t(1) << d.bases.size(), need = std::get<int64_t>(fn.attrs.at(want));
+      int64_t have = l.in_size(d.name), need = std::get<int64_t>(fn.attrs.at(want));
       if (d.name == kBlock ? have > need : have != need)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have " + (d.name == kBlock ? "at most " : "") +
                     std::to_string(need) + " " + d.name + "s (" + want + "), found " + std::to_string(have));

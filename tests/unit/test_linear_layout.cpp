@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/linear_layout.h"
+#include "ir/parser.h"
 
 using tl::ir::LinearLayout;
 using namespace tl::ir;
@@ -144,6 +145,160 @@ TEST_CASE("swizzled shared layout spreads rows over banks", "[layout]") {
   // Within a chunk, elements stay contiguous (a 16-byte vector access).
   int base = inv->apply({{"dim0", 3}, {"dim1", 0}})[0];
   for (int c = 1; c < 8; ++c) CHECK(inv->apply({{"dim0", 3}, {"dim1", c}})[0] == base + c);
+}
+
+namespace {
+using L = LinearLayout;
+// A wgmma accumulator over a 192 x 160 tile (docs/hopper-plan.md): a
+// warpgroup's 64 rows by lanes (8), the second register (row + 8) and its
+// 4 warps (16 rows each), 3 warpgroups above; columns by register pairs,
+// lanes (4) and 20 chunks of 8 (two bits, then a repeat of 5). 80
+// registers a thread.
+L accumulator_192x160() {
+  return L({}, {{"dim0", 1}, {"dim1", 1}}) * L::identity(kReg, 2, "dim1") * L::identity(kLane, 4, "dim1") *
+         L::identity(kLane, 8, "dim0") *
+         L::identity(kReg, 2, "dim0") * L::identity(kWarp, 4, "dim0") * L::identity(kReg, 4, "dim1") *
+         L::repeat(kReg, 5, "dim1") * L::repeat(kWarp, 3, "dim0");
+}
+// Every (register, lane, warp) index of `l` with the coordinates it maps to.
+std::vector<std::pair<L::Coords, L::Coords>> every_index(const L& l) {
+  std::vector<std::pair<L::Coords, L::Coords>> v;
+  for (int r = 0; r < l.in_size(kReg); ++r)
+    for (int ln = 0; ln < l.in_size(kLane); ++ln)
+      for (int w = 0; w < l.in_size(kWarp); ++w)
+        v.push_back({{r, ln, w}, l.apply({{kReg, r}, {kLane, ln}, {kWarp, w}})});
+  return v;
+}
+}  // namespace
+
+TEST_CASE("a repeat is a digit above the bits", "[layout]") {
+  auto r = L::repeat(kReg, 5, "dim1");
+  CHECK(r.in_bits(kReg) == 0);
+  CHECK(r.repeat_count(kReg) == 5);
+  CHECK(r.in_size(kReg) == 5);
+  CHECK(r.out_size("dim1") == 5);
+  CHECK(r.apply({{kReg, 4}}) == L::Coords{4});
+  CHECK_THROWS_WITH(r.apply({{kReg, 5}}), Catch::Contains("out of range: 5"));
+  // One form: a count's factors of two are bits (12 = 4 x 3).
+  CHECK(L::repeat(kReg, 12, "dim0") == L::identity(kReg, 4, "dim0") * L::repeat(kReg, 3, "dim0"));
+  CHECK(L::repeat(kReg, 8, "dim0") == L::identity(kReg, 8, "dim0"));
+  // Above bits along the same output: bits first, then steps of their reach.
+  auto l = L::identity(kReg, 4, "dim0") * L::repeat(kReg, 3, "dim0");
+  CHECK(l.in_size(kReg) == 12);
+  for (int v = 0; v < 12; ++v) CHECK(l.apply({{kReg, v}}) == L::Coords{v});
+  CHECK(l.str() == "register: [(1), (2); 3 x (4)] -> dim0:12");
+  CHECK(L::repeat(kWarp, 3, "dim0").str() == "warp: [3 x (1)] -> dim0:3");
+  CHECK_FALSE(l.constant_along(kReg, 0));
+}
+
+TEST_CASE("a 192 x 160 accumulator over three warpgroups is a bijection", "[layout]") {
+  auto l = accumulator_192x160();
+  CHECK(l.in_size(kReg) == 80);
+  CHECK(l.in_size(kWarp) == 12);
+  CHECK(l.out_size("dim0") == 192);
+  CHECK(l.out_size("dim1") == 160);
+  std::set<L::Coords> held;
+  for (const auto& [hw, c] : every_index(l)) {
+    CHECK((c[0] < 192 && c[1] < 160));
+    held.insert(c);
+  }
+  CHECK(held.size() == 192 * 160);
+  // Warpgroup 2's warp 1, lane 5, register 79: row 2*64 + 16 + 1 + 8, column
+  // chunk 19 (32 * 4 + 8 * 3) + lane 1's pair 2 + 1.
+  CHECK(l.apply({{kReg, 79}, {kLane, 5}, {kWarp, 9}}) == L::Coords{128 + 16 + 8 + 1, 152 + 3});
+  // Inverse: every index back from its coordinates.
+  auto inv = l.invert();
+  REQUIRE(inv);
+  CHECK(inv->repeat_count("dim0") == 3);
+  CHECK(inv->repeat_count("dim1") == 5);
+  for (const auto& [hw, c] : every_index(l)) CHECK(inv->apply({{"dim0", c[0]}, {"dim1", c[1]}}) == hw);
+  // The same tile with the column bits before the row bit: the conversion
+  // keeps both repeats (registers permute, threads stay).
+  auto m = L({}, {{"dim0", 1}, {"dim1", 1}}) * L::identity(kReg, 2, "dim1") * L::identity(kLane, 4, "dim1") * L::identity(kReg, 4, "dim1") *
+           L::identity(kLane, 8, "dim0") * L::identity(kReg, 2, "dim0") * L::identity(kWarp, 4, "dim0") *
+           L::repeat(kReg, 5, "dim1") * L::repeat(kWarp, 3, "dim0");
+  auto conv = l.invert_and_compose(m);
+  REQUIRE(conv);
+  CHECK(conv->repeat_count(kReg) == 5);
+  for (const auto& [hw, c] : every_index(l)) {
+    auto to = conv->apply({{kReg, hw[0]}, {kLane, hw[1]}, {kWarp, hw[2]}});
+    CHECK(m.apply({{kReg, to[0]}, {kLane, to[1]}, {kWarp, to[2]}}) == c);
+    CHECK((to[1] == hw[1] && to[2] == hw[2]));
+  }
+}
+
+TEST_CASE("slicing a layout with repeats", "[layout]") {
+  auto l = accumulator_192x160();
+  // Remove the columns: the registers' column repeat goes, the warps' row
+  // repeat stays.
+  auto rows = l.slice(1);
+  CHECK(rows.in_size(kReg) == 2);
+  CHECK(rows.repeat_count(kWarp) == 3);
+  CHECK(rows.out_dims()[0].size == 192);
+  // Remove the rows: the warps' repeat replicates (12 warps, 1 column set),
+  // and the columns are the slice's dim0.
+  auto cols = l.slice(0);
+  CHECK(cols.out_dims()[0].name == "dim0");
+  CHECK(cols.in_size(kReg) == 40);
+  CHECK(cols.in_size(kWarp) == 12);
+  CHECK(cols.broadcast_mask(kWarp) == 0b11);
+  CHECK(cols.constant_along(kWarp, 0));
+  auto compact = cols.remove_broadcast(kWarp);
+  CHECK(compact.in_size(kWarp) == 1);
+  auto inv = cols.invert();  // a right inverse: warp 0 holds every column
+  REQUIRE(inv);
+  for (int c = 0; c < 160; ++c) {
+    auto hw = inv->apply({{"dim0", c}});
+    CHECK(hw[2] == 0);
+    CHECK(cols.apply({{kReg, hw[0]}, {kLane, hw[1]}, {kWarp, hw[2]}}) == L::Coords{c});
+  }
+}
+
+TEST_CASE("repeats that cannot be kept are errors", "[layout]") {
+  // The repeat must stay the highest digit of its input ...
+  CHECK_THROWS_WITH(L::repeat(kReg, 3, "dim0") * L::identity(kReg, 2, "dim1"),
+                    Catch::Contains("the repeat of 'register' must stay its highest digit"));
+  // ... and nothing can go above an output whose size is not a power of two.
+  CHECK_THROWS_WITH(L::repeat(kReg, 3, "dim0") * L::identity(kLane, 2, "dim0"),
+                    Catch::Contains("output 'dim0' of the left operand has size 3, not a power of two"));
+  // Composition keeps a repeat only where the outer layout steps evenly.
+  auto outer_ok = L::identity("dim0", 4, "offset");
+  auto c = L::repeat(kReg, 3, "dim0").compose(outer_ok);
+  CHECK(c.apply({{kReg, 2}}) == L::Coords{2});
+  L outer_xor({{"dim0", {{1}, {3}}}}, {{"offset", 4}});  // 2 -> 3: not 2 x (1 -> 1)
+  CHECK_THROWS_WITH(L::repeat(kReg, 3, "dim0").compose(outer_xor),
+                    Catch::Contains("the repeat of 'register' (3 x (1)) is not a repeat"));
+  // A layout that does not reach its whole output has no inverse.
+  CHECK_FALSE(L({{kReg, {}, 3, {1}}}, {{"dim0", 4}}).invert());
+  CHECK_FALSE(L({{kReg, {{1}}}}, {{"dim0", 6}}).invert());
+  // Bad repeats.
+  CHECK_THROWS_WITH(L({{kReg, {}, 3, {3}}}, {{"dim0", 9}}), Catch::Contains("a power of two along one output, found (3)"));
+  CHECK_THROWS_WITH(L({{kReg, {}, 3, {1, 1}}}, {{"dim0", 3}, {"dim1", 3}}),
+                    Catch::Contains("a power of two along one output, found (1,1)"));
+  CHECK_THROWS_WITH(L({{kReg, {}, 3, {2}}}, {{"dim0", 4}}), Catch::Contains("reaches 6 along output 'dim0' of size 4"));
+  CHECK_THROWS_WITH(L({{kReg, {{2}}, 3, {2}}}, {{"dim0", 6}}), Catch::Contains("below its repeat's stride 2"));
+  CHECK_THROWS_WITH(L({{kReg, {}, 3, {1}}, {kLane, {}, 3, {1}}}, {{"dim0", 3}}),
+                    Catch::Contains("two repeats move along output 'dim0'"));
+  CHECK_THROWS_WITH(L({{kReg, {}, 0, {}}}, {{"dim0", 1}}), Catch::Contains("at least 1, found 0"));
+  // A count that is a power of two is bits, not a repeat: beside another
+  // input's repeat along the same output it is no second repeat.
+  L bits_and_repeat({{kReg, {}, 4, {1}}, {kLane, {}, 3, {4}}}, {{"dim0", 12}});
+  CHECK(bits_and_repeat.in_bits(kReg) == 2);
+  CHECK(bits_and_repeat.apply({{kReg, 3}, {kLane, 2}}) == L::Coords{11});
+}
+
+TEST_CASE("a repeat reads back from GPU IR text", "[layout]") {
+  std::string text =
+      "#l1 = {register: [(0,1); 5 x (0,2)] lane: [(2,0), (4,0)] warp: [3 x (8,0)] -> dim0:24 dim1:10}\n"
+      "func @f() attributes {num_ctas = 1, num_warps = 4, warp_size = 32} {\n}\n";
+  auto m = tl::ir::parse(text, "r.tir");
+  REQUIRE(m->functions.size() == 1);
+  REQUIRE(m->functions[0]->layouts.size() == 1);
+  const L& l = m->functions[0]->layouts[0];
+  CHECK(l.repeat_count(kReg) == 5);
+  CHECK(l.in_size(kWarp) == 3);
+  CHECK(l.apply({{kReg, 9}, {kWarp, 2}}) == L::Coords{16, 9});
+  CHECK(l.str() == "register: [(0,1); 5 x (0,2)] lane: [(2,0), (4,0)] warp: [3 x (8,0)] -> dim0:24 dim1:10");
 }
 
 TEST_CASE("bad layouts are rejected with a message", "[layout]") {
