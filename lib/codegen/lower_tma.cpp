@@ -236,6 +236,9 @@ void Lowerer::lower_named_barrier(const Op& op) {
   bool ok = true;
   if (turn == "wait" || turn == "pass") {
     llvm::Value* own = b_.CreateAdd(b_.getInt32(id), group);
+    // The next warpgroup's barrier: id + (g + 1) mod groups. Two take
+    // id + 1 - g, the form timed since run 80 (their PTX is unchanged by
+    // the ring); the select is the same value for any count.
     llvm::Value* next =
         groups == 2 ? b_.CreateSub(b_.getInt32(id + 1), group)
                     : b_.CreateSelect(b_.CreateICmpEQ(group, b_.getInt32(groups - 1)), b_.getInt32(id),
