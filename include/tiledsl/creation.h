@@ -21,7 +21,8 @@ inline scalar<int32_t> num_programs(int axis, std::source_location w = std::sour
   return scalar<int32_t>(detail::program_id(ir::OpKind::NumPrograms, axis, detail::to_loc(w)));
 }
 
-// [end - start] i32 holding start, start+1, ..., end-1 (a power-of-two length).
+// [end - start] i32 holding start, start+1, ..., end-1 (a length c x 2^k,
+// c = 1, 3, ..., 15; GPU targets lower powers of two).
 inline tile<int32_t> arange(int64_t start, int64_t end, std::source_location w = std::source_location::current()) {
   return tile<int32_t>(detail::arange(start, end, detail::to_loc(w)));
 }

@@ -66,8 +66,8 @@ class tensor_descriptor {
                   std::to_string(shape_.size()) + ", " + std::to_string(strides_.size()) + " and " +
                   std::to_string(r) + " entries");
     for (int64_t b : block_)
-      if (b < 1 || (b & (b - 1)))
-        throw Error(where(w) + "make_tensor_descriptor: expected block sizes that are powers of two, found " +
+      if (!is_tile_dim(b))
+        throw Error(where(w) + "make_tensor_descriptor: expected block sizes c x 2^k (c = 1, 3, ..., 15), found " +
                     std::to_string(b));
   }
 

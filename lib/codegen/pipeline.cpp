@@ -2,6 +2,8 @@
 // the plan of GPU IR read back from the IR for a pass run on its own.
 #include "codegen/pipeline.h"
 
+#include <algorithm>
+
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
 #include "codegen/defer_store_waits.h"
@@ -23,10 +25,32 @@ namespace tl::codegen {
 
 namespace {
 
-// The passes that turn Tile IR into GPU IR refuse GPU IR.
+// The first op of `fn` on a tile with a dimension that is not a power of
+// two (ir::is_tile_dim allows c x 2^k), refused: the layouts can describe
+// such tiles (a repeat, linear_layout.h) but no GPU pass lowers them yet,
+// so the user hears which op at which line, not a wrong kernel.
+void refuse_non_pow2_tiles(ir::Function& fn, const TargetInfo& t) {
+  auto bad = [](const ir::Type& ty) {
+    return std::any_of(ty.shape.begin(), ty.shape.end(), [](int64_t d) { return !is_pow2_dim(d); });
+  };
+  ir::walk(fn.body, [&](ir::Op* op) {
+    const ir::Value* v = nullptr;
+    for (const auto& r : op->results)
+      if (!v && bad(r->type)) v = r.get();
+    for (const ir::Value* o : op->operands)
+      if (!v && bad(o->type)) v = o;
+    if (v)
+      throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' on " + v->type.str() + ": " + t.name +
+                  " lowers tiles whose dims are powers of two only, so far (the interpreter runs the others)");
+  });
+}
+
+// The passes that turn Tile IR into GPU IR refuse GPU IR, and tiles they
+// cannot lower.
 void expect_tile_ir(const GpuContext& c, const char* pass) {
   if (c.fn.is_gpu())
     throw Error(std::string(pass) + ": expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
+  refuse_non_pow2_tiles(c.fn, c.target);
 }
 
 // Tensor descriptors' blocks as masked loads and stores, simplified as the

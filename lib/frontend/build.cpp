@@ -87,11 +87,11 @@ std::string shape_str(const Shape& s) {
 
 void check_shape(const Shape& s, const ir::Loc& loc, std::string_view op, bool allow_scalar) {
   bool ok = s.size() <= 3 && (allow_scalar || !s.empty());
-  for (auto d : s) ok = ok && is_pow2(d);
+  for (auto d : s) ok = ok && is_tile_dim(d);
   if (!ok)
     fail(loc, op,
          std::string("expected a tile shape of rank ") + (allow_scalar ? "0" : "1") +
-             "..3 with power-of-two dims, found " + shape_str(s));
+             "..3 with dims c x 2^k (c = 1, 3, ..., 15), found " + shape_str(s));
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const ir::Loc& loc, std::string_view op) {
@@ -328,8 +328,8 @@ Value* program_id(OpKind kind, int axis, const ir::Loc& loc) {
 
 Value* arange(int64_t start, int64_t end, const ir::Loc& loc) {
   int64_t n = end - start;
-  if (n <= 0 || !is_pow2(n))
-    fail(loc, "arange", "expected a power-of-two length end - start, found " + std::to_string(n) + " (" +
+  if (!is_tile_dim(n))
+    fail(loc, "arange", "expected a length end - start of c x 2^k (c = 1, 3, ..., 15), found " + std::to_string(n) + " (" +
                             std::to_string(start) + ".." + std::to_string(end) + ")");
   if (start < std::numeric_limits<int32_t>::min() || end - 1 > std::numeric_limits<int32_t>::max())
     fail(loc, "arange", "expected bounds within i32, found " + std::to_string(start) + ".." + std::to_string(end));

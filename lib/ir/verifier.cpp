@@ -6,7 +6,7 @@
 // found <found>", naming the user's source line the op was traced from.
 //
 // Order of checks for one op: operands exist and dominate the op, every type
-// the op defines is well formed (rank 1..3, power-of-two dims), then the
+// the op defines is well formed (rank 1..3, dims c x 2^k, c odd <= 15), then the
 // op-specific rules, then its regions (recursively, with the op's enclosing
 // values visible). Regions may nest kMaxRegionDepth deep (ir.h), which
 // bounds this recursion.
@@ -54,14 +54,14 @@ class Verifier : public Rules {
     // A buffer's leading dimension may count slots, any number of them
     // (GpuRules::type checks its layout covers the rest).
     for (size_t i = t.is_shared() && t.rank() > 1 ? 1 : 0; i < t.shape.size(); ++i)
-      if (problem.empty() && !is_pow2(t.shape[i])) problem = "dimension " + std::to_string(t.shape[i]);
+      if (problem.empty() && !is_tile_dim(t.shape[i])) problem = "dimension " + std::to_string(t.shape[i]);
     if (problem.empty() && t.is_shared() && !t.shape.empty() && t.shape[0] < 1) problem = "dimension " + std::to_string(t.shape[0]);
     if (problem.empty() && exceeds_max_tile(t))
       throw Error(loc.str() + ": '" + what + "' expects " + role + " of at most " + std::to_string(max_tile_elements) +
                   " elements (tl::max_tile_elements), found " + t.str());
     if (!problem.empty())
       throw Error(loc.str() + ": '" + what + "' expects " + role +
-                  " of rank 0..3 with power-of-two dims, found " + problem + " in " + t.str());
+                  " of rank 0..3 with dims c x 2^k (c = 1, 3, ..., 15), found " + problem + " in " + t.str());
     GpuRules(*fn_).type(loc, what, t, role);
   }
   void check_type(const Op& op, const Type& t, const std::string& role) const {
@@ -382,7 +382,7 @@ class Verifier : public Rules {
         const auto& block = ints_attr(op, "block");
         size_t r = block.size();
         require(r >= 1 && r <= 5, op, "a block of rank 1 to 5", shape_str(block));
-        for (int64_t b : block) require(is_pow2(b), op, "block sizes that are powers of two", shape_str(block));
+        for (int64_t b : block) require(is_tile_dim(b), op, "block sizes c x 2^k (c = 1, 3, ..., 15)", shape_str(block));
         size_t n = 1 + 3 * r + (store ? 1 : 0);
         operands(op, n, n);
         results(op, store ? 0 : 1);

@@ -29,6 +29,18 @@ struct Error : std::runtime_error {
 // thread; docs/language.md gives the figures).
 inline constexpr int64_t max_tile_elements = int64_t(1) << 20;
 
+// A tile dimension: a power of two times an odd count of at most 15 (192 =
+// 3 x 64, 160 = 5 x 32, 96, 80 ...). A power of two is what Triton takes and
+// what every target lowers; the interpreter runs the others, and a GPU
+// target that cannot lower an op on such a tile says so, naming the op.
+inline constexpr int64_t max_tile_dim_factor = 15;
+inline bool is_tile_dim(int64_t d) {
+  if (d < 1) return false;
+  while (d % 2 == 0) d /= 2;
+  return d <= max_tile_dim_factor;
+}
+inline bool is_pow2_dim(int64_t d) { return d > 0 && (d & (d - 1)) == 0; }
+
 namespace ir {
 
 // A source location: the user's file and line an op was traced from.
