@@ -23,7 +23,7 @@ template <class Fn>
 LinearLayout map_bases(const LinearLayout& l, std::vector<LinearLayout::OutDim> outs, Fn&& fn) {
   std::vector<LinearLayout::InDim> ins;
   for (const auto& d : l.in_dims()) {
-    LinearLayout::InDim n{d.name, {}};
+    LinearLayout::InDim n{d.name, {}, d.repeat, d.repeat > 1 ? fn(d.repeat_stride) : LinearLayout::Coords{}};
     for (const auto& b : d.bases) n.bases.push_back(fn(b));
     ins.push_back(std::move(n));
   }
@@ -100,8 +100,12 @@ const LinearLayout& LayoutPlan::of(const Value* v) const {
   return it->second;
 }
 
-LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_warps, int warp_size, int fast_dim,
+LinearLayout default_layout(const std::vector<int64_t>& full_shape, int vec, int num_warps, int warp_size, int fast_dim,
                             int ctas) {
+  // Threads and warps spread over each dimension's power-of-two part; the
+  // odd factor of a dimension c x 2^k repeats in registers (blocked_layout).
+  std::vector<int64_t> shape = full_shape;
+  for (auto& d : shape) d = int64_t(1) << std::countr_zero(uint64_t(d));
   int rank = int(shape.size()), last = rank - 1;
   int fast = fast_dim < 0 ? last : fast_dim;
   // Dimensions from the fastest: `fast`, then the others from the last.
@@ -136,7 +140,7 @@ LinearLayout default_layout(const std::vector<int64_t>& shape, int vec, int num_
     cpc[d] = c;
     ctas /= c;
   }
-  return blocked_layout(shape, spt, tpw, wpb, order, cpc);
+  return blocked_layout(full_shape, spt, tpw, wpb, order, cpc);
 }
 
 int64_t cta_numel(const LinearLayout& l, const std::vector<int64_t>& shape) {

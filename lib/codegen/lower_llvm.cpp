@@ -13,6 +13,8 @@
 // Everything target-specific goes through the Target interface.
 #include "codegen/lowerer.h"
 
+#include <algorithm>
+#include <bit>
 #include <limits>
 
 #include <llvm/IR/Verifier.h>
@@ -171,6 +173,13 @@ std::vector<llvm::Value*> Lowerer::hw_coords_of(const LinearLayout& l, const std
       for (size_t k = 0; k < c.size(); ++k)
         if (d.bases[bit][k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(set, b_.getInt32(d.bases[bit][k])));
     }
+    // A repeat's digit t (the index above the bits) adds t * stride, above
+    // every bit along that output (linear_layout.h): XOR is that sum.
+    if (d.repeat > 1) {
+      llvm::Value* t = b_.CreateLShr(idx, uint64_t(d.bases.size()));
+      for (size_t k = 0; k < c.size(); ++k)
+        if (d.repeat_stride[k]) c[k] = b_.CreateXor(c[k], b_.CreateMul(t, b_.getInt32(d.repeat_stride[k])));
+    }
   }
   return c;
 }
@@ -194,8 +203,11 @@ std::vector<llvm::Value*> Lowerer::hw_coords(const LinearLayout& l) {
 // the XOR is an addition, which LLVM folds into address offsets.
 llvm::Value* Lowerer::coord(const LinearLayout& l, int d, llvm::Value* hw, int32_t reg) {
   int32_t reg_bits = 0, hw_bits = 0;
-  for (const auto& in : l.in_dims())
-    for (const auto& b : in.bases) (in.name == kReg ? reg_bits : hw_bits) |= b[d];
+  for (const auto& in : l.in_dims()) {
+    int32_t& bits = in.name == kReg ? reg_bits : hw_bits;
+    for (const auto& b : in.bases) bits |= b[d];
+    for (int32_t t = 1; t < in.repeat; ++t) bits |= t * in.repeat_stride[size_t(d)];
+  }
   if ((reg_bits & hw_bits) == 0) return b_.CreateAdd(hw, b_.getInt32(reg), "", /*HasNUW=*/true, /*HasNSW=*/true);
   return b_.CreateXor(hw, b_.getInt32(reg));
 }
@@ -206,7 +218,8 @@ llvm::Value* Lowerer::flat_index(const std::vector<llvm::Value*>& hw, const Line
   llvm::Value* flat = b_.getInt32(0);
   for (size_t d = 0; d < shape.size(); ++d) {
     llvm::Value* c = b_.CreateXor(hw[d], b_.getInt32(reg[d]));
-    flat = b_.CreateOr(b_.CreateShl(flat, uint64_t(ilog2(shape[d]))), c);
+    if (std::has_single_bit(uint64_t(shape[d]))) flat = b_.CreateOr(b_.CreateShl(flat, uint64_t(ilog2(shape[d]))), c);
+    else flat = b_.CreateAdd(b_.CreateMul(flat, b_.getInt32(int32_t(shape[d])), "", true, true), c, "", true, true);
   }
   return flat;
 }
@@ -220,6 +233,10 @@ llvm::Value* Lowerer::owner_predicate(const LinearLayout& l, bool within_cta) {
   uint32_t lane_mask = l.broadcast_mask(kLane), warp_mask = l.broadcast_mask(kWarp);
   if (lane_mask) p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(lane_, lane_mask), b_.getInt32(0)));
   if (warp_mask) p = b_.CreateAnd(p, b_.CreateICmpEQ(b_.CreateAnd(warp_, warp_mask), b_.getInt32(0)));
+  // A warp repeat that replicates: the warps above its bits hold copies.
+  for (const auto& d : l.in_dims())
+    if (d.name == kWarp && d.repeat > 1 && std::all_of(d.repeat_stride.begin(), d.repeat_stride.end(), [](int32_t x) { return x == 0; }))
+      p = b_.CreateAnd(p, b_.CreateICmpULT(warp_, b_.getInt32(int32_t(1) << l.in_bits(kWarp))));
   // Bits of the block beyond the layout's warps (more warps than the
   // layout names) also replicate.
   if (int32_t warps = l.in_size(kWarp); warps < plan_.num_warps)

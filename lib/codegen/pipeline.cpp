@@ -25,23 +25,50 @@ namespace tl::codegen {
 
 namespace {
 
-// The first op of `fn` on a tile with a dimension that is not a power of
-// two (ir::is_tile_dim allows c x 2^k), refused: the layouts can describe
-// such tiles (a repeat, linear_layout.h) but no GPU pass lowers them yet,
-// so the user hears which op at which line, not a wrong kernel.
-void refuse_non_pow2_tiles(ir::Function& fn, const TargetInfo& t) {
-  auto bad = [](const ir::Type& ty) {
-    return std::any_of(ty.shape.begin(), ty.shape.end(), [](int64_t d) { return !is_pow2_dim(d); });
+// Tiles with a dimension that is not a power of two (ir::is_tile_dim takes
+// c x 2^k) are laid out with a repeat in registers (blocked_layout); the
+// ops whose lowering reads layouts through apply and the thread's
+// coordinates take them: creation, elementwise ops, broadcasts, pointer
+// loads and stores, control flow. The first other op on such a tile, a tile
+// with two such dimensions (registers carry one repeat), or a cluster is
+// refused here, naming the op and its line, not lowered wrong.
+void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
+  auto odd_dims = [](const ir::Type& ty) {
+    return std::count_if(ty.shape.begin(), ty.shape.end(), [](int64_t d) { return !is_pow2_dim(d); });
+  };
+  auto lowered = [](ir::OpKind k) {
+    switch (k) {
+      case ir::OpKind::Constant:
+      case ir::OpKind::Arange:
+      case ir::OpKind::Splat:
+      case ir::OpKind::Broadcast:
+      case ir::OpKind::ExpandDims:
+      case ir::OpKind::Load:
+      case ir::OpKind::Store:
+      case ir::OpKind::For:
+      case ir::OpKind::If:
+      case ir::OpKind::While:
+      case ir::OpKind::Yield:
+        return true;
+      default:
+        return ir::op_is_elementwise(k);
+    }
   };
   ir::walk(fn.body, [&](ir::Op* op) {
     const ir::Value* v = nullptr;
     for (const auto& r : op->results)
-      if (!v && bad(r->type)) v = r.get();
+      if (!v && odd_dims(r->type)) v = r.get();
     for (const ir::Value* o : op->operands)
-      if (!v && bad(o->type)) v = o;
-    if (v)
-      throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' on " + v->type.str() + ": " + t.name +
-                  " lowers tiles whose dims are powers of two only, so far (the interpreter runs the others)");
+      if (!v && odd_dims(o->type)) v = o;
+    if (!v) return;
+    std::string why = odd_dims(v->type) > 1 ? "with one dim that is not a power of two, so far"
+                      : c.num_ctas > 1      ? "whose dims are not powers of two in one CTA only (num_ctas = 1), so far"
+                      : !lowered(op->kind)  ? "whose dims are not powers of two for creation, elementwise ops, "
+                                              "broadcasts, pointer loads and stores only, so far"
+                                            : "";
+    if (!why.empty())
+      throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' on " + v->type.str() + ": " + c.target.name +
+                  " lowers tiles " + why + " (the interpreter runs them all)");
   });
 }
 
@@ -50,7 +77,7 @@ void refuse_non_pow2_tiles(ir::Function& fn, const TargetInfo& t) {
 void expect_tile_ir(const GpuContext& c, const char* pass) {
   if (c.fn.is_gpu())
     throw Error(std::string(pass) + ": expected Tile IR (a function without layouts), found GPU IR in @" + c.fn.name);
-  refuse_non_pow2_tiles(c.fn, c.target);
+  refuse_tiles_not_lowered(c.fn, c);
 }
 
 // Tensor descriptors' blocks as masked loads and stores, simplified as the

@@ -113,6 +113,10 @@ class Planner {
     if (ld.kind != OpKind::Load) return false;
     const ir::Value* v = ld.result();
     if (!v->type.is_tile() || v->type.rank() > 2 || ld.attr_int_or("volatile", 0)) return false;
+    // Buffers are swizzled over powers of two: a tile of 48 rows is loaded
+    // where it stands.
+    for (int64_t d : v->type.shape)
+      if (!is_pow2_dim(d)) return false;
     int bytes = access_width(ld, plan_.of(v), v->type.dtype, axis_) * byte_size(v->type.dtype);
     return bytes == 4 || bytes == 8 || bytes == 16;
   }

@@ -497,9 +497,10 @@ void check_rank(size_t rank, size_t n, const char* what) {
 }
 }  // namespace
 
-LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector<int>& size_per_thread,
-                            const std::vector<int>& threads_per_warp, const std::vector<int>& warps_per_block,
-                            const std::vector<int>& order, const std::vector<int>& ctas_per_cluster) {
+namespace {
+LinearLayout blocked_pow2(const std::vector<int64_t>& shape, const std::vector<int>& size_per_thread,
+                          const std::vector<int>& threads_per_warp, const std::vector<int>& warps_per_block,
+                          const std::vector<int>& order, const std::vector<int>& ctas_per_cluster) {
   size_t rank = shape.size();
   check_rank(rank, size_per_thread.size(), "size_per_thread");
   check_rank(rank, threads_per_warp.size(), "threads_per_warp");
@@ -538,6 +539,30 @@ LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector
         if (b[i] >= shape[d]) b[i] = 0;
   }
   return canonical_outs(LinearLayout(std::move(ins), std::move(outs)), int(rank));
+}
+}  // namespace
+
+LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector<int>& size_per_thread,
+                            const std::vector<int>& threads_per_warp, const std::vector<int>& warps_per_block,
+                            const std::vector<int>& order, const std::vector<int>& ctas_per_cluster) {
+  // A dimension c x 2^k (c odd) is laid out as 2^k, then repeated c times
+  // in registers above everything else: registers carry one repeat.
+  std::vector<int64_t> pow2 = shape;
+  int odd_dim = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 1) fail("tile dimension " + std::to_string(shape[d]) + " is not positive");
+    pow2[d] = int64_t(1) << std::countr_zero(uint64_t(shape[d]));
+    if (pow2[d] == shape[d]) continue;
+    if (odd_dim >= 0)
+      fail("a blocked layout repeats one dimension that is not a power of two, found " + std::to_string(shape[size_t(odd_dim)]) +
+           " and " + std::to_string(shape[d]));
+    odd_dim = int(d);
+  }
+  LinearLayout l = blocked_pow2(pow2, size_per_thread, threads_per_warp, warps_per_block, order, ctas_per_cluster);
+  if (odd_dim < 0) return l;
+  if (l.in_size(kBlock) > 1) fail("a blocked layout over CTAs repeats no dimension, found " + std::to_string(shape[size_t(odd_dim)]));
+  return canonical_outs(l * LinearLayout::repeat(kReg, int32_t(shape[size_t(odd_dim)] / pow2[size_t(odd_dim)]), dim_name(odd_dim)),
+                        int(shape.size()));
 }
 
 LinearLayout swizzled_shared_layout(const std::vector<int64_t>& shape, int vec, int per_phase, int max_phase,

@@ -41,10 +41,12 @@ void GpuRules::function() const {
       if (d.bases.size() > 30)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have at most 30 bits of '" + d.name +
                     "', found " + std::to_string(d.bases.size()));
-      // The algebra has repeats (linear_layout.h); no GPU pass lowers them yet.
-      if (d.repeat > 1)
+      // The algebra has repeats of any input (linear_layout.h); the GPU
+      // passes lower those of registers (tiles whose dims are not powers of
+      // two, blocked_layout).
+      if (d.repeat > 1 && d.name != kReg)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have no repeat of '" + d.name +
-                    "' (tiles whose sizes are not powers of two are not lowered yet), found " + l.str());
+                    "' (only registers repeat, so far), found " + l.str());
       std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
       if (want.empty() && d.name != kReg && d.name != kOffset)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +
