@@ -61,8 +61,13 @@ bool is_uniform(const Value* v) {
 }
 
 bool same_threads(const LinearLayout& a, const LinearLayout& b) {
+  auto repeat_of = [](const LinearLayout& l, const std::string& in) {
+    for (const auto& d : l.in_dims())
+      if (d.name == in) return std::make_pair(d.repeat, d.repeat_stride);
+    return std::make_pair(int32_t(1), LinearLayout::Coords{});
+  };
   for (const auto& in : {kLane, kWarp, kBlock})
-    if (a.bases(in) != b.bases(in)) return false;
+    if (a.bases(in) != b.bases(in) || repeat_of(a, in) != repeat_of(b, in)) return false;
   return true;
 }
 
@@ -102,16 +107,39 @@ const LinearLayout& LayoutPlan::of(const Value* v) const {
 
 LinearLayout default_layout(const std::vector<int64_t>& full_shape, int vec, int num_warps, int warp_size, int fast_dim,
                             int ctas) {
-  // Threads and warps spread over each dimension's power-of-two part; the
-  // odd factor of a dimension c x 2^k repeats in registers (blocked_layout).
-  std::vector<int64_t> shape = full_shape;
-  for (auto& d : shape) d = int64_t(1) << std::countr_zero(uint64_t(d));
-  int rank = int(shape.size()), last = rank - 1;
+  int rank = int(full_shape.size()), last = rank - 1;
   int fast = fast_dim < 0 ? last : fast_dim;
   // Dimensions from the fastest: `fast`, then the others from the last.
   std::vector<int> order = {fast};
   for (int d = last; d >= 0; --d)
     if (d != fast) order.push_back(d);
+  // Warps c x 2^k (12: three warpgroups) repeat c times above the rest,
+  // along the slowest dimension whose own odd factor c divides (192 rows
+  // over 12 warps: 3 x 64), else replicating (after_warps).
+  auto odd = [](int64_t v) { return v >> std::countr_zero(uint64_t(v)); };
+  const int warp_repeat = int(odd(num_warps));
+  std::vector<int64_t> blocked_shape = full_shape;
+  int warp_dim = -1;
+  if (warp_repeat > 1)
+    for (auto it = order.rbegin(); it != order.rend() && warp_dim < 0; ++it)
+      if (odd(full_shape[size_t(*it)]) % warp_repeat == 0) warp_dim = *it;
+  if (warp_dim >= 0) blocked_shape[size_t(warp_dim)] /= warp_repeat;
+  num_warps /= warp_repeat;
+  auto after_warps = [&](const LinearLayout& l) {
+    if (warp_repeat == 1) return l;
+    if (ctas > 1) throw Error("internal: num_warps " + std::to_string(num_warps * warp_repeat) + " over a cluster");
+    if (warp_dim >= 0) return l * LinearLayout::repeat(kWarp, warp_repeat, dim_name(warp_dim));
+    auto ins = l.in_dims();
+    auto w = std::find_if(ins.begin(), ins.end(), [](const auto& d) { return d.name == kWarp; });
+    if (w == ins.end()) w = ins.insert(ins.end(), LinearLayout::InDim{kWarp, {}});
+    w->repeat = warp_repeat;
+    w->repeat_stride.assign(size_t(rank), 0);
+    return LinearLayout(std::move(ins), l.out_dims());
+  };
+  // Threads and warps spread over each dimension's power-of-two part; the
+  // odd factor of a dimension c x 2^k repeats in registers (blocked_layout).
+  std::vector<int64_t> shape = blocked_shape;
+  for (auto& d : shape) d = int64_t(1) << std::countr_zero(uint64_t(d));
   std::vector<int> spt(rank, 1), tpw(rank, 1), wpb(rank, 1);
   spt[fast] = int(std::min<int64_t>(vec, shape[fast]));
   // Threads fill the fastest dimension first, warps the slowest.
@@ -140,7 +168,7 @@ LinearLayout default_layout(const std::vector<int64_t>& full_shape, int vec, int
     cpc[d] = c;
     ctas /= c;
   }
-  return blocked_layout(full_shape, spt, tpw, wpb, order, cpc);
+  return after_warps(blocked_layout(blocked_shape, spt, tpw, wpb, order, cpc));
 }
 
 int64_t cta_numel(const LinearLayout& l, const std::vector<int64_t>& shape) {

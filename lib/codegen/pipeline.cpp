@@ -29,9 +29,11 @@ namespace {
 // c x 2^k) are laid out with a repeat in registers (blocked_layout); the
 // ops whose lowering reads layouts through apply and the thread's
 // coordinates take them: creation, elementwise ops, broadcasts, pointer
-// loads and stores, control flow. The first other op on such a tile, a tile
-// with two such dimensions (registers carry one repeat), or a cluster is
-// refused here, naming the op and its line, not lowered wrong.
+// loads and stores, control flow. So do the ops on any tile when num_warps
+// is 3 times a power of two (12: the layouts repeat their warps). The first
+// other op on such a tile, a tile with two such dimensions (registers carry
+// one repeat), or a cluster is refused here, naming the op and its line, not
+// lowered wrong.
 void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
   auto odd_dims = [](const ir::Type& ty) {
     return std::count_if(ty.shape.begin(), ty.shape.end(), [](int64_t d) { return !is_pow2_dim(d); });
@@ -54,17 +56,31 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
         return ir::op_is_elementwise(k);
     }
   };
+  // num_warps 12 repeats the warps of every tile's layout.
+  const bool odd_warps = !is_pow2_dim(c.num_warps);
+  auto odd = [&](const ir::Type& ty) { return odd_dims(ty) > 0 || (odd_warps && ty.is_tile() && !ty.is_scalar()); };
   ir::walk(fn.body, [&](ir::Op* op) {
     const ir::Value* v = nullptr;
     for (const auto& r : op->results)
-      if (!v && odd_dims(r->type)) v = r.get();
+      if (!v && odd(r->type)) v = r.get();
     for (const ir::Value* o : op->operands)
-      if (!v && odd_dims(o->type)) v = o;
+      if (!v && odd(o->type)) v = o;
     if (!v) return;
-    std::string why = odd_dims(v->type) > 1 ? "with one dim that is not a power of two, so far"
-                      : c.num_ctas > 1      ? "whose dims are not powers of two in one CTA only (num_ctas = 1), so far"
-                      : !lowered(op->kind)  ? "whose dims are not powers of two for creation, elementwise ops, "
-                                              "broadcasts, pointer loads and stores only, so far"
+    const std::string what = odd_warps ? "on " + std::to_string(c.num_warps) + " warps" : "whose dims are not powers of two";
+    // Registers repeat one dimension, warps (12) another (default_layout).
+    auto layable = [&](const ir::Type& ty) {
+      try {
+        default_layout(ty.shape, 1, c.num_warps, c.target.warp_size, -1, 1);
+        return true;
+      } catch (const Error&) {
+        return false;
+      }
+    };
+    std::string why = c.num_ctas > 1       ? what + " in one CTA only (num_ctas = 1), so far"
+                      : !layable(v->type) ? std::string("with one dim that is not a power of two, so far (on 12 "
+                                                            "warps, one more with a factor 3)")
+                      : !lowered(op->kind)  ? what + " for creation, elementwise ops, broadcasts, pointer loads and "
+                                              "stores only, so far"
                                             : "";
     if (!why.empty())
       throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' on " + v->type.str() + ": " + c.target.name +

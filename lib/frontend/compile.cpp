@@ -24,8 +24,9 @@ void check_options(const std::string& kernel, const CompileOptions& opts, const 
     throw Error(where.str() + ": kernel '" + kernel + "': " + option + " must be " + expected + ", found " +
                 std::to_string(found));
   };
-  if (!is_pow2(opts.num_warps) || opts.num_warps > 32)
-    bad("num_warps", "a power of two from 1 to 32 (1024 threads of 32 lanes)", opts.num_warps);
+  if (!(is_pow2(opts.num_warps) || (opts.num_warps % 12 == 0 && is_pow2(opts.num_warps / 12))) || opts.num_warps > 32)
+    bad("num_warps", "a power of two from 1 to 32 (1024 threads of 32 lanes), or 12 or 24 (warpgroups in threes)",
+        opts.num_warps);
   if (opts.num_stages < 1) bad("num_stages", "at least 1 (1: no software pipelining)", opts.num_stages);
   if (opts.num_ctas != 1 && opts.num_ctas != 2 && opts.num_ctas != 4 && opts.num_ctas != 8)
     bad("num_ctas", "1, 2, 4 or 8", opts.num_ctas);

@@ -16,11 +16,15 @@ namespace tl::ir::verify_rules {
 void GpuRules::function() const {
   const Function& fn = fn_;
   std::string what = "'func @" + fn.name + "' expects ";
+  // Warps may also be 12 or 24 (warpgroups in threes): layouts then repeat
+  // their warps (linear_layout.h).
   for (const char* key : {"num_warps", "warp_size", "num_ctas"}) {
     auto it = fn.attrs.find(key);
-    if (it == fn.attrs.end() || !std::holds_alternative<int64_t>(it->second) ||
-        !is_pow2(std::get<int64_t>(it->second)))
-      throw Error(fn.loc.str() + ": " + what + "attribute '" + key + "' to be a power of two, found " +
+    bool warps = std::string(key) == "num_warps";
+    auto ok = [&](int64_t v) { return is_pow2(v) || (warps && v % 12 == 0 && is_pow2(v / 12)); };
+    if (it == fn.attrs.end() || !std::holds_alternative<int64_t>(it->second) || !ok(std::get<int64_t>(it->second)))
+      throw Error(fn.loc.str() + ": " + what + "attribute '" + key + "' to be a power of two" +
+                  (warps ? " or 12 times one" : "") + ", found " +
                   (it == fn.attrs.end() ? std::string("none") : "another value"));
   }
   // The kernel options the lowering reads, when recorded.
@@ -43,10 +47,10 @@ void GpuRules::function() const {
                     "', found " + std::to_string(d.bases.size()));
       // The algebra has repeats of any input (linear_layout.h); the GPU
       // passes lower those of registers (tiles whose dims are not powers of
-      // two, blocked_layout).
-      if (d.repeat > 1 && d.name != kReg)
+      // two) and warps (num_warps 12), blocked_layout and default_layout.
+      if (d.repeat > 1 && d.name != kReg && d.name != kWarp)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have no repeat of '" + d.name +
-                    "' (only registers repeat, so far), found " + l.str());
+                    "' (only registers and warps repeat, so far), found " + l.str());
       std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
       if (want.empty() && d.name != kReg && d.name != kOffset)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +

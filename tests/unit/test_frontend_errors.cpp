@@ -357,10 +357,10 @@ TEST_CASE("errors: a tile holds at most tl::max_tile_elements", "[frontend][erro
 
 TEST_CASE("errors: num_warps, num_stages and num_ctas are checked by tl::compile", "[frontend][errors][limits]") {
   int line = 0;
-  for (int w : {0, 3, -4, 64, 48}) {
+  for (int w : {0, 3, 6, -4, 64, 48, 36}) {
     std::string msg = options_error({.name = "k", .num_warps = w}, line);
     CHECK(msg == at_line(line) + "kernel 'k': num_warps must be a power of two from 1 to 32 (1024 threads of 32 "
-                                 "lanes), found " + std::to_string(w));
+                                 "lanes), or 12 or 24 (warpgroups in threes), found " + std::to_string(w));
   }
   for (int s : {0, -5}) {
     std::string msg = options_error({.name = "k", .num_stages = s}, line);

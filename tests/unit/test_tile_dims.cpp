@@ -161,7 +161,10 @@ TEST_CASE("tile dims: a 96-wide row's sum, and its max through a reshape", "[fro
 
 TEST_CASE("tile dims: elementwise ops, broadcasts, loads and stores compile for every back end", "[codegen]") {
   std::vector<Kernel> ks = {compile(rows_of_96), compile(carried_48), compile(copy_block<192, 64>),
-                            compile(copy_block<64, 160>, {.num_warps = 8})};
+                            compile(copy_block<64, 160>, {.num_warps = 8}),
+                            // 12 warps (three warpgroups) repeat 3 x 4 warps.
+                            compile(rows_of_96, {.num_warps = 12}), compile(carried_48, {.num_warps = 12}),
+                            compile(copy_block<192, 160>, {.num_warps = 12}), compile(copy_block<64, 64>, {.num_warps = 12})};
   for (const Kernel& k : ks)
     for (const char* target : {"sm_90a", "sm_80", "gfx942", "gfx1100"}) {
       INFO(k.name() << " for " << target);
@@ -188,10 +191,29 @@ TEST_CASE("tile dims: GPU targets refuse other ops on such tiles, naming the op"
                         Catch::Contains("on tile<48x40xptr<f32>>: sm_90a lowers tiles with one dim that is not a power of two, so far"));
 }
 
+namespace {
+void run_all(const Kernel& k96, const Kernel& k48, const Kernel& k192, const Kernel& k160);
+}
+
 TEST_CASE("tile dims: the same results on the GPU as on the interpreter", "[gpu]") {
   REQUIRE_GPU();
   Kernel k96 = compile(rows_of_96), k48 = compile(carried_48);
   Kernel k192 = compile(copy_block<192, 64>, {.num_warps = 8}), k160 = compile(copy_block<64, 160>);
+  run_all(k96, k48, k192, k160);
+  // 12 warps: three warpgroups, the warps' repeat along 192 or replicating.
+  run_all(compile(rows_of_96, {.num_warps = 12}), compile(carried_48, {.num_warps = 12}),
+          compile(copy_block<192, 64>, {.num_warps = 12}), compile(copy_block<64, 160>, {.num_warps = 12}));
+  Kernel k12 = compile(copy_block<192, 160>, {.num_warps = 12});
+  gpu_oracle::same_on_both<float>([&](Device& d) {
+    Buffer a = d.upload(ramp(192 * 160, 1.0f, 103)), b = d.upload(std::vector<float>(192 * 160, 7.0f));
+    d(k12, Grid{1}, a, b, 131);
+    d.synchronize();
+    return std::vector<std::vector<float>>{b.download<float>()};
+  }, 0, 0);
+}
+
+namespace {
+void run_all(const Kernel& k96, const Kernel& k48, const Kernel& k192, const Kernel& k160) {
   gpu_oracle::same_on_both<float>([&](Device& d) {
     std::vector<std::vector<float>> outs;
     const int M = 37;
@@ -208,3 +230,4 @@ TEST_CASE("tile dims: the same results on the GPU as on the interpreter", "[gpu]
     return outs;
   }, 1e-6, 1e-6);
 }
+}  // namespace
