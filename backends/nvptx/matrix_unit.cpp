@@ -158,9 +158,10 @@ std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K
                                        const std::string& arch) {
   if (arch != "sm_90a" || (in != DType::bf16 && in != DType::f16)) return std::nullopt;
   if (num_warps % 4 != 0 || M % (64 * (num_warps / 4)) != 0 || K % 16 != 0) return std::nullopt;
-  // N: a power of two from 16 (32-byte rows: the smallest swizzled
-  // layout), one instruction up to 256 columns.
-  if (N < 16 || (N & (N - 1)) != 0) return std::nullopt;
+  // N: a multiple of 16 (32-byte rows: the smallest swizzled layout), one
+  // instruction up to 256 columns (160 = 5 x 32 one n160 instruction, its
+  // accumulator's column chunks a repeat), or repeats of 256.
+  if (N < 16 || N % 16 != 0 || (N > 256 && N % 256 != 0)) return std::nullopt;
   int n = int(std::min<int64_t>(N, 256));
   MatrixInstr mi;
   mi.in = in;
@@ -171,7 +172,7 @@ std::optional<MatrixInstr> wgmma_instr(DType in, int64_t M, int64_t N, int64_t K
   mi.warps = 4;
   mi.operands_in_smem = true;
   mi.operand_align = 1024;  // descriptors address whole 8-row swizzle patterns of 128-byte rows
-  mi.c = c_frag() * L::identity(kReg, n / 8, dim_name(1)) * L::identity(kWarp, 4, dim_name(0));
+  mi.c = c_frag() * L::repeat(kReg, n / 8, dim_name(1)) * L::identity(kWarp, 4, dim_name(0));
   // A in registers: warp w of the group holds rows 16w .. 16w + 15 of the
   // 64 x 16 tile, each warp as mma.sync's m16n8k16 A fragment; that is C's
   // layout, two 8-column fragments a K step, so a product's accumulators

@@ -488,6 +488,10 @@ class Assigner {
     const Value* data = op.kind == OpKind::Load ? op.result() : op.operands[1];
     int last = int(data->type.shape.size()) - 1;
     if (last < 0 || axis_.fast_dim(op) != last || data->type.shape != op.operands[0]->type.shape) return std::nullopt;
+    // A tile with two dims not powers of two (192 x 160) has no row-major
+    // buffer to convert through (expand_conversions.h): it stays as it is.
+    const auto& sh = data->type.shape;
+    if (std::count_if(sh.begin(), sh.end(), [](int64_t d) { return !std::has_single_bit(uint64_t(d)); }) > 1) return l;
     int32_t run = l.contiguous_run(kReg, last);  // a thread's consecutive elements
     if (axis_.vector_width(op, last) < run) return std::nullopt;
     int64_t row = int64_t(run) * l.contiguous_run(kLane, last, run);  // ... continued by the lanes after it

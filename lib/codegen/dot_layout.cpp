@@ -60,7 +60,8 @@ DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N,
   d.reps_k = int(K / instr.k);
   const std::string d0 = dim_name(0), d1 = dim_name(1);
   // The CTAs of a cluster above the warps along M; B whole in each.
-  d.c = instr.c * L::identity(kReg, d.reps_n, d1) * L::identity(kReg, d.reps_m, d0) * L::identity(kWarp, groups, d0);
+  // Three warpgroups (12 warps) repeat along M.
+  d.c = instr.c * L::identity(kReg, d.reps_n, d1) * L::identity(kReg, d.reps_m, d0) * L::repeat(kWarp, groups, d0);
   if (num_ctas > 1) d.c = d.c * L::identity(kBlock, num_ctas, d0);
   d.a = default_layout({M, K}, 8, num_warps, 32, -1, num_ctas);
   d.b = default_layout({K, N}, 8, num_warps, 32);
@@ -69,7 +70,7 @@ DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N,
       throw Error("internal: " + instr.name + " takes no A operand from registers");
     d.a_in_registers = true;
     d.a = instr.a * L::identity(kReg, d.reps_k, d1) * L::identity(kReg, d.reps_m, d0) *
-          L::identity(kWarp, groups, d0);
+          L::repeat(kWarp, groups, d0);
     if (num_ctas > 1) d.a = d.a * L::identity(kBlock, num_ctas, d0);
   }
   return d;

@@ -12,16 +12,30 @@ using ir::Op;
 using ir::OpKind;
 
 LinearLayout row_major_buffer(const std::vector<int64_t>& shape) {
+  // A dimension c x 2^k is a repeat, which must be the offset's highest
+  // digit: the first dimension only (192 x 64, not 64 x 160).
+  for (size_t d = 1; d < shape.size(); ++d)
+    if (!std::has_single_bit(uint64_t(shape[d])))
+      throw Error("a row-major buffer of [" + std::to_string(shape[0]) + (shape.size() > 1 ? ", ..." : "") +
+                  "] with a dimension after the first that is not a power of two is not lowered yet");
   std::vector<LinearLayout::Coords> bases;
-  for (int d = int(shape.size()) - 1; d >= 0; --d)
-    for (int64_t bit = 1; bit < shape[size_t(d)]; bit <<= 1) {
+  LinearLayout::InDim off{kOffset, {}};
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    int64_t pow2_part = int64_t(1) << std::countr_zero(uint64_t(shape[size_t(d)]));
+    for (int64_t bit = 1; bit < pow2_part; bit <<= 1) {
       LinearLayout::Coords c(shape.size(), 0);
       c[size_t(d)] = int32_t(bit);
-      bases.push_back(c);
+      off.bases.push_back(c);
     }
+    if (pow2_part != shape[size_t(d)]) {
+      off.repeat = int32_t(shape[size_t(d)] / pow2_part);
+      off.repeat_stride.assign(shape.size(), 0);
+      off.repeat_stride[size_t(d)] = int32_t(pow2_part);
+    }
+  }
   std::vector<LinearLayout::OutDim> outs;
   for (size_t d = 0; d < shape.size(); ++d) outs.push_back({dim_name(int(d)), int32_t(shape[d])});
-  return LinearLayout({{kOffset, bases}}, outs);
+  return LinearLayout({off}, outs);
 }
 
 namespace {
@@ -62,7 +76,11 @@ class Expander {
     b.loc = conv.loc;
     ir::Type buf{x->type.dtype, x->type.is_ptr, x->type.shape};
     buf.kind = ir::TypeKind::shared;
-    buf.layout = fn_.intern_layout(row_major_buffer(x->type.shape));
+    try {
+      buf.layout = fn_.intern_layout(row_major_buffer(x->type.shape));
+    } catch (const Error& e) {
+      throw Error(conv.loc.str() + ": 'convert_layout' of " + x->type.str() + " through shared memory: " + e.what());
+    }
     ir::Value* mem = b.create1(OpKind::LocalAlloc, {x}, buf);
     ir::Value* read = b.create1(OpKind::LocalLoad, {mem}, y->type);
     ir::replace_uses(r, y, read);

@@ -120,11 +120,15 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   llvm::Value* group_m = b_.getInt32(0);
   const LinearLayout& cl = d.c;
   for (const auto& in : cl.in_dims())
-    if (in.name == kWarp)
+    if (in.name == kWarp) {
       for (size_t k = std::countr_zero(unsigned(mi.warps)); k < in.bases.size(); ++k) {
         llvm::Value* bit = b_.CreateAnd(b_.CreateLShr(warp_, b_.getInt32(int32_t(k))), b_.getInt32(1));
         group_m = b_.CreateAdd(group_m, b_.CreateMul(bit, b_.getInt32(in.bases[k][0])));
       }
+      if (in.repeat > 1)  // three warpgroups: the repeat's digit above the bits
+        group_m = b_.CreateAdd(group_m, b_.CreateMul(b_.CreateLShr(warp_, b_.getInt32(int32_t(in.bases.size()))),
+                                                     b_.getInt32(in.repeat_stride[0])));
+    }
   t_.warpgroup_fence(b_);
   int nc = mi.c.in_size(kReg);
   const Regs* a_regs = d.a_in_registers ? &get(op.operands[0]) : nullptr;

@@ -28,8 +28,9 @@ namespace {
 // Tiles with a dimension that is not a power of two (ir::is_tile_dim takes
 // c x 2^k) are laid out with a repeat in registers (blocked_layout); the
 // ops whose lowering reads layouts through apply and the thread's
-// coordinates take them: creation, elementwise ops, broadcasts, pointer
-// loads and stores, control flow. So do the ops on any tile when num_warps
+// coordinates take them: creation, elementwise ops, broadcasts, loads and
+// stores (tensor copies into buffers with one repeat), control flow, and
+// dots on warpgroup instructions (n160, three warpgroups). So do the ops on any tile when num_warps
 // is 3 times a power of two (12: the layouts repeat their warps). The first
 // other op on such a tile, a tile with two such dimensions (registers carry
 // one repeat), or a cluster is refused here, naming the op and its line, not
@@ -47,6 +48,9 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
       case ir::OpKind::ExpandDims:
       case ir::OpKind::Load:
       case ir::OpKind::Store:
+      case ir::OpKind::DescriptorLoad:   // masked loads, or tensor copies into buffers with a repeat
+      case ir::OpKind::DescriptorStore:
+      case ir::OpKind::Dot:  // on warpgroup instructions only (select-dot-instructions says so)
       case ir::OpKind::For:
       case ir::OpKind::If:
       case ir::OpKind::While:
@@ -79,8 +83,8 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
     std::string why = c.num_ctas > 1       ? what + " in one CTA only (num_ctas = 1), so far"
                       : !layable(v->type) ? std::string("with one dim that is not a power of two, so far (on 12 "
                                                             "warps, one more with a factor 3)")
-                      : !lowered(op->kind)  ? what + " for creation, elementwise ops, broadcasts, pointer loads and "
-                                              "stores only, so far"
+                      : !lowered(op->kind)  ? what + " for creation, elementwise ops, broadcasts, loads, stores and "
+                                              "warpgroup dots only, so far"
                                             : "";
     if (!why.empty())
       throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' on " + v->type.str() + ": " + c.target.name +

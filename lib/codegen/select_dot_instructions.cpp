@@ -81,6 +81,14 @@ void select(ir::Region& r, const TargetInfo& t, int num_warps) {
     widen_f8_operands(r, *op, t);
     bool a_regs = false;
     auto mi = pick(*op, t, num_warps, a_regs);
+    // Dims c x 2^k and 12 warps have layouts on warpgroup instructions only.
+    bool odd = !is_pow2_dim(num_warps);
+    for (const auto* v : {op->operands[0], op->operands[1], op->operands[2]})
+      for (int64_t d : v->type.shape) odd = odd || !is_pow2_dim(d);
+    if (odd && (!mi || mi->warps == 1))
+      throw Error(op->loc.str() + ": 'dot' on " + op->result()->type.str() + " with " + std::to_string(num_warps) +
+                  " warps: " + t.name + " lowers a dot whose dims are not powers of two, or on 12 warps, on warpgroup " +
+                  "instructions only, so far (sm_90a's wgmma: B loaded beside it, M a multiple of 64 a warpgroup, N of 16)");
     op->attrs["instr"] = mi ? mi->name : std::string("fma");
     if (mi && a_regs) op->attrs["a_in"] = std::string("registers");
     else op->attrs.erase("a_in");

@@ -2,6 +2,7 @@
 #include "codegen/swizzled_tile.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "codegen/assign_layouts.h"
 #include "codegen/pipeline_plan.h"
@@ -15,6 +16,13 @@ SwizzledTile SwizzledTile::plan(int64_t d0, int64_t d1, int contiguous, int elem
   t.elem_bytes = elem_bytes;
   int64_t row_bytes = t.shape[contiguous] * elem_bytes;
   t.vec = int(std::min<int64_t>(16 / elem_bytes, t.shape[contiguous]));
+  // A row of c x 2^k elements (c odd): panels of its power-of-two part, 128
+  // bytes at most, repeated.
+  int64_t pow2_part = int64_t(1) << std::countr_zero(uint64_t(t.shape[contiguous]));
+  if (pow2_part != t.shape[contiguous]) {
+    t.panel = std::min<int64_t>(pow2_part, 128 / elem_bytes);
+    row_bytes = t.panel * elem_bytes;
+  }
   t.per_phase = int(std::max<int64_t>(1, 128 / row_bytes));
   t.max_phase = int(std::max<int64_t>(1, std::min<int64_t>(row_bytes / 16, 8)));
   return t;
@@ -31,13 +39,20 @@ int64_t SwizzledTile::elem_offset(int64_t c0, int64_t c1) const {
 
 // The map from coordinates to offsets is a bijection linear over GF(2)
 // (every size a power of two, the phase XORed into chunk bits of the same
-// row): built from each coordinate bit's offset and inverted.
+// row): built from each coordinate bit's offset and inverted. A dimension
+// c x 2^k adds a repeat above its bits: each step of 2^k rows (or panels)
+// moves the offset by a power of two, above the rest.
 LinearLayout SwizzledTile::layout() const {
   std::vector<LinearLayout::InDim> coords;
   for (int d = 0; d < 2; ++d) {
     LinearLayout::InDim in{dim_name(d), {}};
-    for (int64_t bit = 1; bit < shape[d]; bit <<= 1)
-      in.bases.push_back({int32_t(d == 0 ? elem_offset(bit, 0) : elem_offset(0, bit))});
+    auto offset_of = [&](int64_t c) { return int32_t(d == 0 ? elem_offset(c, 0) : elem_offset(0, c)); };
+    int64_t pow2_part = int64_t(1) << std::countr_zero(uint64_t(shape[d]));
+    for (int64_t bit = 1; bit < pow2_part; bit <<= 1) in.bases.push_back({offset_of(bit)});
+    if (pow2_part != shape[d]) {
+      in.repeat = int32_t(shape[d] / pow2_part);
+      in.repeat_stride = {offset_of(pow2_part)};
+    }
     coords.push_back(in);
   }
   auto inverse = LinearLayout(coords, {{kOffset, int32_t(shape[0] * shape[1])}}).invert();
@@ -78,10 +93,12 @@ namespace {
 // `t` over a tile of `shape`, its CTAs' parts as `block` says.
 LinearLayout over_tile(const SwizzledTile& t, const std::vector<int64_t>& shape,
                        const std::vector<LinearLayout::Coords>& block) {
-  std::vector<LinearLayout::Coords> offsets = t.layout().bases(kOffset);
-  if (shape.size() == 1)  // one row: dim1 is the tile's only dimension
-    for (auto& c : offsets) c = {c[1]};
-  std::vector<LinearLayout::InDim> ins{{kOffset, offsets}};
+  LinearLayout::InDim off = t.layout().in_dims().at(0);  // offset, a repeat included
+  if (shape.size() == 1) {  // one row: dim1 is the tile's only dimension
+    for (auto& c : off.bases) c = {c[1]};
+    if (off.repeat > 1) off.repeat_stride = {off.repeat_stride[1]};
+  }
+  std::vector<LinearLayout::InDim> ins{off};
   if (!block.empty()) ins.push_back({kBlock, block});
   std::vector<LinearLayout::OutDim> outs;
   for (size_t d = 0; d < shape.size(); ++d) outs.push_back({dim_name(int(d)), int32_t(shape[d])});

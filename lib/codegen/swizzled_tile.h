@@ -8,7 +8,10 @@
 // matrix loads). Rows longer than 128 bytes are cut into 128-byte panels
 // stored one after the other (all rows of panel 0, then of panel 1): the
 // swizzled layouts warpgroup instructions read (32, 64 or 128 bytes a row
-// with the 32B/64B/128B swizzle, the tile 1024-byte aligned).
+// with the 32B/64B/128B swizzle, the tile 1024-byte aligned). A row that
+// is not a multiple of 128 bytes (a dimension c x 2^k) takes the widest
+// panels of 64 or 32 bytes that divide it; a dimension c x 2^k is a repeat
+// of the layout (linear_layout.h), one per tile.
 //
 // The lowering (lowerer.h's SmemTile) computes addresses from these fields;
 // `layout()` is the same map as a LinearLayout, which the lowering checks a
@@ -35,11 +38,13 @@ struct SwizzledTile {
   int elem_bytes = 2;
   int vec = 8;                // elements per 16-byte chunk
   int per_phase = 1, max_phase = 1;
+  int64_t panel = 0;          // elements of a panel row (0: min(row, 128 bytes))
 
   static SwizzledTile plan(int64_t d0, int64_t d1, int contiguous, int elem_bytes);
   int64_t bytes() const { return shape[0] * shape[1] * elem_bytes; }
-  // Elements of a panel row along the contiguous dimension.
-  int64_t panel_elems() const { return std::min<int64_t>(shape[contiguous], 128 / elem_bytes); }
+  // Elements of a panel row along the contiguous dimension: 128 bytes, or
+  // 64 or 32 where a row (160 bf16: 320 bytes) is not a multiple of 128.
+  int64_t panel_elems() const { return panel ? panel : std::min<int64_t>(shape[contiguous], 128 / elem_bytes); }
   // The element offset of stored coordinates (c0, c1).
   int64_t elem_offset(int64_t c0, int64_t c1) const;
   // Element offset -> (dim0, dim1).

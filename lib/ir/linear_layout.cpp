@@ -194,7 +194,7 @@ LinearLayout LinearLayout::operator*(const LinearLayout& rhs) const {
       rhs_shift.push_back(0);
       outs.push_back(o);
     } else {
-      if (!pow2(outs_[i].size))
+      if (!pow2(outs_[i].size) && o.size > 1)
         fail("product: output '" + o.name + "' of the left operand has size " + std::to_string(outs_[i].size) +
              ", not a power of two: the right operand's coordinates cannot go above it");
       rhs_map.push_back(i);

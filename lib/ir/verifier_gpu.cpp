@@ -47,10 +47,10 @@ void GpuRules::function() const {
                     "', found " + std::to_string(d.bases.size()));
       // The algebra has repeats of any input (linear_layout.h); the GPU
       // passes lower those of registers (tiles whose dims are not powers of
-      // two) and warps (num_warps 12), blocked_layout and default_layout.
-      if (d.repeat > 1 && d.name != kReg && d.name != kWarp)
+      // two), warps (num_warps 12) and buffers' offsets (swizzled_tile.h).
+      if (d.repeat > 1 && d.name != kReg && d.name != kWarp && d.name != kOffset)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have no repeat of '" + d.name +
-                    "' (only registers and warps repeat, so far), found " + l.str());
+                    "' (only registers, warps and offsets repeat, so far), found " + l.str());
       std::string want = d.name == kLane ? "warp_size" : d.name == kWarp ? "num_warps" : d.name == kBlock ? "num_ctas" : "";
       if (want.empty() && d.name != kReg && d.name != kOffset)
         throw Error(fn.loc.str() + ": " + what + "layout " + name + " to have inputs among register, lane, warp, " +
@@ -325,7 +325,8 @@ void GpuRules::op(const Op& op) const {
                   " of them",
               std::to_string(warps.size()) + " and " + std::to_string(regs.size()));
       for (size_t i = 0; i < warps.size(); ++i) {
-        require(warps[i] >= 1 && is_pow2(warps[i]), op, "partitions of a power of two warps", std::to_string(warps[i]));
+        require(warps[i] >= 1 && (is_pow2(warps[i]) || (warps[i] % 12 == 0 && is_pow2(warps[i] / 12))), op,
+                "partitions of a power of two warps, or 12 or 24", std::to_string(warps[i]));
         require(regs[i] >= 24 && regs[i] <= 256 && regs[i] % 8 == 0, op,
                 "registers a thread of 24 to 256, a multiple of 8", std::to_string(regs[i]));
       }
