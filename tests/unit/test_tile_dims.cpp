@@ -40,26 +40,14 @@ void gemm_ptrs(ptr<float> a, ptr<float> b, ptr<float> c, scalar<int32_t> M, scal
   store(c + col(rows) * N + row(cols), acc, col(rows < M) & row(cols < N));
 }
 
-template <int BM, int BN, int BK>
-void gemm_desc(ptr<float> a, ptr<float> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
+// The same through tensor descriptors, of T (f32, or bf16 for sm_90a's
+// tensor copies and wgmma: m64n160 on three warpgroups for 192 x 160).
+template <class T, int BM, int BN, int BK>
+void gemm_desc(ptr<T> a, ptr<T> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
   auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
   auto db = make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
   auto dc = make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
   auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
-  auto acc = zeros<float>({BM, BN});                                  // [BM, BN] f32
-  for (auto k : range(0, K, BK)) acc = dot(da.load({m0, k}), db.load({k, n0}), acc);
-  dc.store({m0, n0}, acc);
-}
-
-// c (f32) = a b (bf16) through descriptors, one BM x BN tile a program,
-// programs along N first: on sm_90a tensor copies and wgmma (m64n160 on
-// three warpgroups for 192 x 160).
-template <int BM, int BN, int BK>
-void gemm_bf16(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
-  auto da = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
-  auto db = make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN});
-  auto dc = make_tensor_descriptor(c, {M, N}, {N, 1}, {BM, BN});
-  auto m0 = program_id(1) * BM, n0 = program_id(0) * BN;
   auto acc = zeros<float>({BM, BN});                                  // [BM, BN] f32
   for (auto k : range(0, K, BK)) acc = dot(da.load({m0, k}), db.load({k, n0}), acc);
   dc.store({m0, n0}, acc);
@@ -154,7 +142,7 @@ TEST_CASE("tile dims: a gemm on 48 x 40 x 24 blocks, ragged, on the interpreter"
 }
 
 TEST_CASE("tile dims: a gemm through tensor descriptors on 48 x 40 x 24 blocks", "[frontend][run][descriptor]") {
-  check_gemm(gemm_desc<48, 40, 24>, 48, 40);
+  check_gemm(gemm_desc<float, 48, 40, 24>, 48, 40);
 }
 
 TEST_CASE("tile dims: a 96-wide row's sum, and its max through a reshape", "[frontend][run]") {
@@ -247,7 +235,7 @@ void run_all(const Kernel& k96, const Kernel& k48, const Kernel& k192, const Ker
 }  // namespace
 
 TEST_CASE("tile dims: a 192 x 160 x 64 gemm on sm_90a: tensor copies, m64n160 wgmma on three warpgroups", "[codegen]") {
-  Kernel k = compile(gemm_bf16<192, 160, 64>, {.num_warps = 12});
+  Kernel k = compile(gemm_desc<bf16, 192, 160, 64>, {.num_warps = 12});
   auto c = codegen::compile(*k.impl(), codegen_checks::aligned(k), "sm_90a");
   CHECK(codegen_checks::count(c.assembly, R"(wgmma\.mma_async\.sync\.aligned\.m64n160k16\.f32\.bf16\.bf16)") > 0);
   CHECK(codegen_checks::count(c.assembly, R"(cp\.async\.bulk\.tensor\.2d)") > 0);
@@ -256,7 +244,7 @@ TEST_CASE("tile dims: a 192 x 160 x 64 gemm on sm_90a: tensor copies, m64n160 wg
 
 TEST_CASE("tile dims: a 192 x 160 x 64 gemm, the same on the GPU as on the interpreter", "[gpu]") {
   REQUIRE_GPU();
-  Kernel k = compile(gemm_bf16<192, 160, 64>, {.num_warps = 12});
+  Kernel k = compile(gemm_desc<bf16, 192, 160, 64>, {.num_warps = 12});
   for (auto [M, N, K] : std::vector<std::array<int, 3>>{{192, 160, 64}, {400, 333, 200}, {200, 480, 16}}) {
     INFO(M << " x " << N << " x " << K);
     std::vector<bf16> ha(size_t(M * K)), hb(size_t(K * N));
@@ -264,7 +252,7 @@ TEST_CASE("tile dims: a 192 x 160 x 64 gemm, the same on the GPU as on the inter
     for (size_t i = 0; i < hb.size(); ++i) hb[i] = bf16(float(int(i * 5 % 11) - 5) * 0.5f);
     gpu_oracle::same_on_both<float>([&](Device& d) {
       Buffer a = d.upload(ha), b = d.upload(hb), cb = d.upload(std::vector<float>(size_t(M * N), -1.0f));
-      d(k, Grid{uint32_t((N + 159) / 160), uint32_t((M + 191) / 192)}, a, b, cb, M, N, K);
+      d(k, Grid{uint32_t((M + 191) / 192), uint32_t((N + 159) / 160)}, a, b, cb, M, N, K);
       d.synchronize();
       return std::vector<std::vector<float>>{cb.download<float>()};
     }, 1e-5, 1e-4);
