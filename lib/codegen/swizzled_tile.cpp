@@ -42,7 +42,39 @@ int64_t SwizzledTile::elem_offset(int64_t c0, int64_t c1) const {
 // row): built from each coordinate bit's offset and inverted. A dimension
 // c x 2^k adds a repeat above its bits: each step of 2^k rows (or panels)
 // moves the offset by a power of two, above the rest.
+std::string SwizzledTile::layout_refusal() const {
+  const int c = contiguous, r = 1 - contiguous;
+  auto pow2_of = [](int64_t v) { return int64_t(1) << std::countr_zero(uint64_t(v)); };
+  if (pow2_of(shape[0]) == shape[0] || pow2_of(shape[1]) == shape[1]) return "";
+  if (panel_elems() != pow2_of(shape[c]))
+    return "rows of " + std::to_string(shape[c]) + " elements in panels of " + std::to_string(panel_elems()) +
+           " (a tile whose two dims are not powers of two needs one panel a row's power-of-two part)";
+  if (pow2_of(shape[r]) % (per_phase * max_phase))
+    return std::to_string(pow2_of(shape[r])) + " rows, less than one swizzle pattern";
+  return "";
+}
+
 LinearLayout SwizzledTile::layout() const {
+  if (std::string why = layout_refusal(); !why.empty()) throw Error("internal: a swizzled tile of " + why);
+  // Both dims c x 2^k (a [192, 160] store buffer): the power-of-two
+  // sub-tile's offsets (one panel's 2^k rows), then its rows repeated, then
+  // the panels, as outer digits of mixed radix (linear_layout.h).
+  const int c = contiguous, r = 1 - contiguous;
+  int64_t p[2];
+  for (int d = 0; d < 2; ++d) p[d] = int64_t(1) << std::countr_zero(uint64_t(shape[d]));
+  if (p[0] != shape[0] && p[1] != shape[1]) {
+    SwizzledTile sub = *this;
+    sub.shape[0] = p[0], sub.shape[1] = p[1];
+    LinearLayout bits = sub.layout();  // offsets below p[r] * panel
+    auto in = bits.in_dims().at(0);
+    in.repeat = int32_t(shape[r] / p[r]);
+    in.repeat_stride.assign(2, 0);
+    in.repeat_stride[size_t(r)] = int32_t(p[r]);
+    LinearLayout::Coords panel(2, 0);
+    panel[size_t(c)] = int32_t(p[c]);
+    in.outer = {{int32_t(shape[c] / p[c]), panel}};
+    return LinearLayout({in}, {{dim_name(0), int32_t(shape[0])}, {dim_name(1), int32_t(shape[1])}});
+  }
   std::vector<LinearLayout::InDim> coords;
   for (int d = 0; d < 2; ++d) {
     LinearLayout::InDim in{dim_name(d), {}};
@@ -78,6 +110,8 @@ TensorBox tensor_box_of(const SwizzledTile& t) {
     box.why = std::to_string(box.rows) + " rows (a tensor copy's box has 256 at most)";
   else if (t.max_phase > 1 && t.per_phase * row_bytes != 128)
     box.why = "a swizzle no tensor map stores";
+  else if (std::string why = t.layout_refusal(); !why.empty())
+    box.why = why;
   box.swizzle_bytes = t.max_phase > 1 ? int(row_bytes) : 0;
   return box;
 }

@@ -49,6 +49,9 @@ struct SwizzledTile {
   int64_t elem_offset(int64_t c0, int64_t c1) const;
   // Element offset -> (dim0, dim1).
   LinearLayout layout() const;
+  // Why layout() cannot describe this tile ("" when it can): with both
+  // dims c x 2^k, the panel must be the contiguous dim's power-of-two part.
+  std::string layout_refusal() const;
 };
 
 // How tensor copies (TMA) fill or read a tile (one slot): one box a panel,

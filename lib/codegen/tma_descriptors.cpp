@@ -90,10 +90,6 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
       return "a block of rank " + std::to_string(r) + " with size " + std::to_string(block[d]) + " in dimension " +
              std::to_string(d) + " (tensor copies of a 2-D box only, so far: sizes 1 but in the last two)";
   const std::vector<int64_t> box2 = {block[r - 2], block[r - 1]};
-  // A buffer repeats one dimension c x 2^k (swizzled_tile.h).
-  if (!is_pow2_dim(box2[0]) && !is_pow2_dim(box2[1]))
-    return "a block [" + std::to_string(box2[0]) + ", " + std::to_string(box2[1]) +
-           "] with two dims not powers of two (its buffer would repeat both, not lowered yet)";
   // 8-bit blocks (f8 dots) have not run on the H200 yet.
   if (eb != 2 && eb != 4)
     return "elements of " + std::to_string(eb) + " bytes (tensor copies of 2- and 4-byte elements only, so far)";

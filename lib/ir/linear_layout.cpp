@@ -86,6 +86,7 @@ LinearLayout::LinearLayout(std::vector<InDim> ins, std::vector<OutDim> outs)
   for (auto& in : ins_) {
     if (in.repeat < 1) fail("the repeat of '" + in.name + "' must be at least 1, found " + std::to_string(in.repeat));
     if (in.repeat == 1) {
+      if (!in.outer.empty()) fail("an outer repeat of '" + in.name + "' needs a repeat below it");
       in.repeat_stride.clear();
       continue;
     }
@@ -111,6 +112,21 @@ LinearLayout::LinearLayout(std::vector<InDim> ins, std::vector<OutDim> outs)
       if (repeated[size_t(along)]) fail("two repeats move along output '" + outs_[size_t(along)].name + "'");
       repeated[size_t(along)] = true;
       limit[size_t(along)] = in.repeat_stride[size_t(along)];
+    }
+    for (auto& [count, stride] : in.outer) {
+      if (in.repeat == 1) fail("an outer repeat of '" + in.name + "' needs a repeat below it");
+      if (count < 3 || count % 2 == 0)
+        fail("an outer repeat of '" + in.name + "' must have an odd count of at least 3, found " + std::to_string(count));
+      if (stride.size() != outs_.size()) fail("an outer repeat of '" + in.name + "' has the wrong number of coordinates");
+      int o = -1;
+      for (size_t i = 0; i < stride.size(); ++i)
+        if (stride[i] != 0) o = o < 0 && pow2(stride[i]) ? int(i) : -2;
+      if (o < 0) fail("an outer repeat of '" + in.name + "' must add a power of two along one output, found " + coords_str(stride));
+      if (int64_t(count) * stride[size_t(o)] != outs_[size_t(o)].size)
+        fail("an outer repeat of '" + in.name + "' must reach the size of output '" + outs_[size_t(o)].name + "'");
+      if (repeated[size_t(o)]) fail("two repeats move along output '" + outs_[size_t(o)].name + "'");
+      repeated[size_t(o)] = true;
+      limit[size_t(o)] = stride[size_t(o)];
     }
   }
   for (const auto& in : ins_)
@@ -162,8 +178,17 @@ int LinearLayout::in_bits(const std::string& in) const {
 
 int32_t LinearLayout::repeat_count(const std::string& in) const {
   for (const auto& d : ins_)
-    if (d.name == in) return d.repeat;
+    if (d.name == in) {
+      int32_t n = d.repeat;
+      for (const auto& o : d.outer) n *= o.first;
+      return n;
+    }
   return 1;
+}
+
+void LinearLayout::refuse_outer(const char* op) const {
+  for (const auto& d : ins_)
+    if (!d.outer.empty()) fail(std::string(op) + ": a layout with more than one repeat of '" + d.name + "' is not supported");
 }
 
 int32_t LinearLayout::out_size(const std::string& out) const {
@@ -184,6 +209,8 @@ int LinearLayout::total_out_bits() const {
 }
 
 LinearLayout LinearLayout::operator*(const LinearLayout& rhs) const {
+  refuse_outer("product");
+  rhs.refuse_outer("product");
   // Output dimensions: ours, then rhs's new ones. A shared one multiplies.
   std::vector<OutDim> outs = outs_;
   std::vector<int> rhs_map, rhs_shift;
@@ -242,14 +269,23 @@ LinearLayout::Coords LinearLayout::apply(const std::vector<std::pair<std::string
     for (size_t bit = 0; bit < it->bases.size(); ++bit)
       if (value & (1 << bit))
         for (size_t i = 0; i < r.size(); ++i) r[i] ^= it->bases[bit][i];
-    // The repeat adds multiples of a stride the bits stay below.
-    if (int32_t t = value >> it->bases.size())
-      for (size_t i = 0; i < r.size(); ++i) r[i] += t * it->repeat_stride[i];
+    // The repeat adds multiples of a stride the bits stay below; outer
+    // repeats are the next digits of mixed radix.
+    if (int32_t t = value >> it->bases.size()) {
+      for (size_t i = 0; i < r.size(); ++i) r[i] += t % it->repeat * it->repeat_stride[i];
+      t /= it->repeat;
+      for (const auto& [count, stride] : it->outer) {
+        for (size_t i = 0; i < r.size(); ++i) r[i] += t % count * stride[i];
+        t /= count;
+      }
+    }
   }
   return r;
 }
 
 LinearLayout LinearLayout::compose(const LinearLayout& outer) const {
+  refuse_outer("compose");
+  outer.refuse_outer("compose");
   for (const auto& o : outs_) {
     if (outer.in_bits(o.name) == 0 && o.size > 1) fail("compose: outer layout has no input '" + o.name + "'");
     if (o.size > outer.in_size(o.name))
@@ -284,6 +320,9 @@ LinearLayout LinearLayout::compose(const LinearLayout& outer) const {
 }
 
 std::optional<LinearLayout> LinearLayout::invert() const {
+  // Mixed-radix digits have no inverse of this form.
+  for (const auto& d : ins_)
+    if (!d.outer.empty()) return std::nullopt;
   // The bits cover each output up to its repeat's stride; the repeat the
   // rest, exactly, or the layout is not surjective.
   std::vector<int32_t> sizes;
@@ -369,6 +408,7 @@ uint32_t LinearLayout::broadcast_mask(const std::string& in) const {
 }
 
 LinearLayout LinearLayout::remove_broadcast(const std::string& in) const {
+  refuse_outer("remove_broadcast");
   auto ins = ins_;
   for (auto& d : ins)
     if (d.name == in) {
@@ -384,6 +424,8 @@ bool LinearLayout::constant_along(const std::string& in, int out) const {
       for (const auto& b : d.bases)
         if (b[out] != 0) return false;
       if (d.repeat > 1 && d.repeat_stride[size_t(out)] != 0) return false;
+      for (const auto& o : d.outer)
+        if (o.second[size_t(out)] != 0) return false;
     }
   return true;
 }
@@ -405,6 +447,7 @@ int32_t LinearLayout::contiguous_run(const std::string& in, int out, int32_t str
 }
 
 LinearLayout LinearLayout::slice(int out) const {
+  refuse_outer("slice");
   if (out < 0 || out >= int(outs_.size())) fail("slice: no output dimension " + std::to_string(out));
   std::vector<OutDim> outs = outs_;
   outs.erase(outs.begin() + out);
@@ -444,7 +487,7 @@ bool LinearLayout::operator==(const LinearLayout& o) const {
     if (outs_[i].name != o.outs_[i].name || outs_[i].size != o.outs_[i].size) return false;
   for (size_t i = 0; i < ins_.size(); ++i)
     if (ins_[i].name != o.ins_[i].name || ins_[i].bases != o.ins_[i].bases || ins_[i].repeat != o.ins_[i].repeat ||
-        ins_[i].repeat_stride != o.ins_[i].repeat_stride)
+        ins_[i].repeat_stride != o.ins_[i].repeat_stride || ins_[i].outer != o.ins_[i].outer)
       return false;
   return true;
 }
@@ -459,6 +502,7 @@ std::string LinearLayout::str() const {
       s << ")";
     }
     if (d.repeat > 1) s << (d.bases.empty() ? "" : "; ") << d.repeat << " x " << coords_str(d.repeat_stride);
+    for (const auto& [count, stride] : d.outer) s << ", " << count << " x " << coords_str(stride);
     s << "] ";
   }
   s << "->";
@@ -487,6 +531,7 @@ LinearLayout canonical_outs(const LinearLayout& l, int rank) {
   for (const auto& d : l.in_dims()) {
     LinearLayout::InDim n{d.name, {}, d.repeat, d.repeat > 1 ? reorder(d.repeat_stride) : LinearLayout::Coords{}};
     for (const auto& b : d.bases) n.bases.push_back(reorder(b));
+    for (const auto& [count, stride] : d.outer) n.outer.push_back({count, reorder(stride)});
     ins.push_back(std::move(n));
   }
   return LinearLayout(std::move(ins), std::move(outs));

@@ -47,6 +47,12 @@ class LinearLayout {
     std::vector<Coords> bases;  // bases[i] = image of bit i
     int32_t repeat = 1;         // the digit above the bits: 1, or an odd count
     Coords repeat_stride = {};  // what each step of it adds (empty when repeat is 1)
+    // More digits above that one, lowest first (mixed radix): an odd count
+    // and its stride each, along outputs of their own. Only a buffer's
+    // offsets take them (the rows and panels of a [192, 160] tile); what
+    // the layout algebra cannot do with them (compose, product, slice,
+    // invert) it refuses.
+    std::vector<std::pair<int32_t, Coords>> outer = {};
   };
   struct OutDim {
     std::string name;
@@ -99,7 +105,7 @@ class LinearLayout {
   const std::vector<OutDim>& out_dims() const { return outs_; }
   int in_bits(const std::string& in) const;   // 0 when absent; the repeat is not a bit
   const std::vector<Coords>& bases(const std::string& in) const;  // empty when absent
-  int32_t repeat_count(const std::string& in) const;  // 1 when absent or without a repeat
+  int32_t repeat_count(const std::string& in) const;  // 1 when absent or without a repeat; all digits' product
   int32_t in_size(const std::string& in) const { return (int32_t(1) << in_bits(in)) * repeat_count(in); }
   int32_t out_size(const std::string& out) const;  // 1 when absent
   int out_index(const std::string& out) const;     // -1 when absent
@@ -133,6 +139,8 @@ class LinearLayout {
   LinearLayout rename_in(const std::string& from, const std::string& to) const;
 
   bool operator==(const LinearLayout& o) const;
+  // Throws naming `op` when an input has outer repeats.
+  void refuse_outer(const char* op) const;
   std::string str() const;
 
  private:

@@ -259,19 +259,23 @@ class Parser {
         skip_ws();
         if (cur() == ',') ++pos_, skip_ws();
       }
-      // The repeat above the bits: "[bases; n x (stride)]" or "[n x (stride)]".
+      // The repeats above the bits: "[bases; n x (stride)]" or "[n x
+      // (stride)]", more of them after commas (outer digits, lowest first).
       if (cur() == ';') ++pos_, skip_ws();
-      if (is_digit(cur())) {
-        d.repeat = int32_t(integer());
+      for (bool first = true; is_digit(cur()); first = false) {
+        int32_t count = int32_t(integer());
         skip_ws();
         if (cur() != 'x') fail("'x' after a repeat's count");
         ++pos_;
         expect('(');
         skip_ws();
-        d.repeat_stride.push_back(int32_t(integer()));
-        while (skip_ws(), cur() == ',') ++pos_, d.repeat_stride.push_back(int32_t(integer()));
+        LinearLayout::Coords stride{int32_t(integer())};
+        while (skip_ws(), cur() == ',') ++pos_, stride.push_back(int32_t(integer()));
         expect(')');
         skip_ws();
+        if (first) d.repeat = count, d.repeat_stride = std::move(stride);
+        else d.outer.push_back({count, std::move(stride)});
+        if (cur() == ',') ++pos_, skip_ws();
       }
       expect(']');
       ins.push_back(std::move(d));

@@ -301,6 +301,44 @@ TEST_CASE("a repeat reads back from GPU IR text", "[layout]") {
   CHECK(l.str() == "register: [(0,1); 5 x (0,2)] lane: [(2,0), (4,0)] warp: [3 x (8,0)] -> dim0:24 dim1:10");
 }
 
+TEST_CASE("outer repeats: a [192, 160] buffer's rows and panels as digits of mixed radix", "[layout]") {
+  // 64 rows x 32 columns in 11 bits (row-major here), then 3 x 64 rows,
+  // then 5 panels of 32 columns: offset = c + 32 r + 2048 (r / 64) + 6144 (c / 32).
+  L::InDim off{kOffset, {}, 3, {64, 0}, {{5, {0, 32}}}};
+  for (int b = 0; b < 5; ++b) off.bases.push_back({0, 1 << b});
+  for (int b = 0; b < 6; ++b) off.bases.push_back({1 << b, 0});
+  L l({off}, {{"dim0", 192}, {"dim1", 160}});
+  CHECK(l.in_size(kOffset) == 192 * 160);
+  CHECK(l.repeat_count(kOffset) == 15);
+  std::set<L::Coords> seen;
+  for (int o = 0; o < l.in_size(kOffset); ++o) {
+    L::Coords c = l.apply({{kOffset, o}});
+    REQUIRE(c[0] < 192);
+    REQUIRE(c[1] < 160);
+    seen.insert(c);
+    int r = c[0], col = c[1];
+    REQUIRE(o == col % 32 + 32 * (r % 64) + 2048 * (r / 64) + 6144 * (col / 32));
+  }
+  CHECK(seen.size() == 192u * 160u);
+  CHECK(l.contiguous_run(kOffset, 1) == 32);
+  CHECK(l.str() == "offset: [(0,1), (0,2), (0,4), (0,8), (0,16), (1,0), (2,0), (4,0), (8,0), (16,0), (32,0); "
+                   "3 x (64,0), 5 x (0,32)] -> dim0:192 dim1:160");
+  auto m = tl::ir::parse("#l1 = {" + l.str() + "}\nfunc @f() attributes {num_ctas = 1, num_warps = 4, warp_size = 32} {\n}\n", "o.tir");
+  CHECK(m->functions[0]->layouts[0] == l);
+  // What the algebra cannot do with them, it refuses.
+  CHECK_FALSE(l.invert());
+  CHECK_THROWS_WITH(l.slice(0), Catch::Contains("slice: a layout with more than one repeat of 'offset' is not supported"));
+  CHECK_THROWS_WITH(l * L::identity(kBlock, 2, "dim0"), Catch::Contains("product: a layout with more than one repeat"));
+  // Each outer digit: odd, above a repeat, along an output of its own, to its end.
+  CHECK_THROWS_WITH(L({{kOffset, {}, 1, {}, {{5, {32}}}}}, {{"dim0", 160}}), Catch::Contains("needs a repeat below it"));
+  CHECK_THROWS_WITH(L({{kOffset, {{0, 1}}, 3, {2, 0}, {{4, {0, 2}}}}}, {{"dim0", 6}, {"dim1", 8}}),
+                    Catch::Contains("odd count of at least 3, found 4"));
+  CHECK_THROWS_WITH(L({{kOffset, {}, 3, {1, 0}, {{5, {3, 0}}}}}, {{"dim0", 15}, {"dim1", 1}}),
+                    Catch::Contains("a power of two along one output, found (3,0)"));
+  CHECK_THROWS_WITH(L({{kOffset, {{0, 1}}, 3, {1, 0}, {{5, {0, 2}}}}}, {{"dim0", 3}, {"dim1", 16}}),
+                    Catch::Contains("must reach the size of output 'dim1'"));
+}
+
 TEST_CASE("bad layouts are rejected with a message", "[layout]") {
   CHECK_THROWS_WITH(LinearLayout::identity(kReg, 6, "dim0"), Catch::Contains("power of two, found 6"));
   CHECK_THROWS_WITH(LinearLayout({{kReg, {{4}}}}, {{"dim0", 4}}), Catch::Contains("leaves output 'dim0'"));

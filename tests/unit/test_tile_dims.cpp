@@ -234,11 +234,14 @@ void run_all(const Kernel& k96, const Kernel& k48, const Kernel& k192, const Ker
 }
 }  // namespace
 
-TEST_CASE("tile dims: a 192 x 160 x 64 gemm on sm_90a: tensor copies, m64n160 wgmma on three warpgroups", "[codegen]") {
+TEST_CASE("tile dims: a 192 x 160 x 64 gemm on sm_90a: tensor copies in and out, m64n160 wgmma on three warpgroups", "[codegen]") {
   Kernel k = compile(gemm_desc<bf16, 192, 160, 64>, {.num_warps = 12});
   auto c = codegen::compile(*k.impl(), codegen_checks::aligned(k), "sm_90a");
   CHECK(codegen_checks::count(c.assembly, R"(wgmma\.mma_async\.sync\.aligned\.m64n160k16\.f32\.bf16\.bf16)") > 0);
-  CHECK(codegen_checks::count(c.assembly, R"(cp\.async\.bulk\.tensor\.2d)") > 0);
+  CHECK(codegen_checks::count(c.assembly, R"(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global)") > 0);
+  // The [192, 160] result goes out through a buffer of five panels (its
+  // offsets repeat rows, then panels) as five tensor stores of [192, 32].
+  CHECK(codegen_checks::count(c.assembly, R"(cp\.async\.bulk\.tensor\.2d\.global\.shared::cta)") == 5);
   codegen_checks::check_assembles(c.assembly, "sm_90a");
 }
 
