@@ -16,6 +16,9 @@
 // one output dimension (stride a power of two no smaller than what the bits
 // reach there; all zero: the repeat replicates). Input sizes are then
 // 2^bits * n and an output dimension carrying a repeat has size n * stride.
+// A buffer's offsets may carry more repeats above that one (`outer`, digits
+// of mixed radix, each along an output of its own): a [192, 160] buffer's
+// 64-row groups and 32-column panels.
 // Application, inversion, composition and products treat the repeat as its
 // own digit beside the bits (docs/hopper-plan.md, "tiles that are not
 // powers of two").
