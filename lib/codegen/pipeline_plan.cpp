@@ -1,6 +1,8 @@
 // Software-pipelining plan (see pipeline_plan.h).
 #include "codegen/pipeline_plan.h"
 
+#include "codegen/swizzled_tile.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -113,10 +115,11 @@ class Planner {
     if (ld.kind != OpKind::Load) return false;
     const ir::Value* v = ld.result();
     if (!v->type.is_tile() || v->type.rank() > 2 || ld.attr_int_or("volatile", 0)) return false;
-    // Buffers are swizzled over powers of two: a tile of 48 rows is loaded
-    // where it stands.
-    for (int64_t d : v->type.shape)
-      if (!is_pow2_dim(d)) return false;
+    // A slot of a tile whose two dims are not powers of two must have a
+    // layout (swizzled_tile.h); else the load stays where it stands.
+    if (v->type.rank() == 2 && !is_pow2_dim(v->type.shape[0]) && !is_pow2_dim(v->type.shape[1]) &&
+        !buffer_slot_tile(plan_.of(v), v->type.shape, byte_size(v->type.dtype)).layout_refusal().empty())
+      return false;
     int bytes = access_width(ld, plan_.of(v), v->type.dtype, axis_) * byte_size(v->type.dtype);
     return bytes == 4 || bytes == 8 || bytes == 16;
   }
