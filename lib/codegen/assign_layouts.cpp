@@ -21,6 +21,7 @@ int ilog2(int64_t v) { return std::countr_zero(uint64_t(v)); }
 // Rebuilds a layout with new output dimensions from a per-basis map.
 template <class Fn>
 LinearLayout map_bases(const LinearLayout& l, std::vector<LinearLayout::OutDim> outs, Fn&& fn) {
+  l.refuse_outer("a tile's layout mapped to another shape");  // buffers' digits are not carried
   std::vector<LinearLayout::InDim> ins;
   for (const auto& d : l.in_dims()) {
     LinearLayout::InDim n{d.name, {}, d.repeat, d.repeat > 1 ? fn(d.repeat_stride) : LinearLayout::Coords{}};
