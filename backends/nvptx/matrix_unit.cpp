@@ -266,7 +266,12 @@ llvm::Value* wgmma_descriptor(llvm::IRBuilder<>& b, llvm::Value* addr, int64_t r
   return b.CreateOr(start, b.getInt64(fixed));
 }
 
-std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc) {
+// `pinned`: a CTA fence before the wait, which ptxas does not move the wait
+// above (it otherwise issues it where the block, or the one after the
+// back edge, first writes registers the waited-for product reads: the
+// softmax's top in attention's loop; docs/perf.md run 91).
+std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc,
+                                     bool pinned) {
   std::string cons;
   for (size_t i = 0; i < acc.size(); ++i) cons += i ? ",=f" : "=f";
   for (size_t i = 0; i < acc.size(); ++i) cons += "," + std::to_string(i);
@@ -274,7 +279,10 @@ std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const st
   auto* ret = llvm::StructType::get(b.getContext(), types);
   auto* fty = llvm::FunctionType::get(ret, types, false);
   llvm::Value* r = b.CreateCall(
-      llvm::InlineAsm::get(fty, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", cons + ",~{memory}",
+      llvm::InlineAsm::get(fty,
+                           std::string(pinned ? "fence.acq_rel.cta;\n\t" : "") + "wgmma.wait_group.sync.aligned " +
+                               std::to_string(pending) + ";",
+                           cons + ",~{memory}",
                            true),
       acc);
   std::vector<llvm::Value*> out;

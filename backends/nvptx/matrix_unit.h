@@ -35,7 +35,8 @@ std::vector<llvm::Value*> wgmma_multiply(llvm::IRBuilder<>& b, const MatrixInstr
 // through; fence.proxy.async for shared memory.
 void wgmma_fence(llvm::IRBuilder<>& b);
 void wgmma_commit(llvm::IRBuilder<>& b);
-std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc);
+std::vector<llvm::Value*> wgmma_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc,
+                                     bool pinned = false);
 void fence_proxy_async(llvm::IRBuilder<>& b);
 // The shared-memory matrix descriptor (i64) of a wgmma operand at `addr`
 // (shared, i32) in swizzled panels `row_bytes` wide, `panel_bytes` apart.

@@ -497,9 +497,9 @@ class NvptxTarget final : public Target {
   }
   void warpgroup_fence(llvm::IRBuilder<>& b) const override { nvptx::wgmma_fence(b); }
   void warpgroup_commit(llvm::IRBuilder<>& b) const override { nvptx::wgmma_commit(b); }
-  std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilder<>& b, int pending,
-                                           const std::vector<llvm::Value*>& acc) const override {
-    return nvptx::wgmma_wait(b, pending, acc);
+  std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilder<>& b, int pending, const std::vector<llvm::Value*>& acc,
+                                           bool pinned) const override {
+    return nvptx::wgmma_wait(b, pending, acc, pinned);
   }
   void async_proxy_fence(llvm::IRBuilder<>& b) const override { nvptx::fence_proxy_async(b); }
   // Empty inline assembly a 32-bit register at a time (`v` a multiple of

@@ -171,7 +171,7 @@ void Lowerer::lower_dot_wait(const Op& op) {
     const Regs& r = get(v);
     all.insert(all.end(), r.begin(), r.end());
   }
-  all = t_.warpgroup_wait(b_, int(op.attr_int("pending")), all);
+  all = t_.warpgroup_wait(b_, int(op.attr_int("pending")), all, op.attr_int_or("pinned", 0) != 0);
   size_t at = 0;
   for (size_t i = 0; i < op.operands.size(); ++i) {
     size_t n = get(op.operands[i]).size();

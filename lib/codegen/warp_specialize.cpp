@@ -2,6 +2,8 @@
 #include "codegen/warp_specialize.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -64,6 +66,15 @@ struct Pipeline {
   std::vector<Op*> outer_slice;  // the outer body's ops the producer reads, in order
   Op* dot_wait = nullptr;     // {pending = 1} after the asynchronous dot, or {pending = 0} retiring every one
   bool release_current = false;  // the latter: a step lets its own slot go after it
+  // In the latter form, where the slot's buffers are free at different
+  // waits (attention: K once S has retired, V once P V has): each group of
+  // buffers with the wait that frees it, in the body's order. Empty: the
+  // whole slot at `dot_wait`.
+  struct Release {
+    Op* wait = nullptr;
+    std::set<const Value*> buffers;
+  };
+  std::vector<Release> releases;
   Op* drained = nullptr;      // {pending = 0} after the loop (the former)
   std::vector<Op*> prologue;  // the copies before the loop
   std::vector<Op*> inits;     // the full ring's mbarrier_init
@@ -207,6 +218,7 @@ class Specializer {
       }
     }
     if (!p.dot_wait) return "no wait in its body retires the dots that read its ring";
+    if (p.release_current && plan_.num_ctas == 1) group_releases(body, dots, ring, p);
     std::string reader;
     ir::walk(body, [&](Op* o) {
       bool dot = std::find(dots.begin(), dots.end(), o) != dots.end();
@@ -315,6 +327,48 @@ class Specializer {
     return "";
   }
 
+  // In the form that lets its own slot go, the ring's buffers grouped by
+  // the first wait after which every dot reading them has retired (a
+  // `{pending = n}` wait after c asynchronous dots of the step retires the
+  // first c - n; none is pending at the step's start, as the last wait
+  // retires all). Two groups or more (attention's K, free after S's wait
+  // before the softmax, and V, free after P V's): `p.releases`, each
+  // group its own ring of empty mbarriers, so that the producer copies the
+  // next K block while V's buffer is still read. Only where the refill's
+  // copies are its own ops (they are reordered by group), on a lone CTA.
+  void group_releases(ir::Region& body, const std::vector<Op*>& dots, const std::set<const Value*>& ring,
+                      Pipeline& p) {
+    std::map<const Op*, int> pos;
+    std::map<const Op*, Op*> retired;  // a dot -> the first wait retiring it
+    std::vector<const Op*> issued;
+    for (auto& o : body.ops) {
+      pos[o.get()] = int(pos.size());
+      if (o->kind == OpKind::Dot && o->attr_int_or("async", 0)) issued.push_back(o.get());
+      if (o->kind != OpKind::DotWait) continue;
+      for (int64_t i = 0; i < int64_t(issued.size()) - o->attr_int("pending"); ++i) retired.emplace(issued[i], o.get());
+    }
+    std::map<int, Pipeline::Release> groups;  // by the wait's position
+    for (const Value* buf : ring) {
+      Op* wait = nullptr;  // the latest of its readers' waits
+      for (Op* d : dots)
+        for (int i = 0; i < 2; ++i)
+          if (d->operands[i]->type.is_shared() && buffer_of(d->operands[i]) == buf) {
+            auto w = retired.find(d);
+            if (w == retired.end()) return;
+            if (!wait || pos[w->second] > pos[wait]) wait = w->second;
+          }
+      if (!wait) return;
+      groups[pos[wait]].wait = wait;
+      groups[pos[wait]].buffers.insert(buf);
+    }
+    if (groups.size() < 2) return;
+    int direct = 0, all = 0;
+    for (const auto& x : p.refill->regions[0]->ops) direct += x->kind == OpKind::TmaLoad;
+    ir::walk(*p.refill, [&](Op* o) { all += o->kind == OpKind::TmaLoad; });
+    if (direct != all) return;
+    for (auto& [at, g] : groups) p.releases.push_back(g);
+  }
+
   // Whether the producer's warps may run `o` (of the top level) too: pure
   // ops in registers only (a dot, or any op exchanging through shared
   // memory, would have them write it too), and the set-up of buffers and
@@ -373,20 +427,20 @@ class Specializer {
   }
 
   // At `b`: where `cond` holds (always: null), one arrival of each warp on
-  // the empty mbarrier of `slot`.
+  // the empty mbarrier `bar` makes (at the builder it is given).
   // With a multicast (cluster_empty_), on the empty mbarrier of the slot in
   // every CTA of the cluster.
-  void release(ir::Builder& b, Value* cond, Value* empty, Value* slot, const Type& view) {
+  void release(ir::Builder& b, Value* cond, const std::function<Value*(ir::Builder&)>& bar) {
     ir::Attrs attrs{{"per_warp", int64_t(1)}};
     if (cluster_empty_) attrs["cluster"] = int64_t(1);
     if (!cond) {
-      b.create(OpKind::MbarrierArrive, {slot_view(b, empty, slot, view)}, {}, attrs);
+      b.create(OpKind::MbarrierArrive, {bar(b)}, {}, attrs);
       return;
     }
     Op* branch = b.create(OpKind::If, {cond}, {});
     ir::Builder then(branch->add_region());
     then.loc = b.loc;
-    then.create(OpKind::MbarrierArrive, {slot_view(then, empty, slot, view)}, {}, attrs);
+    then.create(OpKind::MbarrierArrive, {bar(then)}, {}, attrs);
     then.create(OpKind::Yield, {}, {});
     ir::Builder(branch->add_region()).create(OpKind::Yield, {}, {});
   }
@@ -454,11 +508,28 @@ class Specializer {
     // in all of them).
     if (!p.outer) pre.set_insertion_before(std::next(p.host->find(p.inits.back()))->get());
     cluster_empty_ = multicast(*p.refill);
+    std::vector<Pipeline::Release> releases = p.releases;
+    if (releases.empty()) releases.push_back({p.dot_wait, {}});
+    // With K let go early, the last wait (P V's) is pinned behind the
+    // softmax (lower_dot: the assembler would issue it at the softmax's
+    // top), so that P V runs beside it: V's buffer then goes later, which
+    // two consumer warpgroups taking turns absorb and four do not (one,
+    // not measured, is left as it was).
+    if (releases.size() > 1 && warps == 8) releases.back().wait->attrs["pinned"] = int64_t(1);
+    // One ring of every group's slots (group g's slot i at g * slots + i):
+    // a buffer apiece would cost a kernel at the edge of shared memory
+    // the next tile's prefetch (its bound aligns each buffer to 1024 bytes).
     Type ring_type = p.full->type;
+    const int groups = int(releases.size());
+    ring_type.shape[0] *= groups;
     Value* empty = pre.create1(OpKind::LocalAlloc, {}, ring_type);
-    for (int s = 0; s < p.slots; ++s)
+    for (int s = 0; s < p.slots * groups; ++s)
       pre.create(OpKind::MbarrierInit, {slot_view(pre, empty, pre.constant_int(kI32, s), p.bar_view, s)}, {},
                  {{"count", int64_t(warps) * (cluster_empty_ ? plan_.num_ctas : 1)}});
+    auto empty_slot = [&](ir::Builder& b, int g, Value* slot) {
+      if (g) slot = b.create1(OpKind::Add, {slot, b.constant_int(kI32, g * p.slots)}, kI32);
+      return slot_view(b, empty, slot, p.bar_view);
+    };
     // Every thread (of the cluster: a peer's copies and arrivals) sees
     // them before any use.
     if (p.outer)
@@ -529,7 +600,18 @@ class Specializer {
     map[p.iv_lead] = k;
     map[p.fill_slot] = slot;
     for (const Op* o : p.slice) pbody->append(ir::clone_op(*o, map));
-    pbody->append(ir::clone_op(*p.refill, map));
+    Op* fill = pbody->append(ir::clone_op(*p.refill, map));
+    // A later group's copies last, each group's after its buffers are free.
+    ir::Region& copies = *fill->regions[0];
+    for (size_t g = 1; g < releases.size(); ++g) {
+      std::vector<Op*> moved;
+      for (auto& x : copies.ops)
+        if (x->kind == OpKind::TmaLoad && releases[g].buffers.count(buffer_of(x->operands[1]))) moved.push_back(x.get());
+      ir::Builder wb(&copies, copies.find(copies.terminator()));
+      wb.loc = loop.loc;
+      wb.create(OpKind::MbarrierWait, {empty_slot(wb, int(g), slot), freed}, {});
+      for (Op* x : moved) copies.ops.splice(copies.find(copies.terminator()), copies.ops, copies.find(x));
+    }
     ir::walk(*pbody, [](Op* x) {
       if (x->kind == OpKind::LocalSlot) x->attrs["stage"] = int64_t(0);  // the producer's own slot
     });
@@ -543,14 +625,17 @@ class Specializer {
     // that step's dot has (not at the first step: none was read), and the
     // last step's once the loop's last dot has.
     body.erase(p.refill);
-    ir::Builder rel(&body, std::next(body.find(p.dot_wait)));
-    rel.loc = loop.loc;
-    if (p.release_current) {
-      release(rel, nullptr, empty, p.slot, p.bar_view);
-    } else {
+    for (size_t g = 0; g < releases.size() && p.release_current; ++g) {
+      ir::Builder rel(&body, std::next(body.find(releases[g].wait)));
+      rel.loc = loop.loc;
+      release(rel, nullptr, [&](ir::Builder& at) { return empty_slot(at, int(g), p.slot); });
+    }
+    if (!p.release_current) {
+      ir::Builder rel(&body, std::next(body.find(p.dot_wait)));
+      rel.loc = loop.loc;
       Value* prev = previous(rel, p.slot, p.slots);
       Value* later = rel.create1(OpKind::Cmp, {body.args[0].get(), loop.operands[0]}, kI1, {{"pred", std::string("ne")}});
-      release(rel, later, empty, prev, p.bar_view);
+      release(rel, later, [&](ir::Builder& at) { return slot_view(at, empty, prev, p.bar_view); });
     }
     pingpong(p);
     if (p.outer) {
@@ -565,7 +650,7 @@ class Specializer {
         end.loc = loop.loc;
         Value* last_slot = previous(end, loop.result(int(slot_k)), p.slots);
         Value* ran = end.create1(OpKind::Cmp, {loop.operands[0], loop.operands[1]}, kI1, {{"pred", std::string("lt")}});
-        release(end, ran, empty, last_slot, p.bar_view);
+        release(end, ran, [&](ir::Builder& at) { return slot_view(at, empty, last_slot, p.bar_view); });
       }
     }
     // The rings end after the consumers' loop; on a cluster they are left
@@ -581,7 +666,7 @@ class Specializer {
     ir::Builder post(consumers, std::next(last));
     post.loc = loop.loc;
     for (Value* r : {p.outer ? p.full : nullptr, empty})
-      for (int s = 0; s < p.slots && r; ++s)
+      for (int s = 0; s < int(r ? r->type.shape[0] : 0); ++s)
         post.create(OpKind::MbarrierInval, {slot_view(post, r, post.constant_int(kI32, s), p.bar_view, s)}, {});
     // What only the refill and the prologue read is dead now.
     transforms::dce(fn_);

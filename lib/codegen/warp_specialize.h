@@ -41,7 +41,20 @@
 // A loop whose dots all retire by a `dot_wait {pending = 0}` in the body
 // (attention's two products, async_dots.h) lets each step's own slot go
 // right after that wait instead of the previous step's (and nothing is
-// left to let go after the loop).
+// left to let go after the loop). Where the slot's buffers are read by
+// dots that retire at different waits (attention's K by S, retired by the
+// `{pending = 1}` before the softmax; V by P V, retired by the last), each
+// group of buffers is let go after its own wait, on its own empty
+// mbarriers (one ring holds every group's: group g's slot i at
+// g * stages + i), and the producer copies the groups in that order, each
+// once its buffers are free: the next K block lands while P V still reads
+// V (FlashAttention-3's separate K and V releases). With two consumer
+// warpgroups the last such wait is then pinned where it stands
+// (`{pinned = 1}`: the target keeps its assembler from issuing it at the
+// top of the softmax, where the first registers P V reads are written),
+// so that P V runs beside the softmax (docs/perf.md run 94: pinned with
+// one release for the whole slot, d 128 lost 5 %; with K let go apart it
+// gained 0-2 %; four warpgroups taking turns, d 64, lost 5 % either way).
 //
 // Ping-pong: where the consumers are two warpgroups and their step issues
 // two or more products and then works while one is still in flight (a

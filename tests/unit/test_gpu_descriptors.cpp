@@ -699,8 +699,10 @@ TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32,
 // warp-specialized pipeline of 3-D tensor copies (K and V in one ring, Q
 // copied once by the consumers before the loop), both products on wgmma
 // (the second with A from registers), the next S waited for while P V is
-// in flight and P V retired before the step ends, after which each
-// consumer warp lets the step's slot go.
+// in flight and P V retired before the step ends; each consumer warp lets
+// the slot's K buffer go after S's wait and its V buffer after P V's (two
+// rings of empty mbarriers in one), and on two warpgroups that last wait
+// is pinned behind the softmax (a CTA fence before it in the PTX).
 TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-specialized, two products a step",
           "[codegen][descriptor]") {
   using namespace codegen_checks;
@@ -712,7 +714,10 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
     CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 64, 64\])") == (BM == 64 ? 3 : 2));  // K, V (and Q)
     CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 128, 64\])") == (BM == 64 ? 0 : 1));  // Q
     CHECK(count(gpu, R"(warp_specialize \{registers)") == 1);
-    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0\})") >= 1);
+    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0, pinned = 1\})") == (warps == 8 ? 1 : 0));
+    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0[,}])") == 1);
+    CHECK(count(gpu, R"(local_alloc [^\n]*smem<6x1xi64)") == 1);  // three stages: K's empty slots, then V's
+    CHECK(count(gpu, R"(mbarrier_arrive [^\n]*\{per_warp = 1\})") == 2);
     auto c = codegen::compile(*k.impl(), aligned(k), "sm_90a");
     CHECK(c.threads == (warps + 4) * 32);
     const std::string& ptx = c.assembly;
@@ -729,6 +734,7 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
     CHECK(count(ptx, R"(bar\.sync \t3, 256;)") == (warps == 8 ? 1 : 0));
     // The next S waited for with P V in flight, then P V before the yield.
     CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);
+    CHECK(count(ptx, R"(fence\.acq_rel\.cta;\s+wgmma\.wait_group\.sync\.aligned 0;)") == (warps == 8 ? 1 : 0));
     CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
     // A product's K steps share one descriptor (each step's offset added
     // in its statement), and S = Q K^T's zero accumulator is not set: its
