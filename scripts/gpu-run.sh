@@ -15,7 +15,7 @@
 #   attn      bench_attention with torch SDPA (cuDNN, FlashAttention) and Triton
 #   ported    bench_ported (issue 17's kernels ported from Triton) with the originals
 #   decode    the decode example (flash-decoding) at 32k and 131k keys
-#   ncu-gemm  the gemm example's kernel under Nsight Compute, 4096³ and 4000³
+#   ncu-gemm  the gemm example's kernel (and cuBLAS's) under Nsight Compute, 4096³ and 4000³
 #   aot       the gemm example's ahead-of-time form (gemm_aot, runtime
 #             library only) beside the JIT form: correctness sweep, speed,
 #             and the wall time of a whole run from a fresh process each
@@ -141,18 +141,39 @@ for w in $what; do
     ncu-gemm)
       # The gemm example's kernel under Nsight Compute at each of
       # NCU_SHAPES (M,N,K; default 4096³ and 4000³), one launch after the
-      # warm-up, fixed configuration (NCU_CONFIG, default the sm_90a one):
-      # speed of light, memory, occupancy and warp stalls, as CSV.
+      # warm-up, in each of NCU_CONFIGS (default the sm_90a one), and with
+      # NCU_CUBLAS=1 torch's matmul (cuBLAS) at the same shapes: speed of
+      # light, memory, occupancy and warp stalls, L2 requests, and the
+      # shared-memory banks' reads and writes beside the tensor pipe's
+      # active cycles (docs/hopper-plan.md: is a tile bound by shared
+      # memory's 128 bytes a clock), as CSV.
       ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-      for mnk in ${NCU_SHAPES:-4096,4096,4096 4000,4000,4000}; do
-        "$ncu" -k gemm --launch-skip 3 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      metrics=lts__t_requests_srcunit_tex.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors.sum,lts__t_requests.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct
+      "$ncu" --query-metrics --chip gh100 > /tmp/ncu-metrics.txt 2>&1
+      for m in l1tex__data_bank_reads l1tex__data_bank_writes sm__pipe_tensor_op_gmma_cycles_active; do
+        grep -q "^$m " /tmp/ncu-metrics.txt && metrics="$metrics,$m.sum,$m.avg.pct_of_peak_sustained_elapsed"
+      done
+      ncu_one() {  # csv, program and arguments
+        local csv=$1; shift
+        "$ncu" -k regex:"${NCU_KERNEL:-gemm}" --launch-skip 3 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
           --section MemoryWorkloadAnalysis_Tables --section Occupancy --section WarpStateStats --section LaunchStats \
-          --metrics lts__t_requests_srcunit_tex.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors.sum,lts__t_requests.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct \
-          --csv --page details "$bin/gemm" --device=cuda --mnk="$mnk" --reps=5 \
-          --config="${NCU_CONFIG:-128x256x64:8:3:persistent}" > "$OUT/ncu-${mnk//,/x}.csv" 2> "/tmp/ncu.err"
-        echo "ncu $mnk rc=$?: $(tail -2 /tmp/ncu.err | tr '\n' ' ')"
-        grep -E 'Duration|Throughput|Hit Rate|lts__t_|dram__bytes|Registers|Stall|Achieved Occupancy|Elapsed Cycles|SM Frequency' \
-          "$OUT/ncu-${mnk//,/x}.csv" | awk -F'","' '{print $(NF-2)" ["$(NF-1)"] "$NF}' | head -40
+          --metrics "$metrics" --csv --page details "$@" > "$csv" 2> /tmp/ncu.err
+        echo "ncu $(basename "$csv") rc=$?: $(tail -2 /tmp/ncu.err | tr '\n' ' ')"
+        grep -E 'Duration|Throughput|Hit Rate|lts__t_|dram__bytes|l1tex__data_bank|gmma|Registers|Stall|Achieved Occupancy|Elapsed Cycles|SM Frequency' \
+          "$csv" | awk -F'","' '{print $(NF-2)" ["$(NF-1)"] "$NF}' | head -48
+      }
+      for mnk in ${NCU_SHAPES:-4096,4096,4096 4000,4000,4000}; do
+        for cfg in ${NCU_CONFIGS:-128x256x64:8:3:persistent}; do
+          ncu_one "$OUT/ncu-${mnk//,/x}-$cfg.csv" "$bin/gemm" --device=cuda --mnk="$mnk" --reps=5 --config="$cfg"
+        done
+        if [ "${NCU_CUBLAS:-0}" = 1 ]; then
+          NCU_KERNEL="nvjet|gemm|sm90" ncu_one "$OUT/ncu-${mnk//,/x}-cublas.csv" python3 -c "
+import sys, torch
+m, n, k = (int(x) for x in sys.argv[1].split(','))
+a = torch.randn(m, k, device='cuda', dtype=torch.bfloat16); b = torch.randn(k, n, device='cuda', dtype=torch.bfloat16)
+for _ in range(5): c = a @ b
+torch.cuda.synchronize()" "$mnk"
+        fi
       done ;;
   esac
 done

@@ -21,16 +21,16 @@ LinearLayout row_major_buffer(const std::vector<int64_t>& shape) {
   std::vector<LinearLayout::Coords> bases;
   LinearLayout::InDim off{kOffset, {}};
   for (int d = int(shape.size()) - 1; d >= 0; --d) {
-    int64_t pow2_part = int64_t(1) << std::countr_zero(uint64_t(shape[size_t(d)]));
-    for (int64_t bit = 1; bit < pow2_part; bit <<= 1) {
+    const int64_t pow2 = pow2_part(shape[size_t(d)]);
+    for (int64_t bit = 1; bit < pow2; bit <<= 1) {
       LinearLayout::Coords c(shape.size(), 0);
       c[size_t(d)] = int32_t(bit);
       off.bases.push_back(c);
     }
-    if (pow2_part != shape[size_t(d)]) {
-      off.repeat = int32_t(shape[size_t(d)] / pow2_part);
+    if (pow2 != shape[size_t(d)]) {
+      off.repeat = int32_t(shape[size_t(d)] / pow2);
       off.repeat_stride.assign(shape.size(), 0);
-      off.repeat_stride[size_t(d)] = int32_t(pow2_part);
+      off.repeat_stride[size_t(d)] = int32_t(pow2);
     }
   }
   std::vector<LinearLayout::OutDim> outs;

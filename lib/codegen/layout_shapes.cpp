@@ -46,13 +46,12 @@ LinearLayout default_layout(const std::vector<int64_t>& full_shape, int vec, int
   // Warps c x 2^k (12: three warpgroups) repeat c times above the rest,
   // along the slowest dimension whose own odd factor c divides (192 rows
   // over 12 warps: 3 x 64), else replicating (after_warps).
-  auto odd = [](int64_t v) { return v >> std::countr_zero(uint64_t(v)); };
-  const int warp_repeat = int(odd(num_warps));
+  const int warp_repeat = int(odd_part(num_warps));
   std::vector<int64_t> blocked_shape = full_shape;
   int warp_dim = -1;
   if (warp_repeat > 1)
     for (auto it = order.rbegin(); it != order.rend() && warp_dim < 0; ++it)
-      if (odd(full_shape[size_t(*it)]) % warp_repeat == 0) warp_dim = *it;
+      if (odd_part(full_shape[size_t(*it)]) % warp_repeat == 0) warp_dim = *it;
   if (warp_dim >= 0) blocked_shape[size_t(warp_dim)] /= warp_repeat;
   num_warps /= warp_repeat;
   auto after_warps = [&](const LinearLayout& l) {
@@ -69,7 +68,7 @@ LinearLayout default_layout(const std::vector<int64_t>& full_shape, int vec, int
   // Threads and warps spread over each dimension's power-of-two part; the
   // odd factor of a dimension c x 2^k repeats in registers (blocked_layout).
   std::vector<int64_t> shape = blocked_shape;
-  for (auto& d : shape) d = int64_t(1) << std::countr_zero(uint64_t(d));
+  for (auto& d : shape) d = pow2_part(d);
   std::vector<int> spt(rank, 1), tpw(rank, 1), wpb(rank, 1);
   spt[fast] = int(std::min<int64_t>(vec, shape[fast]));
   // Threads fill the fastest dimension first, warps the slowest.

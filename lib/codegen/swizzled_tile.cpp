@@ -18,9 +18,8 @@ SwizzledTile SwizzledTile::plan(int64_t d0, int64_t d1, int contiguous, int elem
   t.vec = int(std::min<int64_t>(16 / elem_bytes, t.shape[contiguous]));
   // A row of c x 2^k elements (c odd): panels of its power-of-two part, 128
   // bytes at most, repeated.
-  int64_t pow2_part = int64_t(1) << std::countr_zero(uint64_t(t.shape[contiguous]));
-  if (pow2_part != t.shape[contiguous]) {
-    t.panel = std::min<int64_t>(pow2_part, 128 / elem_bytes);
+  if (int64_t pow2 = pow2_part(t.shape[contiguous]); pow2 != t.shape[contiguous]) {
+    t.panel = std::min<int64_t>(pow2, 128 / elem_bytes);
     row_bytes = t.panel * elem_bytes;
   }
   t.per_phase = int(std::max<int64_t>(1, 128 / row_bytes));
@@ -44,13 +43,12 @@ int64_t SwizzledTile::elem_offset(int64_t c0, int64_t c1) const {
 // moves the offset by a power of two, above the rest.
 std::string SwizzledTile::layout_refusal() const {
   const int c = contiguous, r = 1 - contiguous;
-  auto pow2_of = [](int64_t v) { return int64_t(1) << std::countr_zero(uint64_t(v)); };
-  if (pow2_of(shape[0]) == shape[0] || pow2_of(shape[1]) == shape[1]) return "";
-  if (panel_elems() != pow2_of(shape[c]))
+  if (pow2_part(shape[0]) == shape[0] || pow2_part(shape[1]) == shape[1]) return "";
+  if (panel_elems() != pow2_part(shape[c]))
     return "rows of " + std::to_string(shape[c]) + " elements in panels of " + std::to_string(panel_elems()) +
            " (a tile whose two dims are not powers of two needs one panel a row's power-of-two part)";
-  if (pow2_of(shape[r]) % (per_phase * max_phase))
-    return std::to_string(pow2_of(shape[r])) + " rows, less than one swizzle pattern";
+  if (pow2_part(shape[r]) % (per_phase * max_phase))
+    return std::to_string(pow2_part(shape[r])) + " rows, less than one swizzle pattern";
   return "";
 }
 
@@ -61,7 +59,7 @@ LinearLayout SwizzledTile::layout() const {
   // the panels, as outer digits of mixed radix (linear_layout.h).
   const int c = contiguous, r = 1 - contiguous;
   int64_t p[2];
-  for (int d = 0; d < 2; ++d) p[d] = int64_t(1) << std::countr_zero(uint64_t(shape[d]));
+  for (int d = 0; d < 2; ++d) p[d] = pow2_part(shape[d]);
   if (p[0] != shape[0] && p[1] != shape[1]) {
     SwizzledTile sub = *this;
     sub.shape[0] = p[0], sub.shape[1] = p[1];
@@ -79,11 +77,11 @@ LinearLayout SwizzledTile::layout() const {
   for (int d = 0; d < 2; ++d) {
     LinearLayout::InDim in{dim_name(d), {}};
     auto offset_of = [&](int64_t c) { return int32_t(d == 0 ? elem_offset(c, 0) : elem_offset(0, c)); };
-    int64_t pow2_part = int64_t(1) << std::countr_zero(uint64_t(shape[d]));
-    for (int64_t bit = 1; bit < pow2_part; bit <<= 1) in.bases.push_back({offset_of(bit)});
-    if (pow2_part != shape[d]) {
-      in.repeat = int32_t(shape[d] / pow2_part);
-      in.repeat_stride = {offset_of(pow2_part)};
+    const int64_t pow2 = pow2_part(shape[d]);
+    for (int64_t bit = 1; bit < pow2; bit <<= 1) in.bases.push_back({offset_of(bit)});
+    if (pow2 != shape[d]) {
+      in.repeat = int32_t(shape[d] / pow2);
+      in.repeat_stride = {offset_of(pow2)};
     }
     coords.push_back(in);
   }

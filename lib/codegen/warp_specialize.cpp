@@ -10,6 +10,7 @@
 #include "codegen/shared_sizes.h"
 #include "codegen/swizzled_tile.h"
 #include "codegen/target_info.h"
+#include "ir/verifier.h"
 #include "transforms/passes.h"
 
 namespace tl::codegen {
@@ -679,15 +680,15 @@ class Specializer {
   // warpgroups, so that one's softmax runs while the others' products keep
   // the tensor cores busy (FlashAttention-3's ping-pong; four warpgroups
   // of 64 rows at d 64 gain 0.3-2.5 % from it, docs/perf.md run 91). One
-  // named barrier a warpgroup after the partitions' own, at most four
-  // (the verifier's bound; beyond it, no turns). In a persistent
+  // named barrier a warpgroup after the partitions' own, at most
+  // kMaxPingpongGroups (ir/verifier.h; beyond it, no turns). In a persistent
   // program the turns start and finish around the loop each tile, and the
   // consumers meet at a barrier after the finish: without it a
   // warpgroup, running ahead into the next tile, could arrive on the
   // next one's barrier twice before that one took its last turn.
   void pingpong(const Pipeline& p) {
     const int groups = plan_.num_warps / 4;
-    if (plan_.num_warps % 4 || groups < 2 || groups > 4) return;  // ids 3 .. 3 + groups - 1, the verifier's bound
+    if (plan_.num_warps % 4 || groups < 2 || groups > ir::kMaxPingpongGroups) return;  // ids 3 .. 3 + groups - 1
     ir::Region& body = *p.loop->regions[0];
     std::vector<Op*> dots;
     Op* overlapped = nullptr;  // a wait with a later product still pending

@@ -596,7 +596,7 @@ LinearLayout blocked_layout(const std::vector<int64_t>& shape, const std::vector
   int odd_dim = -1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 1) fail("tile dimension " + std::to_string(shape[d]) + " is not positive");
-    pow2[d] = int64_t(1) << std::countr_zero(uint64_t(shape[d]));
+    pow2[d] = pow2_part(shape[d]);
     if (pow2[d] == shape[d]) continue;
     if (odd_dim >= 0)
       fail("a blocked layout repeats one dimension that is not a power of two, found " + std::to_string(shape[size_t(odd_dim)]) +

@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "ir/verifier.h"
 #include "ir/verifier_rules.h"
 
 namespace tl::ir::verify_rules {
@@ -377,7 +378,9 @@ void GpuRules::op(const Op& op) const {
         require(turns.count(op.attr_str("pingpong")) != 0, op, "'pingpong' of wait, pass, start or finish",
                 op.attr_str("pingpong"));
         const int64_t groups = op.has_attr("groups") ? int_attr(op, "groups") : 2;
-        require(groups >= 2 && groups <= 4, op, "a pingpong over 2 to 4 warpgroups ('groups')", std::to_string(groups));
+        require(groups >= 2 && groups <= kMaxPingpongGroups, op,
+                "a pingpong over 2 to " + std::to_string(kMaxPingpongGroups) + " warpgroups ('groups')",
+                std::to_string(groups));
         require(int_attr(op, "id") <= 16 - groups, op,
                 "a pingpong 'id' of 1 to " + std::to_string(16 - groups) +
                     (groups == 2 ? " (it takes id and id + 1)" : " (it takes id to id + " + std::to_string(groups - 1) + ")"),

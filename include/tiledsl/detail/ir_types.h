@@ -34,11 +34,10 @@ inline constexpr int64_t max_tile_elements = int64_t(1) << 20;
 // what every target lowers; the interpreter runs the others, and a GPU
 // target that cannot lower an op on such a tile says so, naming the op.
 inline constexpr int64_t max_tile_dim_factor = 15;
-inline bool is_tile_dim(int64_t d) {
-  if (d < 1) return false;
-  while (d % 2 == 0) d /= 2;
-  return d <= max_tile_dim_factor;
-}
+// Of a positive d = c x 2^k (c odd): 2^k, and c.
+constexpr int64_t pow2_part(int64_t d) { return d & -d; }
+constexpr int64_t odd_part(int64_t d) { return d / pow2_part(d); }
+inline bool is_tile_dim(int64_t d) { return d >= 1 && odd_part(d) <= max_tile_dim_factor; }
 inline bool is_pow2_dim(int64_t d) { return d > 0 && (d & (d - 1)) == 0; }
 
 namespace ir {
