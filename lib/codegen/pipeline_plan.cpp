@@ -1,12 +1,12 @@
 // Software-pipelining plan (see pipeline_plan.h).
 #include "codegen/pipeline_plan.h"
 
-#include "codegen/swizzled_tile.h"
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <unordered_map>
+
+#include "codegen/swizzled_tile.h"
 
 namespace tl::codegen {
 

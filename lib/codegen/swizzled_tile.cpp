@@ -36,11 +36,6 @@ int64_t SwizzledTile::elem_offset(int64_t c0, int64_t c1) const {
   return row * cols + chunk * vec + col % vec + (col / cols) * rows * cols;
 }
 
-// The map from coordinates to offsets is a bijection linear over GF(2)
-// (every size a power of two, the phase XORed into chunk bits of the same
-// row): built from each coordinate bit's offset and inverted. A dimension
-// c x 2^k adds a repeat above its bits: each step of 2^k rows (or panels)
-// moves the offset by a power of two, above the rest.
 std::string SwizzledTile::layout_refusal() const {
   const int c = contiguous, r = 1 - contiguous;
   if (pow2_part(shape[0]) == shape[0] || pow2_part(shape[1]) == shape[1]) return "";
@@ -52,6 +47,11 @@ std::string SwizzledTile::layout_refusal() const {
   return "";
 }
 
+// The map from coordinates to offsets is a bijection linear over GF(2)
+// (every size a power of two, the phase XORed into chunk bits of the same
+// row): built from each coordinate bit's offset and inverted. A dimension
+// c x 2^k adds a repeat above its bits: each step of 2^k rows (or panels)
+// moves the offset by a power of two, above the rest.
 LinearLayout SwizzledTile::layout() const {
   if (std::string why = layout_refusal(); !why.empty()) throw Error("internal: a swizzled tile of " + why);
   // Both dims c x 2^k (a [192, 160] store buffer): the power-of-two

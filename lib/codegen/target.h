@@ -155,7 +155,7 @@ class Target : public TargetInfo {
   virtual void warpgroup_commit(llvm::IRBuilder<>& b) const {}
   // Waits until at most `pending` groups are in flight; `acc` passes
   // through, so that nothing reads it earlier. `pinned`: where it stands,
-  // not moved earlier by the target's assembler (async_dots.h).
+  // not moved earlier by the target's assembler (warp_specialize.h).
   virtual std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilder<>& b, int pending,
                                                    const std::vector<llvm::Value*>& acc, bool pinned = false) const {
     return acc;

@@ -2,7 +2,6 @@
 #include "codegen/warp_specialize.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -342,8 +341,9 @@ class Specializer {
     std::map<const Op*, int> pos;
     std::map<const Op*, Op*> retired;  // a dot -> the first wait retiring it
     std::vector<const Op*> issued;
+    int at = 0;
     for (auto& o : body.ops) {
-      pos[o.get()] = int(pos.size());
+      pos[o.get()] = at++;
       if (o->kind == OpKind::Dot && o->attr_int_or("async", 0)) issued.push_back(o.get());
       if (o->kind != OpKind::DotWait) continue;
       for (int64_t i = 0; i < int64_t(issued.size()) - o->attr_int("pending"); ++i) retired.emplace(issued[i], o.get());
@@ -367,7 +367,7 @@ class Specializer {
     for (const auto& x : p.refill->regions[0]->ops) direct += x->kind == OpKind::TmaLoad;
     ir::walk(*p.refill, [&](Op* o) { all += o->kind == OpKind::TmaLoad; });
     if (direct != all) return;
-    for (auto& [at, g] : groups) p.releases.push_back(g);
+    for (auto& [_, g] : groups) p.releases.push_back(g);
   }
 
   // Whether the producer's warps may run `o` (of the top level) too: pure
@@ -428,20 +428,20 @@ class Specializer {
   }
 
   // At `b`: where `cond` holds (always: null), one arrival of each warp on
-  // the empty mbarrier `bar` makes (at the builder it is given).
+  // the empty mbarrier of `slot`.
   // With a multicast (cluster_empty_), on the empty mbarrier of the slot in
   // every CTA of the cluster.
-  void release(ir::Builder& b, Value* cond, const std::function<Value*(ir::Builder&)>& bar) {
+  void release(ir::Builder& b, Value* cond, Value* empty, Value* slot, const Type& view) {
     ir::Attrs attrs{{"per_warp", int64_t(1)}};
     if (cluster_empty_) attrs["cluster"] = int64_t(1);
     if (!cond) {
-      b.create(OpKind::MbarrierArrive, {bar(b)}, {}, attrs);
+      b.create(OpKind::MbarrierArrive, {slot_view(b, empty, slot, view)}, {}, attrs);
       return;
     }
     Op* branch = b.create(OpKind::If, {cond}, {});
     ir::Builder then(branch->add_region());
     then.loc = b.loc;
-    then.create(OpKind::MbarrierArrive, {bar(then)}, {}, attrs);
+    then.create(OpKind::MbarrierArrive, {slot_view(then, empty, slot, view)}, {}, attrs);
     then.create(OpKind::Yield, {}, {});
     ir::Builder(branch->add_region()).create(OpKind::Yield, {}, {});
   }
@@ -527,9 +527,8 @@ class Specializer {
     for (int s = 0; s < p.slots * groups; ++s)
       pre.create(OpKind::MbarrierInit, {slot_view(pre, empty, pre.constant_int(kI32, s), p.bar_view, s)}, {},
                  {{"count", int64_t(warps) * (cluster_empty_ ? plan_.num_ctas : 1)}});
-    auto empty_slot = [&](ir::Builder& b, int g, Value* slot) {
-      if (g) slot = b.create1(OpKind::Add, {slot, b.constant_int(kI32, g * p.slots)}, kI32);
-      return slot_view(b, empty, slot, p.bar_view);
+    auto group_slot = [&](ir::Builder& b, int g, Value* slot) {  // group g's index of `slot` in `empty`
+      return g ? b.create1(OpKind::Add, {slot, b.constant_int(kI32, g * p.slots)}, kI32) : slot;
     };
     // Every thread (of the cluster: a peer's copies and arrivals) sees
     // them before any use.
@@ -610,7 +609,7 @@ class Specializer {
         if (x->kind == OpKind::TmaLoad && releases[g].buffers.count(buffer_of(x->operands[1]))) moved.push_back(x.get());
       ir::Builder wb(&copies, copies.find(copies.terminator()));
       wb.loc = loop.loc;
-      wb.create(OpKind::MbarrierWait, {empty_slot(wb, int(g), slot), freed}, {});
+      wb.create(OpKind::MbarrierWait, {slot_view(wb, empty, group_slot(wb, int(g), slot), p.bar_view), freed}, {});
       for (Op* x : moved) copies.ops.splice(copies.find(copies.terminator()), copies.ops, copies.find(x));
     }
     ir::walk(*pbody, [](Op* x) {
@@ -629,14 +628,14 @@ class Specializer {
     for (size_t g = 0; g < releases.size() && p.release_current; ++g) {
       ir::Builder rel(&body, std::next(body.find(releases[g].wait)));
       rel.loc = loop.loc;
-      release(rel, nullptr, [&](ir::Builder& at) { return empty_slot(at, int(g), p.slot); });
+      release(rel, nullptr, empty, group_slot(rel, int(g), p.slot), p.bar_view);
     }
     if (!p.release_current) {
       ir::Builder rel(&body, std::next(body.find(p.dot_wait)));
       rel.loc = loop.loc;
       Value* prev = previous(rel, p.slot, p.slots);
       Value* later = rel.create1(OpKind::Cmp, {body.args[0].get(), loop.operands[0]}, kI1, {{"pred", std::string("ne")}});
-      release(rel, later, [&](ir::Builder& at) { return slot_view(at, empty, prev, p.bar_view); });
+      release(rel, later, empty, prev, p.bar_view);
     }
     pingpong(p);
     if (p.outer) {
@@ -651,7 +650,7 @@ class Specializer {
         end.loc = loop.loc;
         Value* last_slot = previous(end, loop.result(int(slot_k)), p.slots);
         Value* ran = end.create1(OpKind::Cmp, {loop.operands[0], loop.operands[1]}, kI1, {{"pred", std::string("lt")}});
-        release(end, ran, [&](ir::Builder& at) { return slot_view(at, empty, last_slot, p.bar_view); });
+        release(end, ran, empty, last_slot, p.bar_view);
       }
     }
     // The rings end after the consumers' loop; on a cluster they are left

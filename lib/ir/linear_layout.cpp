@@ -114,7 +114,6 @@ LinearLayout::LinearLayout(std::vector<InDim> ins, std::vector<OutDim> outs)
       limit[size_t(along)] = in.repeat_stride[size_t(along)];
     }
     for (auto& [count, stride] : in.outer) {
-      if (in.repeat == 1) fail("an outer repeat of '" + in.name + "' needs a repeat below it");
       if (count < 3 || count % 2 == 0)
         fail("an outer repeat of '" + in.name + "' must have an odd count of at least 3, found " + std::to_string(count));
       if (stride.size() != outs_.size()) fail("an outer repeat of '" + in.name + "' has the wrong number of coordinates");
