@@ -24,6 +24,12 @@ SwizzledTile SwizzledTile::plan(int64_t d0, int64_t d1, int contiguous, int elem
   }
   t.per_phase = int(std::max<int64_t>(1, 128 / row_bytes));
   t.max_phase = int(std::max<int64_t>(1, std::min<int64_t>(row_bytes / 16, 8)));
+  // Rows of c x 2^k (c odd) repeat the offsets of their power-of-two part
+  // (layout()), so the swizzle's pattern (per_phase x max_phase rows) must
+  // fit in that part: a [12, 64] bf16 slot swizzles over 4 rows, not 8.
+  // Tiles of a power of two of rows keep the full pattern.
+  if (int64_t rows = t.shape[1 - contiguous], p = pow2_part(rows); p != rows)
+    while (t.max_phase > 1 && t.per_phase * t.max_phase > p) t.max_phase /= 2;
   return t;
 }
 
@@ -37,13 +43,10 @@ int64_t SwizzledTile::elem_offset(int64_t c0, int64_t c1) const {
 }
 
 std::string SwizzledTile::layout_refusal() const {
-  const int c = contiguous, r = 1 - contiguous;
-  if (pow2_part(shape[0]) == shape[0] || pow2_part(shape[1]) == shape[1]) return "";
-  if (panel_elems() != pow2_part(shape[c]))
-    return "rows of " + std::to_string(shape[c]) + " elements in panels of " + std::to_string(panel_elems()) +
-           " (a tile whose two dims are not powers of two needs one panel a row's power-of-two part)";
-  if (pow2_part(shape[r]) % (per_phase * max_phase))
-    return std::to_string(pow2_part(shape[r])) + " rows, less than one swizzle pattern";
+  const int r = 1 - contiguous;
+  const int64_t p = pow2_part(shape[r]);
+  if (p != shape[r] && max_phase > 1 && p % (per_phase * max_phase))
+    return std::to_string(p) + " rows, less than one swizzle pattern";
   return "";
 }
 
@@ -54,23 +57,24 @@ std::string SwizzledTile::layout_refusal() const {
 // moves the offset by a power of two, above the rest.
 LinearLayout SwizzledTile::layout() const {
   if (std::string why = layout_refusal(); !why.empty()) throw Error("internal: a swizzled tile of " + why);
-  // Both dims c x 2^k (a [192, 160] store buffer): the power-of-two
+  // Rows of c x 2^k and more than one panel (a [192, 160] store buffer, or
+  // [192, 128] bf16 in two panels of 64): each panel holds all the rows, so
+  // a panel's offsets are not above the rows' repeat. The power-of-two
   // sub-tile's offsets (one panel's 2^k rows), then its rows repeated, then
   // the panels, as outer digits of mixed radix (linear_layout.h).
   const int c = contiguous, r = 1 - contiguous;
-  int64_t p[2];
-  for (int d = 0; d < 2; ++d) p[d] = pow2_part(shape[d]);
-  if (p[0] != shape[0] && p[1] != shape[1]) {
+  const int64_t rows_pow2 = pow2_part(shape[r]), cols = panel_elems();
+  if (rows_pow2 != shape[r] && cols < shape[c]) {
     SwizzledTile sub = *this;
-    sub.shape[0] = p[0], sub.shape[1] = p[1];
-    LinearLayout bits = sub.layout();  // offsets below p[r] * panel
+    sub.shape[r] = rows_pow2, sub.shape[c] = cols;
+    LinearLayout bits = sub.layout();  // offsets below rows_pow2 * cols
     auto in = bits.in_dims().at(0);
-    in.repeat = int32_t(shape[r] / p[r]);
+    in.repeat = int32_t(shape[r] / rows_pow2);
     in.repeat_stride.assign(2, 0);
-    in.repeat_stride[size_t(r)] = int32_t(p[r]);
+    in.repeat_stride[size_t(r)] = int32_t(rows_pow2);
     LinearLayout::Coords panel(2, 0);
-    panel[size_t(c)] = int32_t(p[c]);
-    in.outer = {{int32_t(shape[c] / p[c]), panel}};
+    panel[size_t(c)] = int32_t(cols);
+    in.outer = {{int32_t(shape[c] / cols), panel}};
     return LinearLayout({in}, {{dim_name(0), int32_t(shape[0])}, {dim_name(1), int32_t(shape[1])}});
   }
   std::vector<LinearLayout::InDim> coords;
@@ -106,7 +110,7 @@ TensorBox tensor_box_of(const SwizzledTile& t) {
     box.why = "rows of " + std::to_string(row_bytes) + " bytes (tensor copies move rows of a multiple of 16 bytes)";
   else if (box.rows > 256)
     box.why = std::to_string(box.rows) + " rows (a tensor copy's box has 256 at most)";
-  else if (t.max_phase > 1 && t.per_phase * row_bytes != 128)
+  else if (t.max_phase > 1 && (t.per_phase * row_bytes != 128 || t.max_phase * 16 != row_bytes))
     box.why = "a swizzle no tensor map stores";
   else if (std::string why = t.layout_refusal(); !why.empty())
     box.why = why;

@@ -49,8 +49,9 @@ struct SwizzledTile {
   int64_t elem_offset(int64_t c0, int64_t c1) const;
   // Element offset -> (dim0, dim1).
   LinearLayout layout() const;
-  // Why layout() cannot describe this tile ("" when it can): with both
-  // dims c x 2^k, the panel must be the contiguous dim's power-of-two part.
+  // Why layout() cannot describe this tile ("" when it can): rows of
+  // c x 2^k need the swizzle's pattern within their power-of-two part
+  // (plan() makes it so).
   std::string layout_refusal() const;
 };
 

@@ -114,8 +114,10 @@ LinearLayout::LinearLayout(std::vector<InDim> ins, std::vector<OutDim> outs)
       limit[size_t(along)] = in.repeat_stride[size_t(along)];
     }
     for (auto& [count, stride] : in.outer) {
-      if (count < 3 || count % 2 == 0)
-        fail("an outer repeat of '" + in.name + "' must have an odd count of at least 3, found " + std::to_string(count));
+      // Any count: a factor of two of it cannot be a bit, bits being below
+      // the repeat (a [192, 128] buffer's two panels above its rows' 3).
+      if (count < 2)
+        fail("an outer repeat of '" + in.name + "' must have a count of at least 2, found " + std::to_string(count));
       if (stride.size() != outs_.size()) fail("an outer repeat of '" + in.name + "' has the wrong number of coordinates");
       int o = -1;
       for (size_t i = 0; i < stride.size(); ++i)

@@ -50,9 +50,10 @@ class LinearLayout {
     std::vector<Coords> bases;  // bases[i] = image of bit i
     int32_t repeat = 1;         // the digit above the bits: 1, or an odd count
     Coords repeat_stride = {};  // what each step of it adds (empty when repeat is 1)
-    // More digits above that one, lowest first (mixed radix): an odd count
-    // and its stride each, along outputs of their own. Only a buffer's
-    // offsets take them (the rows and panels of a [192, 160] tile); what
+    // More digits above that one, lowest first (mixed radix): a count (odd
+    // or not: bits stay below the repeat) and its stride each, along
+    // outputs of their own. Only a buffer's offsets take them (the rows
+    // and panels of a [192, 160] tile, or of [192, 128] bf16); what
     // the layout algebra cannot do with them (compose, product, slice,
     // invert) it refuses.
     std::vector<std::pair<int32_t, Coords>> outer = {};

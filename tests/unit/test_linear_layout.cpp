@@ -329,14 +329,35 @@ TEST_CASE("outer repeats: a [192, 160] buffer's rows and panels as digits of mix
   CHECK_FALSE(l.invert());
   CHECK_THROWS_WITH(l.slice(0), Catch::Contains("slice: a layout with more than one repeat of 'offset' is not supported"));
   CHECK_THROWS_WITH(l * L::identity(kBlock, 2, "dim0"), Catch::Contains("product: a layout with more than one repeat"));
-  // Each outer digit: odd, above a repeat, along an output of its own, to its end.
+  // Each outer digit: a count of 2 or more, above a repeat, along an output of its own, to its end.
   CHECK_THROWS_WITH(L({{kOffset, {}, 1, {}, {{5, {32}}}}}, {{"dim0", 160}}), Catch::Contains("needs a repeat below it"));
-  CHECK_THROWS_WITH(L({{kOffset, {{0, 1}}, 3, {2, 0}, {{4, {0, 2}}}}}, {{"dim0", 6}, {"dim1", 8}}),
-                    Catch::Contains("odd count of at least 3, found 4"));
+  CHECK_THROWS_WITH(L({{kOffset, {{0, 1}}, 3, {2, 0}, {{1, {0, 2}}}}}, {{"dim0", 6}, {"dim1", 2}}),
+                    Catch::Contains("a count of at least 2, found 1"));
   CHECK_THROWS_WITH(L({{kOffset, {}, 3, {1, 0}, {{5, {3, 0}}}}}, {{"dim0", 15}, {"dim1", 1}}),
                     Catch::Contains("a power of two along one output, found (3,0)"));
   CHECK_THROWS_WITH(L({{kOffset, {{0, 1}}, 3, {1, 0}, {{5, {0, 2}}}}}, {{"dim0", 3}, {"dim1", 16}}),
                     Catch::Contains("must reach the size of output 'dim1'"));
+}
+
+TEST_CASE("outer repeats of an even count: a [192, 128] buffer's two panels above its rows' repeat", "[layout]") {
+  // 64 rows x 64 columns in 12 bits, then 3 x 64 rows, then 2 panels of 64
+  // columns (a factor of two above the repeat, which no bit can be):
+  // offset = c % 64 + 64 r + 4096 (r / 64) + 12288 (c / 64).
+  L::InDim off{kOffset, {}, 3, {64, 0}, {{2, {0, 64}}}};
+  for (int b = 0; b < 6; ++b) off.bases.push_back({0, 1 << b});
+  for (int b = 0; b < 6; ++b) off.bases.push_back({1 << b, 0});
+  L l({off}, {{"dim0", 192}, {"dim1", 128}});
+  CHECK(l.in_size(kOffset) == 192 * 128);
+  std::set<L::Coords> seen;
+  for (int o = 0; o < l.in_size(kOffset); ++o) {
+    L::Coords c = l.apply({{kOffset, o}});
+    int r = c[0], col = c[1];
+    REQUIRE(o == col % 64 + 64 * (r % 64) + 4096 * (r / 64) + 12288 * (col / 64));
+    seen.insert(c);
+  }
+  CHECK(seen.size() == 192u * 128u);
+  auto m = tl::ir::parse("#l1 = {" + l.str() + "}\nfunc @f() attributes {num_ctas = 1, num_warps = 4, warp_size = 32} {\n}\n", "o.tir");
+  CHECK(m->functions[0]->layouts[0] == l);
 }
 
 TEST_CASE("bad layouts are rejected with a message", "[layout]") {

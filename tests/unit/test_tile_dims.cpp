@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/swizzled_tile.h"
 #include "codegen_checks.h"
 #include "gpu_oracle.h"
 #include "tiledsl/tiledsl.h"
@@ -104,6 +105,17 @@ void copy_block(ptr<float> x, ptr<float> y, scalar<int32_t> rows_n) {
   store(y + col(rows) * C + row(cols), load(x + col(rows) * C + row(cols), ok, -1.0f) + 1.0f);
 }
 
+// out = the sum of x's [BM, BN] row blocks (x [M, BN], ragged M): loads of
+// [BM, BN] pipelined through shared-memory slots, rows of c x 2^k.
+template <class T, int BM, int BN>
+void block_sums(ptr<T> x, ptr<float> out, scalar<int32_t> M) {
+  auto rows = arange(0, BM), cols = arange(0, BN);                    // [BM], [BN] i32
+  auto acc = zeros<float>({BM, BN});                                  // [BM, BN] f32
+  for (auto i : range(0, M, BM, {.num_stages = 3}))
+    acc = acc + cast<float>(load(x + col(i + rows) * BN + row(cols), col(i + rows < M), 0.0f));
+  store(out + col(rows) * BN + row(cols), acc);
+}
+
 std::vector<float> ramp(size_t n, float scale, int mod) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = float(int(i * 7 % size_t(mod)) - mod / 2) * scale;
@@ -191,6 +203,54 @@ TEST_CASE("tile dims: GPU targets refuse other ops on such tiles, naming the op"
   CHECK_THROWS_WITH(codegen::compile(*two.impl(), codegen_checks::aligned(two), "sm_90a"),
                     Catch::Contains("test_tile_dims.cpp:" + std::to_string(two_line) + ": '") &&
                         Catch::Contains("on tile<48x40xptr<f32>>: sm_90a lowers tiles with one dim that is not a power of two, so far"));
+}
+
+TEST_CASE("tile dims: swizzled buffers of c x 2^k rows, in panels or few rows, map each offset where it is stored",
+          "[layout]") {
+  // {rows, cols, contiguous dim, element bytes}: rows of c x 2^k in two or
+  // four panels ([192, 128] bf16 and f32), both dims c x 2^k (five and six
+  // panels), rows whose power-of-two part is below the swizzle's 8-row
+  // pattern ([12, 64]: 4 rows, [6, 64], [3, 64]), stored along dim 0.
+  const std::vector<std::array<int, 4>> tiles = {
+      {192, 128, 1, 2}, {192, 128, 1, 4}, {96, 128, 1, 2}, {24, 256, 1, 2}, {192, 160, 1, 2}, {192, 384, 1, 2},
+      {12, 64, 1, 2},   {6, 64, 1, 2},    {3, 64, 1, 4},   {12, 128, 1, 2}, {128, 192, 0, 2}, {64, 96, 1, 2},
+      {192, 64, 1, 2},  {128, 64, 1, 2}};
+  for (auto [r, c, contiguous, eb] : tiles) {
+    INFO(r << " x " << c << " contiguous along " << contiguous << ", " << eb << "-byte elements");
+    auto t = codegen::SwizzledTile::plan(r, c, contiguous, eb);
+    REQUIRE(t.layout_refusal().empty());
+    ir::LinearLayout l = t.layout();
+    REQUIRE(l.in_size(ir::kOffset) == r * c);
+    for (int o = 0; o < r * c; ++o) {
+      auto at = l.apply({{ir::kOffset, o}});
+      REQUIRE(t.elem_offset(at[0], at[1]) == o);
+    }
+  }
+  // Rows of a power of two keep the full pattern, however few.
+  CHECK(codegen::SwizzledTile::plan(4, 64, 1, 2).max_phase == 8);
+  CHECK(codegen::SwizzledTile::plan(12, 64, 1, 2).max_phase == 4);
+}
+
+TEST_CASE("tile dims: pipelined loads of c x 2^k rows in panels or fewer than 8 rows, and a 192 x 128 x 128 gemm",
+          "[codegen]") {
+  // Each once threw from the buffer's layout, naming neither op nor line:
+  // [192, 128] bf16 slots hold two panels of all 192 rows, the f32 result
+  // four; a [12, 64] slot's rows repeat every 4.
+  for (const Kernel& k : {compile(block_sums<bf16, 12, 64>), compile(block_sums<float, 3, 64>),
+                          compile(block_sums<bf16, 96, 128>, {.num_warps = 8}), compile(block_sums<float, 48, 128>),
+                          compile(block_sums<bf16, 192, 128>, {.num_warps = 12})})
+    for (const char* target : {"sm_90a", "sm_80"}) {
+      INFO(k.name() << " for " << target);
+      auto c = codegen::compile(*k.impl(), codegen_checks::aligned(k), target);
+      CHECK(codegen_checks::count(c.assembly, R"(cp\.async\.cg\.shared\.global|cp\.async\.ca\.shared\.global)") > 0);
+      codegen_checks::check_assembles(c.assembly, target);
+    }
+  Kernel desc = compile(gemm_desc<bf16, 192, 128, 128>, {.num_warps = 12, .num_stages = 2});
+  auto c = codegen::compile(*desc.impl(), codegen_checks::aligned(desc), "sm_90a");
+  CHECK(codegen_checks::count(c.assembly, R"(wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16)") > 0);
+  // The [192, 128] f32 result: four panels of 32, a tensor store each.
+  CHECK(codegen_checks::count(c.assembly, R"(cp\.async\.bulk\.tensor\.2d\.global\.shared::cta)") == 4);
+  codegen_checks::check_assembles(c.assembly, "sm_90a");
 }
 
 namespace {
