@@ -481,16 +481,50 @@ class Assigner {
   // On a cluster, a loaded block a dot reads: the layout of the dot
   // operand it is (the dot's layouts made now, before the dot's turn), so
   // that each CTA loads the rows of A its part of C needs and the whole of
-  // B; nullopt for any other value (it takes the default split).
+  // B; nullopt for any other value (it takes the default split). A block
+  // the dot reads through a trans (B stored [N, K]) keeps its own default
+  // layout, along its contiguous last dimension, split over the CTAs as
+  // the operand the trans makes is.
   std::optional<LinearLayout> cluster_operand_layout(const Value* v) {
     if (plan_.num_ctas <= 1) return std::nullopt;
-    for (const Op* u : users_[v])
+    auto operand_of = [&](const Op* u, const Value* x) -> std::optional<LinearLayout> {
       for (int i = 0; i < 2; ++i)
-        if (u->kind == OpKind::Dot && u->operands[i] == v) {
+        if (u->kind == OpKind::Dot && u->operands[i] == x) {
           const DotLayouts& d = plan_.dots.emplace(u, dot_layouts(*u)).first->second;
           return i == 0 ? d.a : d.b;
         }
+      return std::nullopt;
+    };
+    for (const Op* u : users_[v]) {
+      if (auto l = operand_of(u, v)) return l;
+      if (u->kind != OpKind::Trans || v->type.rank() != 2) continue;
+      for (const Op* uu : users_[u->result()])
+        if (auto need = operand_of(uu, u->result()))
+          return split_as(v->type, *need, u->result()->type.shape, u->attr_ints("order"));
+    }
     return std::nullopt;
+  }
+
+  // The default layout of a tile of `t` (a trans's operand) whose CTAs hold
+  // the parts the trans's result in layout `need` (of `shape`) holds.
+  LinearLayout split_as(const ir::Type& t, const LinearLayout& need, const std::vector<int64_t>& shape,
+                        const std::vector<int64_t>& order) {
+    // Result dimension k is operand dimension order[k].
+    auto to_operand = [&](const auto& c) {
+      std::decay_t<decltype(c)> r(c.size());
+      for (size_t k = 0; k < c.size(); ++k) r[size_t(order[k])] = c[k];
+      return r;
+    };
+    std::vector<int64_t> part = to_operand(cta_shape(need, shape));
+    int vec = std::max(1, 16 / std::max(1, byte_size(t.dtype)));
+    LinearLayout local = default_layout(part, vec, plan_.num_warps, plan_.warp_size);
+    std::vector<LinearLayout::InDim> ins = local.in_dims();
+    auto block = std::find_if(ins.begin(), ins.end(), [](const auto& d) { return d.name == kBlock; });
+    if (block == ins.end()) block = ins.insert(ins.end(), LinearLayout::InDim{kBlock, {}});
+    for (const auto& b : need.bases(kBlock)) block->bases.push_back(to_operand(b));
+    std::vector<LinearLayout::OutDim> outs;
+    for (size_t d = 0; d < t.shape.size(); ++d) outs.push_back({dim_name(int(d)), int32_t(t.shape[d])});
+    return LinearLayout(ins, outs);
   }
 
   void note_users(const ir::Region& r) {

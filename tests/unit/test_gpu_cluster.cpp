@@ -49,6 +49,42 @@ void tile_reductions(ptr<float> out, ptr<float> in) {
   store(base + 320, sum(sum(e, 1), 0));
 }
 
+// c = a b on BM x BN x BK tiles, a dot reading an operand through a trans:
+// B stored [N, K] (TRANS_B) or A stored [K, M]; through tensor descriptors
+// (DESC) or masked pointer loads.
+template <int BM, int BN, int BK, bool TRANS_B, bool DESC>
+void gemm_trans(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
+  auto m0 = program_id(0) * BM, n0 = program_id(1) * BN;
+  auto rm = m0 + arange(0, BM), rn = n0 + arange(0, BN), rk = arange(0, BK);   // [BM], [BN], [BK] i32
+  auto acc = zeros<float>({BM, BN});                                           // [BM, BN] f32
+  for (auto k : range(0, K, BK)) {
+    auto ks = k + rk;                                                          // [BK] i32
+    auto at = [&] {                                                            // [BM, BK] bf16
+      if constexpr (TRANS_B)
+        return DESC ? make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK}).load({m0, k})
+                    : load(a + col(rm) * K + row(ks), col(rm < M) & row(ks < K), 0.0f);
+      else  // of [BK, BM]
+        return trans(DESC ? make_tensor_descriptor(a, {K, M}, {M, 1}, {BK, BM}).load({k, m0})
+                          : load(a + col(ks) * M + row(rm), col(ks < K) & row(rm < M), 0.0f));
+    }();
+    auto bt = [&] {                                                            // [BK, BN] bf16
+      if constexpr (TRANS_B)  // of [BN, BK]
+        return trans(DESC ? make_tensor_descriptor(b, {N, K}, {K, 1}, {BN, BK}).load({n0, k})
+                          : load(b + col(rn) * K + row(ks), col(rn < N) & row(ks < K), 0.0f));
+      else
+        return DESC ? make_tensor_descriptor(b, {K, N}, {N, 1}, {BK, BN}).load({k, n0})
+                    : load(b + col(ks) * N + row(rn), col(ks < K) & row(rn < N), 0.0f);
+    }();
+    acc = dot(at, bt, acc);
+  }
+  store(c + col(rm) * N + row(rn), acc, col(rm < M) & row(rn < N));
+}
+
+template <bool TRANS_B, bool DESC>
+Kernel compile_gemm_trans() {
+  return compile(gemm_trans<256, 128, 64, TRANS_B, DESC>, {.name = "gemm_trans", .num_warps = 8, .num_ctas = 2});
+}
+
 template <class T, int BLOCK>
 void check_norm_rows(int ctas, int warps, int rows, int n, int programs) {
   auto k = compile(norm_rows<T, BLOCK>, {.name = "norm_rows", .num_warps = warps, .num_ctas = ctas});
@@ -135,4 +171,39 @@ TEST_CASE("num_ctas needs clusters, supported ops and a power of two", "[codegen
   CHECK_THROWS_WITH(codegen::compile(*ck.impl(), aligned(ck), "sm_90a"),
                     Catch::Contains("test_gpu_cluster.cpp:" + std::to_string(line) +
                                     ": 'trans' with num_ctas > 1 needs tile elements moved between the CTAs of a cluster"));
+}
+
+TEST_CASE("a dot on a cluster reads an operand through a trans: B stored [N, K], A stored [K, M]", "[codegen]") {
+  // The trans's operand block is loaded as the operand the trans makes is
+  // split: B whole in each CTA, A's rows of the CTA. (It was split over the
+  // CTAs by default: "'dot' expects operand #1's buffer to hold 64x128 of
+  // it in each CTA, found 64x64".)
+  using namespace codegen_checks;
+  for (const Kernel& k : {compile_gemm_trans<true, true>(), compile_gemm_trans<true, false>(),
+                          compile_gemm_trans<false, true>(), compile_gemm_trans<false, false>()}) {
+    auto ck = codegen::compile(*k.impl(), aligned(k), "sm_90a");
+    CHECK(count(ck.assembly, R"(\.reqnctapercluster 2, 1, 1)") == 1);
+    CHECK(count(ck.assembly, R"(wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16)") > 0);
+    check_assembles(ck.assembly, "sm_90a");
+  }
+}
+
+TEST_CASE("a dot on a cluster reading an operand through a trans matches the interpreter", "[gpu][cluster]") {
+  REQUIRE_GPU();
+  auto check = [](const Kernel& k, bool trans_b, int M, int N, int K) {
+    INFO("M=" << M << " N=" << N << " K=" << K << (trans_b ? ", B stored [N, K]" : ", A stored [K, M]"));
+    same_on_both<float>([&](Device& d) {
+      auto a = d.upload(random<bf16>(size_t(M) * K, -2, 2, 41)), b = d.upload(random<bf16>(size_t(K) * N, -2, 2, 42));
+      auto c = d.upload(std::vector<float>(size_t(M) * N, -1.0f));
+      d(k, Grid{uint32_t(cdiv(M, 256)), uint32_t(cdiv(N, 128))}, a, b, c, M, N, K);
+      d.synchronize();
+      return std::vector<std::vector<float>>{c.download<float>()};
+    }, 1e-5, 1e-3);
+  };
+  for (auto [M, N, K] : {std::tuple{512, 256, 320}, {300, 272, 64}, {130, 200, 72}}) {
+    check(compile_gemm_trans<true, true>(), true, M, N, K);
+    check(compile_gemm_trans<true, false>(), true, M, N, K);
+    check(compile_gemm_trans<false, true>(), false, M, N, K);
+    check(compile_gemm_trans<false, false>(), false, M, N, K);
+  }
 }
