@@ -5,6 +5,7 @@
 #include "tiledsl/detail/build.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "ir/ir.h"
@@ -139,9 +140,17 @@ int normalize_axis(int axis, int rank, const ir::Loc& loc, std::string_view op) 
 
 // ---- constants and casts ------------------------------------------------------
 
-Value* constant(const Operand& lit, DType dtype, const Shape& shape, const ir::Loc& loc, std::string_view op) {
+Value* constant(const Operand& number, DType dtype, const Shape& shape, const ir::Loc& loc, std::string_view op) {
+  // A C++ floating-point number that is a whole number is one of an integer
+  // type too (full<int>(.., 2.0), `other = 0.0f` of an int32_t load, as
+  // Triton converts it); any other is not representable there.
+  Operand lit = number;
+  if (lit.lit == LitKind::Float && !is_float(dtype) && lit.f == std::trunc(lit.f) && lit.f >= -0x1p63 && lit.f < 0x1p63) {
+    lit.lit = LitKind::Int;
+    lit.i = int64_t(lit.f);
+  }
   if (!fits(lit, dtype))
-    fail(loc, op, "expected a value representable in " + std::string(dtype_name(dtype)) + ", found " + literal_str(lit));
+    fail(loc, op, "expected a value representable in " + std::string(dtype_name(dtype)) + ", found " + literal_str(number));
   ir::Attr value;
   if (is_float(dtype))
     value = lit.lit == LitKind::Float ? lit.f : lit.big_unsigned ? double(uint64_t(lit.i)) : double(lit.i);
@@ -338,15 +347,7 @@ Value* arange(int64_t start, int64_t end, const ir::Loc& loc) {
 
 Value* full(DType dtype, const Shape& shape, const Operand& value, const ir::Loc& loc, std::string_view op) {
   check_shape(shape, loc, op, true);
-  Operand v = value;
-  if (v.lit == LitKind::Float && !is_float(dtype)) {
-    // full<int>(.., 2.0): the value must be a whole number.
-    if (v.f != double(int64_t(v.f)))
-      fail(loc, op, "expected a value representable in " + std::string(dtype_name(dtype)) + ", found " + literal_str(v));
-    v.lit = LitKind::Int;
-    v.i = int64_t(v.f);
-  }
-  return constant(v, dtype, shape, loc, op);
+  return constant(value, dtype, shape, loc, op);
 }
 
 // ---- shape ops ----------------------------------------------------------------

@@ -82,6 +82,24 @@ void dot_integer_inputs(ptr<int32_t> a) {
   store(a + offs, r);
 }
 
+// A C++ floating-point number that is not a whole number, stored through
+// integer pointers or given as their load's `other`.
+void fractional_other(ptr<int32_t> x) {
+  auto offs = arange(0, 16);
+  MARK store(x + offs, load(x + offs, offs < 8, 0.5f));
+}
+
+// Whole numbers written as C++ floating-point numbers convert to the
+// pointee, as Triton converts `other=0.0` of an integer load: `other` of
+// an i32 and a bool load, a stored value, an atomic's operand.
+void whole_float_numbers(ptr<int32_t> x, ptr<bool> flags, ptr<uint8_t> bytes) {
+  auto offs = arange(0, 16);                                           // [16] i32
+  store(x + offs, load(x + offs, offs < 8, -3.0f));                    // -3 past 8
+  store(flags + offs, load(flags + offs, offs < 8, 1.0f));             // true past 8
+  store(bytes + offs, 7.0);
+  atomic_add(x + offs, 2.0f);
+}
+
 void literal_out_of_range(ptr<uint8_t> x) {
   auto v = load(x + arange(0, 16));
   MARK auto w = v + 300;
@@ -222,6 +240,29 @@ TEST_CASE("errors: dtype mismatches at trace time", "[frontend][errors]") {
   CHECK(msg == at_line(g_line) + "bitcast: expected a type of 32 bits like f32, found i16 (16 bits)");
   msg = compile_error(bad_reduce_axis);
   CHECK(msg == at_line(g_line) + "sum: expected an axis in -1..0 for a rank-1 tile, found 1");
+}
+
+TEST_CASE("errors: a C++ floating-point number converts to an integer pointee only when whole", "[frontend][errors][types]") {
+  // 0.0f as `other` of an i32 load was refused ("expected a value
+  // representable in i32, found 0.000000"), though full<int32_t> took it.
+  std::string msg = compile_error(fractional_other);
+  CHECK(msg == at_line(g_line) + "load: expected a value representable in i32, found 0.500000");
+  Kernel k = compile(whole_float_numbers);
+  Device dev = Device::get("interp");
+  std::vector<int32_t> hx(16);
+  for (int i = 0; i < 16; ++i) hx[size_t(i)] = 10 * i;
+  Buffer x = dev.upload(hx), flags = dev.upload(std::vector<bool>(16, false)), bytes = dev.alloc<uint8_t>(16);
+  dev(k, Grid{1}, x, flags, bytes);
+  dev.synchronize();
+  auto ox = x.download<int32_t>();
+  auto of = flags.download<bool>();
+  auto ob = bytes.download<uint8_t>();
+  for (int i = 0; i < 16; ++i) {
+    INFO("element " << i);
+    CHECK(ox[size_t(i)] == (i < 8 ? 10 * i : -3) + 2);
+    CHECK(of[size_t(i)] == (i >= 8));
+    CHECK(ob[size_t(i)] == 7);
+  }
 }
 
 TEST_CASE("errors: integer division of mixed signedness", "[frontend][errors][types]") {
