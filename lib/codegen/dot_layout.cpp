@@ -155,4 +155,22 @@ DotLayouts fma_dot_layouts(int64_t M, int64_t N, int64_t K, int num_warps, int w
   return d;
 }
 
+int warpgroup_instr_registers(const DotLayouts& d) {
+  const MatrixInstr& mi = *d.instr;
+  auto regs32 = [](int elems, DType t) { return (elems * bit_width(t) + 31) / 32; };
+  constexpr int kBeside = 26;  // descriptors, predicates and addresses, as ptxas counts them
+  int need = regs32(mi.c.in_size(kReg), mi.acc) + kBeside;
+  if (d.a_in_registers) need += regs32(mi.a.in_size(kReg), mi.in);
+  return need;
+}
+
+std::string warpgroup_register_shortfall(const DotLayouts& d, int entry, int threads) {
+  int need = warpgroup_instr_registers(d);
+  if (need <= entry) return "";
+  return "issues " + d.instr->name + ", which needs about " + std::to_string(need) +
+         " registers a thread at the kernel's entry, and a thread of " + std::to_string(threads) + " has " +
+         std::to_string(entry) + " (ptxas counts a warpgroup product against the entry's registers, whatever "
+         "setmaxnreg adds later): fewer warps or a narrower tile along N";
+}
+
 }  // namespace tl::codegen

@@ -79,6 +79,20 @@ struct DotLayouts {
   int c_reg(int i, int j, int r) const;
 };
 
+// Registers a thread needs at the kernel's entry for one warpgroup
+// instruction of `d` (d.on_warpgroups()): its accumulator fragment, A's
+// where A comes from registers, and what ptxas keeps beside them (CUDA
+// 13's ptxas: an m64nN product with f32 accumulators needs N / 2 + 26).
+// ptxas checks a wgmma against the kernel's entry count, not against what
+// setmaxnreg later gives the warpgroup (docs/hopper-plan.md, 4000³), so
+// this bounds the products a kernel of so many threads can issue.
+int warpgroup_instr_registers(const DotLayouts& d);
+
+// The error's text when `need` registers (warpgroup_instr_registers) do
+// not fit the `entry` registers a thread of `threads` has; empty when they
+// fit.
+std::string warpgroup_register_shortfall(const DotLayouts& d, int entry, int threads);
+
 // The fragments of one operand of a dot on a matrix instruction (operand
 // 0: A [M, K], 1: B [K, N]) in the operand's tile layout: `regs` registers
 // a fragment, the K steps next, then the repeats along M (A) or N (B), the

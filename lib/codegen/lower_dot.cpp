@@ -80,6 +80,8 @@ Regs Lowerer::warpgroup_dot(const Op& op, const DotLayouts& d, Regs c) {
   if (async && acc != mi.acc)
     unsupported(op, "with async = 1 expects the accumulator in the instruction's type " +
                         std::string(dtype_name(mi.acc)) + ", found " + std::string(dtype_name(acc)));
+  if (int entry = t_.register_cap(entry_threads_, plan_.programs_per_sm); entry > 0)
+    if (auto why = warpgroup_register_shortfall(d, entry, entry_threads_); !why.empty()) unsupported(op, why);
   SmemTile tile[2];
   int64_t staged = 0;  // bytes past scratch_base_
   for (int i = d.a_in_registers ? 1 : 0; i < 2; ++i) {

@@ -54,6 +54,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   // partitions within the block's), or where programs_per_sm asks for more
   // than one block a multiprocessor: a thread's registers capped at its share.
   if (ws || plan_.programs_per_sm > 1) register_cap_ = t_.register_cap(threads, plan_.programs_per_sm);
+  entry_threads_ = threads;
   t_.init_kernel(*fn_, threads);
   if (register_cap_) t_.cap_registers(*fn_, register_cap_);
   if (plan_.num_ctas > 1) start_cluster(fn);

@@ -206,6 +206,18 @@ class Specializer {
             break;
           }
     if (dots.empty()) return "no asynchronous dot (async-dots) reads its ring";
+    // Each warpgroup product must fit the registers a thread has at entry
+    // beside the producer's warpgroup (ptxas counts it there, not after
+    // setmaxnreg): else the kernel stays one partition, which has more.
+    std::string short_of;
+    ir::walk(outer ? *outer : loop, [&](Op* o) {
+      auto it = o->kind == OpKind::Dot && short_of.empty() ? plan_.dots.find(o) : plan_.dots.end();
+      if (it != plan_.dots.end() && it->second.on_warpgroups())
+        short_of = warpgroup_register_shortfall(
+            it->second, warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm),
+            (plan_.num_warps + 4) * 32);
+    });
+    if (!short_of.empty()) return "its dot " + short_of;
     std::set<const Op*> issued;  // the dots before the op at hand
     for (const auto& o : body.ops) {
       if (std::find(dots.begin(), dots.end(), o.get()) != dots.end()) issued.insert(o.get());

@@ -429,6 +429,30 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK_THROWS_WITH(codegen::compile(*forced.impl(), codegen_checks::aligned(forced), "sm_80"),
                     Catch::Contains("no loop can be warp-specialized") && Catch::Contains("sm_80"));
 
+  // ptxas counts a wgmma against the registers a thread has at entry, not
+  // after setmaxnreg: three consumer warpgroups of m64n256 (138 + 16) do
+  // not fit the 128 of 512 threads, so the compiler leaves such a loop one
+  // partition (12 warps: 168 registers), and refuses where it is demanded.
+  Kernel wide_auto = compile(gemm_desc<192, 256, 64, 2>, {.name = "gemm_desc", .num_warps = 12});
+  auto one_partition = codegen::compile(*wide_auto.impl(), codegen_checks::aligned(wide_auto), "sm_90a");
+  CHECK(one_partition.threads == 384);
+  CHECK(codegen_checks::count(one_partition.assembly, R"(setmaxnreg)") == 0);
+  CHECK(codegen_checks::count(one_partition.assembly, R"(wgmma\.mma_async\.sync\.aligned\.m64n256k16)") > 0);
+  Kernel wide_ws = compile(gemm_desc<192, 256, 64, 2>, {.name = "gemm_desc", .num_warps = 12, .warp_specialize = true});
+  CHECK_THROWS_WITH(codegen::compile(*wide_ws.impl(), codegen_checks::aligned(wide_ws), "sm_90a"),
+                    Catch::Contains("no loop can be warp-specialized") && Catch::Contains("its dot issues") &&
+                        Catch::Contains("m64n256k16") && Catch::Contains("needs about 154 registers") &&
+                        Catch::Contains("a thread of 512 has 128"));
+  // n160 fits (106): specialized as before.
+  Kernel n160 = compile(gemm_desc<192, 160, 64, 2>, {.name = "gemm_desc", .num_warps = 12});
+  CHECK(codegen::compile(*n160.impl(), codegen_checks::aligned(n160), "sm_90a").threads == 512);
+  // Without a partition too: 24 warps leave 80 registers a thread, short
+  // of m64n128's 90: an error naming the dot, not ptxas's.
+  Kernel tall = compile(gemm_desc<384, 128, 64, 2>, {.name = "gemm_desc", .num_warps = 24});
+  CHECK_THROWS_WITH(codegen::compile(*tall.impl(), codegen_checks::aligned(tall), "sm_90a"),
+                    Catch::Contains("test_gpu_descriptors.cpp") && Catch::Contains("'dot' issues") &&
+                        Catch::Contains("needs about 90 registers") && Catch::Contains("a thread of 768 has 80"));
+
   // A transposed B, and a block read once before the loop: copies too.
   Kernel kbt = compile(gemm_bt<bf16, 64, 64, 64>, {.name = "gemm_bt", .num_warps = 4});
   CHECK(codegen::compile(*kbt.impl(), codegen_checks::aligned(kbt), "sm_90a").tensor_maps.size() == 2);
