@@ -367,13 +367,18 @@ tile<E> gather(const tile<E>& src, const tile<I>& index, int axis, std::source_l
   auto bits = bitcast<U>(src, w);                                                 // src's shape, U
   auto idx = cast<int64_t>(index, w);                                             // index's shape, i64
   auto pos = cast<int64_t>(arange(0, n, w), w);                                   // [n] i64
+  // The element of `v` where `at` equals `pos`, else 0; both ops the
+  // caller's (recorded at its line, as every op here).
+  auto pick = [&](const tile<int64_t>& at, const tile<int64_t>& pos_, const tile<U>& v) {
+    return where(detail::located<bool>(detail::located<int64_t>(at, w) == pos_, w), v, U(0));
+  };
   tile<U> picked = [&] {
     if (ss.size() == 1)  // [K, n]
-      return cast<U>(sum(where(col(idx, w) == row(pos, w), row(bits, w), U(0)), 1, w), w);
+      return cast<U>(sum(pick(col(idx, w), row(pos, w), row(bits, w)), 1, w), w);
     if (ax == 1)         // [M, K, n]
-      return cast<U>(sum(where(expand_dims(idx, 2, w) == reshape(pos, {1, 1, n}, w), expand_dims(bits, 1, w), U(0)), 2, w), w);
+      return cast<U>(sum(pick(expand_dims(idx, 2, w), reshape(pos, {1, 1, n}, w), expand_dims(bits, 1, w)), 2, w), w);
     // [K, M, N]
-    return cast<U>(sum(where(expand_dims(idx, 1, w) == reshape(pos, {1, n, 1}, w), expand_dims(bits, 0, w), U(0)), 1, w), w);
+    return cast<U>(sum(pick(expand_dims(idx, 1, w), reshape(pos, {1, n, 1}, w), expand_dims(bits, 0, w)), 1, w), w);
   }();
   return bitcast<E>(picked, w);
 }
@@ -595,7 +600,9 @@ template <class E>
 tile<E> nan_or(const tile<E>& a, const tile<E>& b, const tile<E>& r, PropagateNan p, std::source_location w) {
   static_assert(is_float(elem_info<E>::dtype), "propagate_nan: float tiles");
   if (p == PropagateNan::none) return r;
-  return tl::where(located<bool>((a != a) | (b != b), w), tile<E>(a + b), r);  // a + b: NaN when either is
+  auto is_nan = [&](const tile<E>& x) { return tile<bool>(located<E>(x, w) != x); };
+  // a + b: NaN when either is.
+  return tl::where(located<bool>(located<bool>(is_nan(a), w) | is_nan(b), w), tile<E>(located<E>(a, w) + b), r);
 }
 }  // namespace detail
 
@@ -608,6 +615,24 @@ template <class E>
 tile<E> minimum(const tile<E>& a, const tile<E>& b, PropagateNan p,
                 std::source_location w = std::source_location::current()) {
   return detail::nan_or(a, b, minimum(a, b, w), p, w);
+}
+// A C++ number on either side takes the tile's type (Triton's
+// tl.maximum(x, 0.2, propagate_nan=...)).
+template <class E, detail::number N>
+tile<E> maximum(const tile<E>& a, N b, PropagateNan p, std::source_location w = std::source_location::current()) {
+  return maximum(a, full_like(a, b, w), p, w);
+}
+template <class E, detail::number N>
+tile<E> maximum(N a, const tile<E>& b, PropagateNan p, std::source_location w = std::source_location::current()) {
+  return maximum(full_like(b, a, w), b, p, w);
+}
+template <class E, detail::number N>
+tile<E> minimum(const tile<E>& a, N b, PropagateNan p, std::source_location w = std::source_location::current()) {
+  return minimum(a, full_like(a, b, w), p, w);
+}
+template <class E, detail::number N>
+tile<E> minimum(N a, const tile<E>& b, PropagateNan p, std::source_location w = std::source_location::current()) {
+  return minimum(full_like(b, a, w), b, p, w);
 }
 template <class E>
 tile<E> max(const tile<E>& x, int axis, PropagateNan p, std::source_location w = std::source_location::current()) {

@@ -293,6 +293,9 @@ TEST_CASE("gather along either axis and on rank 1 moves each element's bits; an 
       CHECK(same_bits(got[size_t(R * 16 + k * C + c)], at(g.idx0[size_t(k * C + c)], c)));
     }
   for (int k = 0; k < 32; ++k) CHECK(same_bits(got[size_t(R * 16 + 16 * C + k)], at(0, g.idx1[size_t(k)])));
+  // Its ops are the caller's: an error about one (a tile too large for
+  // shared memory, say) names the caller's line, not standard.h's.
+  CHECK(compile(gathers, {.name = "gathers", .num_warps = 4}).ir().find("standard.h") == std::string::npos);
 }
 
 TEST_CASE("histogram counts the values inside its bins, with and without a mask", "[standard][interp]") {

@@ -464,6 +464,15 @@ void options(ptr<float> a, ptr<float> b, ptr<int32_t> idx, ptr<int8_t> i8, ptr<d
   store(out + 784 + offs, sqrt(abs(x)));                  // Triton's sqrt_rn
 }
 
+// propagate_nan's maximum and minimum with a C++ number on either side.
+void nan_numbers(ptr<float> a, ptr<float> out) {
+  auto i = arange(0, 64);                                 // [64] i32
+  auto x = load(a + i);                                   // [64] f32, NaN at every fifth
+  store(out + i, maximum(x, 0.5f, PropagateNan::all));
+  store(out + 64 + i, minimum(2.0, x, PropagateNan::all));  // a double takes x's type
+  store(out + 128 + i, maximum(x, 0.5f, PropagateNan::none));
+}
+
 // fp_downcast_rounding: f32 to bf16 and f16, f64 to f32, toward zero and
 // to nearest.
 void downcasts(ptr<float> a, ptr<double> b, ptr<bf16> ob, ptr<f16> oh, ptr<float> of) {
@@ -611,6 +620,31 @@ TEST_CASE("Triton's options: tie_break_left, dtype of sum and cumsum, propagate_
     CHECK(std::isnan(go[512 + size_t(r)]) == nan_row);
     if (!nan_row) CHECK(go[512 + size_t(r)] == mx);
     CHECK(go[520 + size_t(r)] == mn);  // none: the NaN loses
+  }
+}
+
+TEST_CASE("Triton's options: propagate_nan with a C++ number on either side", "[standard][interp]") {
+  Device d = Device::get("interp");
+  Kernel k = compile(nan_numbers, {.name = "nan_numbers"});
+  CHECK(k.ir().find("standard.h") == std::string::npos);  // every op at the caller's line
+  std::vector<float> xs(64);
+  for (int i = 0; i < 64; ++i) xs[size_t(i)] = i % 5 == 0 ? std::nanf("") : float(i - 32) / 8.0f;
+  auto out = d.alloc<float>(192);
+  d(k, Grid{1}, d.upload(xs), out);
+  d.synchronize();
+  auto got = out.download<float>();
+  for (int i = 0; i < 64; ++i) {
+    float x = xs[size_t(i)];
+    INFO("element " << i << " x " << x);
+    if (std::isnan(x)) {
+      CHECK(std::isnan(got[size_t(i)]));
+      CHECK(std::isnan(got[size_t(64 + i)]));
+      CHECK(got[size_t(128 + i)] == 0.5f);
+    } else {
+      CHECK(got[size_t(i)] == std::max(x, 0.5f));
+      CHECK(got[size_t(64 + i)] == std::min(2.0f, x));
+      CHECK(got[size_t(128 + i)] == std::max(x, 0.5f));
+    }
   }
 }
 
