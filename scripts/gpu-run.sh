@@ -3,7 +3,7 @@
 # dist/ carried: unpacks the build, then runs the [gpu] tests, the examples
 # on the GPU, the C++ benchmarks and the torch/Triton comparison in one go.
 # Logs and JSON go to $OUT.
-# Usage: scripts/gpu-run.sh [tests] [examples] [sweep] [bench] [gemm] [attn] [ported] [decode] [ncu-gemm]
+# Usage: scripts/gpu-run.sh [tests] [examples] [sweep] [bench] [gemm] [attn] [ported] [decode] [ncu-gemm] [tables]
 # PACK picks the package (default dist/tiledsl-gpu.tar.xz) and TL the folder
 # it unpacks into (default /tmp/tl): a before/after comparison runs this
 # twice in one call, each package into its own folder, each OUT its own.
@@ -20,6 +20,14 @@
 #             library only) beside the JIT form: correctness sweep, speed,
 #             and the wall time of a whole run from a fresh process each
 #             (the JIT's with an empty kernel cache), binary sizes
+#   tables    issues 13 and 14's tables in one call, each stage bounded by
+#             what is left of DEADLINE seconds (default 540) so that a
+#             short lease still brings back the first ones: the gemm in
+#             turns with cuBLAS (gemm_paired, TABLE_PAIRED configurations)
+#             on the four shapes, attention in turns with cuDNN beside FA2
+#             and Triton (compare_attention.py through the shim), Triton's
+#             GEMM (compare_gemm.py), the gemm in turns again (the spread),
+#             decode at 32k and 131k keys, the attention sweep, [gpu]
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck over every
 #             example at its GPU size and over the [gpu] tests
 set -uo pipefail
@@ -138,6 +146,48 @@ for w in $what; do
         echo "decode $shape rc=$?: $(grep -E 'PASS|FAIL|GB/s|rror' /tmp/decode.log | tr '\n' ' ')"
         cat /tmp/decode.log >> "$OUT/decode.log"
       done ;;
+    tables)
+      t0=$(date +%s)
+      left() {  # the smaller of $1 and what is left of DEADLINE, at least 1
+        local l=$(( ${DEADLINE:-540} - ($(date +%s) - t0) ))
+        [ "$l" -lt 1 ] && l=1
+        [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+      }
+      shapes=4096x4096x4096,8192x8192x8192,8192x8192x1024,4000x4000x4000
+      paired() {  # round, seconds
+        TILEDSL_GEMM_SHAPES=$shapes TILEDSL_GEMM_PAIRED=${TABLE_PAIRED:-128x256x64:8:3:persistent} \
+          timeout "$(left "$2")" "$bin/bench_gemm" --benchmark_filter=gemm_paired --benchmark_format=json \
+          --benchmark_out="$OUT/paired-$1.json" > "$OUT/paired-$1.log" 2>&1
+        echo "gemm_paired $1 rc=$? [$(( $(date +%s) - t0 )) s]"
+        python3 -c "
+import json, sys
+for b in json.load(open(sys.argv[1]))['benchmarks']:
+    print(' ', b['name'].split('/iterations')[0], b.get('error_message') or
+          'tiledsl %.1f cuBLAS %.1f ratio %.3f' % (b.get('TFLOP/s', 0), b.get('cublas_TFLOP/s', 0), b.get('tl_over_cublas', 0)))
+" "$OUT/paired-$1.json" 2>&1
+      }
+      paired 1 100
+      ATTN_SWEEP=0 timeout "$(left 170)" python3 bench/compare_attention.py "$OUT/compare_attention.json" > "$OUT/compare-attention.log" 2>&1
+      echo "compare_attention rc=$? [$(( $(date +%s) - t0 )) s]"
+      python3 -c "
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    if r.get('op') == 'attention_bhn' and r.get('impl') in ('tiledsl_turns', 'cudnn_turns', 'fa2', 'triton_best'):
+        rounds = ' '.join('%.1f' % (r['TFLOP/s'] * r['ms'] / x) for x in r.get('rounds_ms', []))
+        print(' ', r['B'], 'x', r['H'], r['n'], 'd', r['d'], 'causal' if r['causal'] else '', r['impl'],
+              '%.1f' % r['TFLOP/s'] if 'TFLOP/s' in r else r.get('error'), rounds)
+" "$OUT/compare_attention.json" 2>&1
+      TILEDSL_GEMM_SHAPES=$shapes timeout "$(left 160)" python3 bench/compare_gemm.py "$OUT/compare_gemm.json" > "$OUT/compare-gemm.log" 2>&1
+      echo "compare_gemm rc=$? [$(( $(date +%s) - t0 )) s]"; tail -18 "$OUT/compare-gemm.log"
+      paired 2 90
+      for shape in 8,32,8,32768 1,32,8,131072; do
+        timeout "$(left 30)" "$bin/decode" --device=cuda --shape=$shape > /tmp/decode.log 2>&1
+        echo "decode $shape rc=$?: $(grep -E 'PASS|FAIL|GB/s|rror' /tmp/decode.log | tr '\n' ' ')"
+      done
+      timeout "$(left 100)" "$bin/attention" --device=cuda --sweep > "$OUT/sweep-attention.log" 2>&1
+      echo "attention sweep rc=$?: $(grep -c PASS "$OUT/sweep-attention.log") PASS, $(grep -c FAIL "$OUT/sweep-attention.log") FAIL"
+      timeout "$(left 200)" "$bin/tiledsl_tests" "[gpu]" > "$OUT/gpu-tests.log" 2>&1
+      echo "gpu tests rc=$?: $(tail -3 "$OUT/gpu-tests.log" | tr '\n' ' ') [$(( $(date +%s) - t0 )) s]" ;;
     ncu-gemm)
       # The gemm example's kernel under Nsight Compute at each of
       # NCU_SHAPES (M,N,K; default 4096³ and 4000³), one launch after the
