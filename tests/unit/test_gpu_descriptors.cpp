@@ -528,6 +528,10 @@ TEST_CASE("warp-specialized descriptor gemms match the interpreter", "[gpu][desc
   check_gemm<3, 64, 64, 32>(96, 80, 32 * 5, 4, true);
   check_gemm<3, 64, 32, 16>(64, 48, 16 * 6, 4, true);
   check_gemm<3>(136, 152, 64 * 5 + 8, 4, true);  // rows of 8 mod 16 elements
+  // Three consumer warpgroups: m64n160 specialized; m64n256 does not fit
+  // 512 threads' entry registers, so it runs as one partition (auto).
+  check_gemm<2, 192, 160>(400, 330, 64 * 3, 12, true);
+  check_gemm<2, 192, 256>(400, 520, 64 * 3, 12);
   // The same kernel with the option forbidding it.
   check_gemm<3>(200, 144, 9 * 64, 4, false);
 }
