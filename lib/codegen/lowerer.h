@@ -282,7 +282,7 @@ class Lowerer {
   // the partition) does.
   llvm::Value* leader() { return b_.CreateICmpEQ(tid_, b_.getInt32(partition_.first)); }
   int register_cap_ = 0;  // a thread's registers at entry, under warp specialization
-  int entry_threads_ = 0;    // the block's threads, every partition's
+  int entry_threads_ = 0;  // the block's threads, every partition's
   // The warps a partition of `warps` takes: whole warpgroups.
   int partition_warps(int warps) const {
     int group = 128 / plan_.warp_size;

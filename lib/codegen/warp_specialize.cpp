@@ -24,8 +24,10 @@ int consumer_registers(int consumer_warps, int producer_registers, int block_reg
   return std::min(248, left / (consumer_warps * 32) / 8 * 8);
 }
 
+int warp_specialized_threads(int consumer_warps) { return (consumer_warps + 4) * 32; }
+
 int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm) {
-  return t.register_cap((consumer_warps + 4) * 32, programs_per_sm);
+  return t.register_cap(warp_specialized_threads(consumer_warps), programs_per_sm);
 }
 
 namespace {
@@ -113,7 +115,7 @@ class Specializer {
     else if (int entry = warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm);
              entry < kPersistentProducerRegisters)
       common = "with programs_per_sm = " + std::to_string(plan_.programs_per_sm) + " a thread of its " +
-               std::to_string((plan_.num_warps + 4) * 32) + " threads (a producer warpgroup's beside its warps) has " +
+               std::to_string(warp_specialized_threads(plan_.num_warps)) + " threads (a producer warpgroup's beside its warps) has " +
                std::to_string(entry) + " registers, fewer than a producer keeps (" +
                std::to_string(kPersistentProducerRegisters) + ")";
     std::string why;
@@ -209,13 +211,12 @@ class Specializer {
     // Each warpgroup product must fit the registers a thread has at entry
     // beside the producer's warpgroup (ptxas counts it there, not after
     // setmaxnreg): else the kernel stays one partition, which has more.
+    const int entry = warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm);
     std::string short_of;
     ir::walk(outer ? *outer : loop, [&](Op* o) {
-      auto it = o->kind == OpKind::Dot && short_of.empty() ? plan_.dots.find(o) : plan_.dots.end();
-      if (it != plan_.dots.end() && it->second.on_warpgroups())
-        short_of = warpgroup_register_shortfall(
-            it->second, warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm),
-            (plan_.num_warps + 4) * 32);
+      if (o->kind != OpKind::Dot || !short_of.empty()) return;
+      if (auto it = plan_.dots.find(o); it != plan_.dots.end() && it->second.on_warpgroups())
+        short_of = warpgroup_register_shortfall(it->second, entry, warp_specialized_threads(plan_.num_warps));
     });
     if (!short_of.empty()) return "its dot " + short_of;
     std::set<const Op*> issued;  // the dots before the op at hand
@@ -560,7 +561,7 @@ class Specializer {
         {{"warps", std::vector<int64_t>{warps, 1}},
          {"registers", std::vector<int64_t>{consumer_registers(warps, producer_registers,
                                                                warp_specialized_entry_registers(t_, warps, plan_.programs_per_sm) *
-                                                                   (warps + 4) * 32),
+                                                                   warp_specialized_threads(warps)),
                                             producer_registers}}});
     ir::Region* consumers = ws->add_region();
     ir::Region* producer = ws->add_region();

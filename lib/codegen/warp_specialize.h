@@ -149,6 +149,9 @@ void warp_specialize(ir::Function& fn, const LayoutPlan& plan, const TargetInfo&
 // (a multiple of 8, at most 248: a thread has at most 255; with 4
 // consumer warps that is the entry cap, and they keep it).
 int consumer_registers(int consumer_warps, int producer_registers, int block_registers);
+// The threads of a block of `consumer_warps` warps and a producer
+// warpgroup.
+int warp_specialized_threads(int consumer_warps);
 // A thread's registers at entry in a block of `consumer_warps` warps and
 // a producer warpgroup: its share with `programs_per_sm` blocks a
 // multiprocessor, a multiple of 8. The block holds these times its
