@@ -358,6 +358,9 @@ inline constexpr GemmTile kGemmTiles[] = {
     // Three warpgroups of m64n160 (num_warps 12): 4000 x 4000 in 525 tiles,
     // 0.99 of their area useful (docs/hopper-plan.md).
     {192, 160, 64},
+    // ... and of m64n224 (num_warps 12, a producer of one warp): 4000 x
+    // 4000 in 378 tiles, three rounds of 132 (docs/hopper-plan.md).
+    {192, 224, 64}, {192, 224, 32},
 };
 
 inline std::string gemm_tiles_list() {
