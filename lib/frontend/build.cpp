@@ -354,7 +354,14 @@ Value* full(DType dtype, const Shape& shape, const Operand& value, const ir::Loc
 
 Value* expand_dims(Value* v, int axis, const ir::Loc& loc) {
   Type t = type_of(v);
-  int a = normalize_axis(axis, t.rank() + 1, loc, "expand_dims");
+  // The axis indexes the result, one dim more than the tile given: the
+  // error names the given tile's rank, not normalize_axis's (the result's).
+  int rank = t.rank() + 1;
+  int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    fail(loc, "expand_dims", "expected an axis in " + std::to_string(-rank) + ".." + std::to_string(rank - 1) +
+                                 " (of the result) for a rank-" + std::to_string(t.rank()) + " tile, found " +
+                                 std::to_string(axis));
   Shape s = t.shape;
   s.insert(s.begin() + a, 1);
   check_shape(s, loc, "expand_dims");

@@ -118,6 +118,13 @@ void bad_reduce_axis(ptr<float> x) {
   store(x, s);
 }
 
+// expand_dims's axis indexes the result, one dim more than the tile given.
+void bad_expand_dims_axis(ptr<float> x) {
+  auto v = load(x + arange(0, 16));  // [16] f32
+  MARK auto e = expand_dims(v, 3);
+  store(x + arange(0, 16), reshape(e, {16}));
+}
+
 void mixed_signedness_cdiv(ptr<int32_t> x, ptr<uint32_t> y) {
   auto a = load(x + arange(0, 16));  // [16] i32
   auto b = load(y + arange(0, 16));  // [16] u32
@@ -240,6 +247,8 @@ TEST_CASE("errors: dtype mismatches at trace time", "[frontend][errors]") {
   CHECK(msg == at_line(g_line) + "bitcast: expected a type of 32 bits like f32, found i16 (16 bits)");
   msg = compile_error(bad_reduce_axis);
   CHECK(msg == at_line(g_line) + "sum: expected an axis in -1..0 for a rank-1 tile, found 1");
+  msg = compile_error(bad_expand_dims_axis);
+  CHECK(msg == at_line(g_line) + "expand_dims: expected an axis in -2..1 (of the result) for a rank-1 tile, found 3");
 }
 
 TEST_CASE("errors: a C++ floating-point number converts to an integer pointee only when whole", "[frontend][errors][types]") {
