@@ -27,7 +27,9 @@
 #             on the four shapes, attention in turns with cuDNN beside FA2
 #             and Triton (compare_attention.py through the shim), Triton's
 #             GEMM (compare_gemm.py), the gemm in turns again (the spread),
-#             decode at 32k and 131k keys, the attention sweep, [gpu]
+#             decode at 32k and 131k keys, the attention sweep, [gpu];
+#             TABLE_TRY's configurations join the pairs once the example
+#             passed with each
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck over every
 #             example at its GPU size and over the [gpu] tests
 set -uo pipefail
@@ -154,8 +156,18 @@ for w in $what; do
         [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
       }
       shapes=4096x4096x4096,8192x8192x8192,8192x8192x1024,4000x4000x4000
+      # TABLE_TRY: configurations not yet run on a GPU, each checked first by
+      # the example at 4000³ (30 s at most) and timed in turns only if it
+      # passed, after TABLE_PAIRED's (a hang costs one check, not a table).
+      TABLE_PAIRED=${TABLE_PAIRED:-128x256x64:8:3:persistent}
+      for cfg in ${TABLE_TRY:-}; do
+        timeout "$(left 30)" "$bin/gemm" --device=cuda --mnk=4000,4000,4000 --config="$cfg" --reps=10 > "$OUT/try-${cfg//:/_}.log" 2>&1
+        rc=$?
+        echo "try $cfg rc=$rc: $(grep -E 'PASS|FAIL|rror|TFLOP' "$OUT/try-${cfg//:/_}.log" | head -3 | tr '\n' ' ')"
+        [ $rc = 0 ] && grep -q PASS "$OUT/try-${cfg//:/_}.log" && TABLE_PAIRED=$TABLE_PAIRED,$cfg
+      done
       paired() {  # round, seconds
-        TILEDSL_GEMM_SHAPES=$shapes TILEDSL_GEMM_PAIRED=${TABLE_PAIRED:-128x256x64:8:3:persistent} \
+        TILEDSL_GEMM_SHAPES=$shapes TILEDSL_GEMM_PAIRED=$TABLE_PAIRED \
           timeout "$(left "$2")" "$bin/bench_gemm" --benchmark_filter=gemm_paired --benchmark_format=json \
           --benchmark_out="$OUT/paired-$1.json" > "$OUT/paired-$1.log" 2>&1
         echo "gemm_paired $1 rc=$? [$(( $(date +%s) - t0 )) s]"
