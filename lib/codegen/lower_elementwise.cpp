@@ -68,10 +68,11 @@ void Lowerer::lower_inline_asm(const Op& op) {
     unsupported(op, "has no " + lang + " text for " + t_.name + " (give tl::InlineAsm ." + lang + ")");
   const std::string text = op.attr_str(lang);
   const int pack = int(op.attr_int_or("pack", 1));
+  // A thread's elements need not fill whole calls: how many it holds
+  // follows its layout, which follows the launch's alignment facts (vector
+  // loads give it more). The last call's missing elements are zeros and
+  // its extra results are dropped (Triton pads with undef).
   const int n = width_of(op.result());
-  if (n % pack)
-    unsupported(op, "packs " + std::to_string(pack) + " elements a call, found " + std::to_string(n) +
-                        " elements a thread in its layout");
   auto wire = [&](DType d) -> llvm::Type* {
     int bits = bit_width(d) == 1 ? 8 : bit_width(d);
     if (pack > 1) return b_.getIntNTy(unsigned(bits * pack));
@@ -82,8 +83,11 @@ void Lowerer::lower_inline_asm(const Op& op) {
   auto to_wire = [&](const Regs& regs, DType d, int r) -> llvm::Value* {
     auto at = [&](int k) { return regs.size() == 1 ? regs[0] : regs[size_t(r + k)]; };
     if (pack == 1) return wire(d) == elem_type(d) ? at(0) : b_.CreateBitCast(at(0), wire(d));
-    llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(lane(d), unsigned(pack)));
-    for (int k = 0; k < pack; ++k) {
+    // Padding lanes are zeros, not poison: a bitcast of a vector with a
+    // poison lane would make the whole packed integer poison.
+    auto* vty = llvm::FixedVectorType::get(lane(d), unsigned(pack));
+    llvm::Value* v = r + pack > n ? llvm::Constant::getNullValue(vty) : llvm::PoisonValue::get(vty);
+    for (int k = 0; k < pack && r + k < n; ++k) {
       llvm::Value* e = bit_width(d) == 1 ? b_.CreateZExt(at(k), lane(d)) : at(k);
       v = b_.CreateInsertElement(v, e, uint64_t(k));
     }
@@ -126,7 +130,10 @@ void Lowerer::lower_inline_asm(const Op& op) {
     for (size_t j = 0; j < num_results; ++j)
       from_wire(num_results == 1 ? v : b_.CreateExtractValue(v, unsigned(j)), op.results[j]->type.dtype, outs[j]);
   }
-  for (size_t j = 0; j < num_results; ++j) vals_[op.result(int(j))] = std::move(outs[j]);
+  for (size_t j = 0; j < num_results; ++j) {
+    outs[j].resize(size_t(n));  // the padding's results
+    vals_[op.result(int(j))] = std::move(outs[j]);
+  }
 }
 
 // For each register of tile `v`, the register holding the first element

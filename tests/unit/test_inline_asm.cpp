@@ -1,7 +1,8 @@
 // tl::inline_asm_elementwise (Triton's inline_asm_elementwise): each call's
 // PTX in the kernel's assembly, packed and unpacked operands (four u8 in
 // one 32-bit register, two f16 in one, an f16 alone as 16 bits), a scalar
-// argument broadcast, AMDGCN text on gfx942; the errors: the interpreter
+// argument broadcast, AMDGCN text on gfx942, a thread holding fewer
+// elements than a call packs (the last call padded); the errors: the interpreter
 // cannot run assembly, a target without its text, constraints that do not
 // fit and a bad pack name the line; text with several outputs (a tuple of
 // result types: two u32, packed bytes, an i32 beside an f32); on the GPU
@@ -106,6 +107,17 @@ void bad_pack(ptr<int32_t> x, ptr<int32_t> out) {
   store(out + i, inline_asm_elementwise<int32_t>({.ptx = {"mov.b32 $0, $1;", "=r,r"}, .pack = 3}, load(x + i)));
 }
 
+// Four bytes a call on a tile of 64 bytes: on 4 warps each thread holds one
+// of them, on 1 warp without alignment facts two (16 with them: vector
+// loads), so the calls of a thread are not all full.
+void short_pack(ptr<uint8_t> b, ptr<uint8_t> out) {
+  auto i = arange(0, 64);
+  store(out + i, inline_asm_elementwise<uint8_t>({.ptx = {"add.u32 $0, $1, 0x01010101;", "=r,r"},
+                                                  .amdgcn = {"v_add_u32 $0, 0x01010101, $1", "=v,v"},
+                                                  .pack = 4},
+                                                 load(b + i)));
+}
+
 std::string asm_for(const Kernel& k, const std::string& target) {
   return codegen::compile(*k.impl(), codegen_checks::aligned(k), target).assembly;
 }
@@ -150,6 +162,24 @@ TEST_CASE("inline_asm_elementwise: each call's text in the PTX, AMDGCN on gfx942
   codegen_checks::check_assembles(ptx, "sm_90a");
   Kernel ka = compile(amd_only, {.name = "amd_only"});
   CHECK(asm_for(ka, "gfx942").find("v_add_u32") != std::string::npos);
+}
+
+TEST_CASE("inline_asm_elementwise: a thread holding fewer elements than a call packs", "[inline_asm][codegen]") {
+  // How many elements a thread holds follows its layout, which follows the
+  // launch's alignment facts: a pack that does not divide them fills the
+  // last call with poison (as Triton pads with undef), not an error at one
+  // launch and not at another.
+  for (int warps : {1, 4}) {
+    Kernel k = compile(short_pack, {.name = "short_pack", .num_warps = warps});
+    codegen::Specialization unaligned;
+    for (size_t i = 0; i < k.params().size(); ++i) unaligned.args.push_back(codegen::pointer_arg_facts(4));
+    for (const char* target : {"sm_90a", "sm_80", "gfx942"}) {
+      INFO(warps << " warps, " << target);
+      std::string text = codegen::compile(*k.impl(), unaligned, target).assembly;
+      CHECK(text.find(target[0] == 's' ? "add.u32" : "v_add_u32") != std::string::npos);
+      if (target[0] == 's') codegen_checks::check_assembles(text, target);
+    }
+  }
 }
 
 TEST_CASE("inline_asm_elementwise: several outputs, one call each", "[inline_asm][codegen]") {
@@ -260,5 +290,22 @@ TEST_CASE("inline_asm_elementwise: the results on the GPU", "[inline_asm][gpu]")
     CHECK(gh[size_t(i)].bits == f16(float(in.h[size_t(i)]) + float(in.g[size_t(i)])).bits);
     CHECK(gn[size_t(i)].bits == uint16_t(in.h[size_t(i)].bits ^ 0x8000));
     CHECK(gf[size_t(i)] == float(in.x[size_t(i)]) * 0.5f);
+  }
+}
+
+TEST_CASE("inline_asm_elementwise: padded calls on the GPU", "[inline_asm][gpu]") {
+  REQUIRE_GPU();
+  Device d = Device::get("cuda");
+  std::vector<uint8_t> b(64);
+  for (int i = 0; i < 64; ++i) b[size_t(i)] = uint8_t((i * 29) % 255);
+  for (int warps : {1, 4}) {
+    INFO(warps << " warps");
+    Kernel k = compile(short_pack, {.name = "short_pack", .num_warps = warps});
+    auto in = d.upload(b);
+    auto out = d.alloc<uint8_t>(64);
+    d(k, Grid{1}, in, out);
+    d.synchronize();
+    auto got = out.download<uint8_t>();
+    for (int i = 0; i < 64; ++i) CHECK(got[size_t(i)] == uint8_t(b[size_t(i)] + 1));
   }
 }
