@@ -53,6 +53,12 @@ void wrong_rank(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
   store(out + arange(0, 4), d.load({0}));
 }
 
+// Triton's habit for 4-D tensors: a block with leading 1s.
+void rank4(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
+  auto d = make_tensor_descriptor(x, {n, n, n, n}, {n * n * n, n * n, n, 1}, {1, 1, 4, 4});
+  store(out + col(arange(0, 4)) * 4 + row(arange(0, 4)), d.load({0, 0, 0, 0}));
+}
+
 }  // namespace
 
 TEST_CASE("descriptors: a block inside, across and outside a strided tensor", "[frontend][run][descriptor]") {
@@ -122,6 +128,15 @@ TEST_CASE("descriptors: coordinates of another rank are an error naming the line
   } catch (const Error& e) {
     CHECK_THAT(e.what(), Catch::Contains("test_descriptors.cpp:"));
     CHECK_THAT(e.what(), Catch::Contains("tensor_descriptor::load: expected 2 coordinates (the descriptor's rank), found 1"));
+  }
+  // Rank 4: refused where it is made, saying what is missing.
+  try {
+    compile(rank4);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("test_descriptors.cpp:"));
+    CHECK_THAT(e.what(), Catch::Contains("expected a shape, strides and block of one rank from 1 to 3, found 4, 4 and 4") &&
+                             Catch::Contains("descriptors of rank 4 and 5 are not supported yet"));
   }
 }
 
