@@ -27,16 +27,27 @@ inline tile<int32_t> arange(int64_t start, int64_t end, std::source_location w =
   return tile<int32_t>(detail::arange(start, end, detail::to_loc(w)));
 }
 
-// A tile of `shape` (empty: a scalar) filled with `value`.
-template <class T, class V>
-  requires std::is_arithmetic_v<V>
-tile<T> full(std::initializer_list<int64_t> shape, V value, std::source_location w = std::source_location::current()) {
-  return tile<T>(detail::full(dtype_v<T>, detail::Shape(shape), detail::Operand::number(value), detail::to_loc(w), "full"));
+namespace detail {
+// A fill value: a C++ number, or one of tiledsl's narrow floats (f16,
+// bf16, f8: `tl::full<tl::f16>({8}, tl::f16(1.0f))`), whose float is exact.
+template <class V>
+concept fill_value = std::is_arithmetic_v<V> || (std::is_class_v<V> && requires { dtype_of<V>::value; } &&
+                                                 std::is_convertible_v<V, float>);
+template <class V>
+Operand fill_number(V value) {
+  if constexpr (std::is_arithmetic_v<V>) return Operand::number(value);
+  else return Operand::number(float(value));
 }
-template <class T, class V>
-  requires std::is_arithmetic_v<V>
+}  // namespace detail
+
+// A tile of `shape` (empty: a scalar) filled with `value`.
+template <class T, detail::fill_value V>
+tile<T> full(std::initializer_list<int64_t> shape, V value, std::source_location w = std::source_location::current()) {
+  return tile<T>(detail::full(dtype_v<T>, detail::Shape(shape), detail::fill_number(value), detail::to_loc(w), "full"));
+}
+template <class T, detail::fill_value V>
 tile<T> full(const std::vector<int64_t>& shape, V value, std::source_location w = std::source_location::current()) {
-  return tile<T>(detail::full(dtype_v<T>, shape, detail::Operand::number(value), detail::to_loc(w), "full"));
+  return tile<T>(detail::full(dtype_v<T>, shape, detail::fill_number(value), detail::to_loc(w), "full"));
 }
 template <class T>
 tile<T> zeros(std::initializer_list<int64_t> shape, std::source_location w = std::source_location::current()) {
@@ -51,10 +62,9 @@ tile<E> zeros_like(const tile<E>& x, std::source_location w = std::source_locati
   return tile<E>(detail::full(detail::elem_info<E>::dtype, x.shape(), detail::Operand::number(0), detail::to_loc(w),
                               "zeros_like"));
 }
-template <class E, class V>
-  requires std::is_arithmetic_v<V>
+template <class E, detail::fill_value V>
 tile<E> full_like(const tile<E>& x, V value, std::source_location w = std::source_location::current()) {
-  return tile<E>(detail::full(detail::elem_info<E>::dtype, x.shape(), detail::Operand::number(value),
+  return tile<E>(detail::full(detail::elem_info<E>::dtype, x.shape(), detail::fill_number(value),
                               detail::to_loc(w), "full_like"));
 }
 

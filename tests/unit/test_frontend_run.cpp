@@ -78,7 +78,25 @@ void mixed_shift(ptr<int32_t> x, ptr<int8_t> y, ptr<uint32_t> k, ptr<uint32_t> o
   store(out + 4 + offs, b >> n);
 }
 
+// full and full_like of tiledsl's narrow floats as values, beside numbers.
+void narrow_fills(ptr<f16> out, ptr<bf16> out2) {
+  auto h = full<f16>({8}, f16(1.5f));                // [8] f16
+  auto b = full_like(cast<bf16>(h), bf16(-2.0f));    // [8] bf16
+  store(out + arange(0, 8), h + full<f16>({8}, bf16(0.25f)));
+  store(out2 + arange(0, 8), b);
+}
+
 }  // namespace
+
+TEST_CASE("run: full of f16 and bf16 values", "[frontend][run]") {
+  Device dev = Device::get("interp");
+  Kernel k = compile(narrow_fills, {.name = "narrow_fills"});
+  Buffer o = dev.upload(std::vector<f16>(8, f16(0.0f))), o2 = dev.upload(std::vector<bf16>(8, bf16(0.0f)));
+  dev(k, Grid{1}, o, o2);
+  dev.synchronize();
+  for (f16 x : o.download<f16>()) CHECK(float(x) == 1.75f);
+  for (bf16 x : o2.download<bf16>()) CHECK(float(x) == -2.0f);
+}
 
 TEST_CASE("run: vector_add with a partial last block", "[frontend][run]") {
   Device dev = Device::get("interp");
