@@ -178,8 +178,11 @@ for b in json.load(open(sys.argv[1]))['benchmarks']:
           'tiledsl %.1f cuBLAS %.1f ratio %.3f' % (b.get('TFLOP/s', 0), b.get('cublas_TFLOP/s', 0), b.get('tl_over_cublas', 0)))
 " "$OUT/paired-$1.json" 2>&1
       }
-      paired 1 100
-      ATTN_SWEEP=0 timeout "$(left 170)" python3 bench/compare_attention.py "$OUT/compare_attention.json" > "$OUT/compare-attention.log" 2>&1
+      # TABLE_STAGES: which of gemm, attention, triton, decode, sweep, tests
+      # run (default all; a short call when machines are taken back often).
+      stage() { [ -z "${TABLE_STAGES:-}" ] || [[ " $TABLE_STAGES " == *" $1 "* ]]; }
+      stage gemm && paired 1 100
+      stage attention && { ATTN_SWEEP=0 timeout "$(left 170)" python3 bench/compare_attention.py "$OUT/compare_attention.json" > "$OUT/compare-attention.log" 2>&1
       echo "compare_attention rc=$? [$(( $(date +%s) - t0 )) s]"
       python3 -c "
 import json, sys
@@ -188,18 +191,19 @@ for r in json.load(open(sys.argv[1])):
         rounds = ' '.join('%.1f' % (r['TFLOP/s'] * r['ms'] / x) for x in r.get('rounds_ms', []))
         print(' ', r['B'], 'x', r['H'], r['n'], 'd', r['d'], 'causal' if r['causal'] else '', r['impl'],
               '%.1f' % r['TFLOP/s'] if 'TFLOP/s' in r else r.get('error'), rounds)
-" "$OUT/compare_attention.json" 2>&1
-      TILEDSL_GEMM_SHAPES=$shapes timeout "$(left 160)" python3 bench/compare_gemm.py "$OUT/compare_gemm.json" > "$OUT/compare-gemm.log" 2>&1
-      echo "compare_gemm rc=$? [$(( $(date +%s) - t0 )) s]"; tail -18 "$OUT/compare-gemm.log"
-      paired 2 90
-      for shape in 8,32,8,32768 1,32,8,131072; do
+" "$OUT/compare_attention.json" 2>&1; }
+      stage triton && { TILEDSL_GEMM_SHAPES=$shapes timeout "$(left 160)" python3 bench/compare_gemm.py "$OUT/compare_gemm.json" > "$OUT/compare-gemm.log" 2>&1
+        echo "compare_gemm rc=$? [$(( $(date +%s) - t0 )) s]"; tail -18 "$OUT/compare-gemm.log"; }
+      stage gemm && paired 2 90
+      stage decode && for shape in 8,32,8,32768 1,32,8,131072; do
         timeout "$(left 30)" "$bin/decode" --device=cuda --shape=$shape > /tmp/decode.log 2>&1
         echo "decode $shape rc=$?: $(grep -E 'PASS|FAIL|GB/s|rror' /tmp/decode.log | tr '\n' ' ')"
       done
-      timeout "$(left 100)" "$bin/attention" --device=cuda --sweep > "$OUT/sweep-attention.log" 2>&1
-      echo "attention sweep rc=$?: $(grep -c PASS "$OUT/sweep-attention.log") PASS, $(grep -c FAIL "$OUT/sweep-attention.log") FAIL"
-      timeout "$(left 200)" "$bin/tiledsl_tests" "[gpu]" > "$OUT/gpu-tests.log" 2>&1
-      echo "gpu tests rc=$?: $(tail -3 "$OUT/gpu-tests.log" | tr '\n' ' ') [$(( $(date +%s) - t0 )) s]" ;;
+      stage sweep && { timeout "$(left 100)" "$bin/attention" --device=cuda --sweep > "$OUT/sweep-attention.log" 2>&1
+        echo "attention sweep rc=$?: $(grep -c PASS "$OUT/sweep-attention.log") PASS, $(grep -c FAIL "$OUT/sweep-attention.log") FAIL"; }
+      stage tests && { timeout "$(left 200)" "$bin/tiledsl_tests" "${TABLE_TESTS:-[gpu]}" > "$OUT/gpu-tests.log" 2>&1
+        echo "gpu tests rc=$?: $(tail -3 "$OUT/gpu-tests.log" | tr '\n' ' ') [$(( $(date +%s) - t0 )) s]"; }
+      true ;;
     ncu-gemm)
       # The gemm example's kernel under Nsight Compute at each of
       # NCU_SHAPES (M,N,K; default 4096³ and 4000³), one launch after the

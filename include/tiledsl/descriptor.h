@@ -6,7 +6,7 @@
 //   auto t = a.load({m, k});     // [BM, BK]: the elements (m + i, k + j); 0 outside the tensor
 //   c.store({m, n}, acc_tile);   // writes the block's elements inside the tensor only
 //
-// Ranks 1 to 3 (a block is a tile); the block's sizes are powers of two
+// Ranks 1 to 5 (a block is a tile); the block's sizes are powers of two
 // (a tile's). Shapes, strides and coordinates are i32 scalars or C++ integers; a coordinate is
 // the element offset of the block's first element along its dimension and
 // may lie outside the tensor. A block traces to descriptor_load /
@@ -60,15 +60,12 @@ class tensor_descriptor {
   tensor_descriptor(const ptr<T>& base, std::vector<index> shape, std::vector<index> strides,
                     std::vector<int64_t> block, const std::source_location& w)
       : base_(base), shape_(std::move(shape)), strides_(std::move(strides)), block_(std::move(block)) {
-    // A block is a tile, and tiles have at most 3 dims: Triton's 4-D and
-    // 5-D descriptors (blocks such as [1, 1, BM, BK]) are not supported yet.
+    // A block is a tile: at most max_tile_rank (5) dims, as Triton's.
     size_t r = block_.size();
-    if (r < 1 || r > 3 || shape_.size() != r || strides_.size() != r)
-      throw Error(where(w) + "make_tensor_descriptor: expected a shape, strides and block of one rank from 1 to 3, found " +
-                  std::to_string(shape_.size()) + ", " + std::to_string(strides_.size()) + " and " +
-                  std::to_string(r) + " entries" +
-                  (r > 3 ? " (a block is a tile, of at most 3 dims: descriptors of rank 4 and 5 are not supported yet)"
-                         : ""));
+    if (r < 1 || r > size_t(max_tile_rank) || shape_.size() != r || strides_.size() != r)
+      throw Error(where(w) + "make_tensor_descriptor: expected a shape, strides and block of one rank from 1 to " +
+                  std::to_string(max_tile_rank) + ", found " + std::to_string(shape_.size()) + ", " +
+                  std::to_string(strides_.size()) + " and " + std::to_string(r) + " entries");
     for (int64_t b : block_)
       if (!is_tile_dim(b))
         throw Error(where(w) + "make_tensor_descriptor: expected block sizes c x 2^k (c = 1, 3, ..., 15), found " +

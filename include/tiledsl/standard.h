@@ -9,7 +9,7 @@
 //
 // Triton builds its bitonic networks by reshaping a tile to a hypercube
 // [2, 2, ..., 2] and swapping along one size-2 dimension at a time. Tiles
-// here have rank at most 3, so the networks use a rank-3 view instead:
+// here have rank at most 5, so the networks use a rank-3 view instead:
 // along dimension `axis` (size n), the elements at positions p and p + s
 // (bit s of p clear) are the two halves of
 //
@@ -17,7 +17,7 @@
 //
 // (outer and inner: the products of the dimensions before and after
 // `axis`); join, permute and reshape put them back. That works on any axis
-// of a tile of rank 1 to 3, where Triton's sort and topk take the last one.
+// of a tile of rank 1 to 5, where Triton's sort and topk take the last one.
 //
 // Every error is a tl::Error naming the caller's line, the function, what
 // it expected and what it found.
@@ -56,10 +56,10 @@ inline int log2_of(int64_t n) {
   return k;
 }
 
-// Rank 1..3 and the axis normalized, or an error naming `op`.
+// Rank 1..max_tile_rank and the axis normalized, or an error naming `op`.
 inline int std_axis(Value* x, int axis, const ir::Loc& loc, std::string_view op) {
   ir::Type t = type_of(x);
-  if (t.is_scalar()) fail(loc, op, "expected a tile of rank 1 to 3, found " + t.str());
+  if (t.is_scalar()) fail(loc, op, "expected a tile of rank 1 to " + std::to_string(max_tile_rank) + ", found " + t.str());
   return normalize_axis(axis, t.rank(), loc, op);
 }
 

@@ -87,12 +87,12 @@ std::string shape_str(const Shape& s) {
 }
 
 void check_shape(const Shape& s, const ir::Loc& loc, std::string_view op, bool allow_scalar) {
-  bool ok = s.size() <= 3 && (allow_scalar || !s.empty());
+  bool ok = s.size() <= size_t(max_tile_rank) && (allow_scalar || !s.empty());
   for (auto d : s) ok = ok && is_tile_dim(d);
   if (!ok)
     fail(loc, op,
          std::string("expected a tile shape of rank ") + (allow_scalar ? "0" : "1") +
-             "..3 with dims c x 2^k (c = 1, 3, ..., 15), found " + shape_str(s));
+             ".." + std::to_string(max_tile_rank) + " with dims c x 2^k (c = 1, 3, ..., 15), found " + shape_str(s));
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const ir::Loc& loc, std::string_view op) {

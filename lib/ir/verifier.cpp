@@ -6,7 +6,7 @@
 // found <found>", naming the user's source line the op was traced from.
 //
 // Order of checks for one op: operands exist and dominate the op, every type
-// the op defines is well formed (rank 1..3, dims c x 2^k, c odd <= 15), then the
+// the op defines is well formed (rank 1..5, dims c x 2^k, c odd <= 15), then the
 // op-specific rules, then its regions (recursively, with the op's enclosing
 // values visible). Regions may nest kMaxRegionDepth deep (ir.h), which
 // bounds this recursion.
@@ -50,7 +50,7 @@ class Verifier : public Rules {
  private:
   void check_type_at(const Loc& loc, const std::string& what, const Type& t, const std::string& role) const {
     std::string problem;
-    if (t.rank() > 3) problem = "rank " + std::to_string(t.rank());
+    if (t.rank() > max_tile_rank) problem = "rank " + std::to_string(t.rank());
     // A buffer's leading dimension may count slots, any number of them
     // (GpuRules::type checks its layout covers the rest).
     for (size_t i = t.is_shared() && t.rank() > 1 ? 1 : 0; i < t.shape.size(); ++i)
@@ -61,7 +61,7 @@ class Verifier : public Rules {
                   " elements (tl::max_tile_elements), found " + t.str());
     if (!problem.empty())
       throw Error(loc.str() + ": '" + what + "' expects " + role +
-                  " of rank 0..3 with dims c x 2^k (c = 1, 3, ..., 15), found " + problem + " in " + t.str());
+                  " of rank 0.." + std::to_string(max_tile_rank) + " with dims c x 2^k (c = 1, 3, ..., 15), found " + problem + " in " + t.str());
     GpuRules(*fn_).type(loc, what, t, role);
   }
   void check_type(const Op& op, const Type& t, const std::string& role) const {

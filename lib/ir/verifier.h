@@ -1,6 +1,6 @@
 // Checks the structural and type rules of the Tile IR (ops.def lists them):
 // operand counts and types, shapes (tile dims c x 2^k, c odd and at most
-// 15: is_tile_dim; rank 1..3),
+// 15: is_tile_dim; rank 1..5, max_tile_rank),
 // attributes, region arguments and terminators, SSA dominance (a value is
 // used only after its definition, in its region or a nested one); for GPU IR
 // also the layouts of its types and the rules of its own ops.

@@ -220,7 +220,7 @@ TEST_CASE("errors: tile dims not c x 2^k", "[frontend][errors]") {
   std::string msg = compile_error(non_power_of_two);
   CHECK(msg == at_line(g_line) + "arange: expected a length end - start of c x 2^k (c = 1, 3, ..., 15), found 100 (0..100)");
   msg = compile_error(zeros_bad_shape);
-  CHECK(msg == at_line(g_line) + "zeros: expected a tile shape of rank 0..3 with dims c x 2^k (c = 1, 3, ..., 15), found [17, 8]");
+  CHECK(msg == at_line(g_line) + "zeros: expected a tile shape of rank 0..5 with dims c x 2^k (c = 1, 3, ..., 15), found [17, 8]");
 }
 
 TEST_CASE("errors: mask of the wrong shape", "[frontend][errors]") {

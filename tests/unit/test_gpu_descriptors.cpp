@@ -112,22 +112,30 @@ void gemm_bound_loaded(ptr<bf16> a, ptr<bf16> b, ptr<float> c, ptr<int32_t> k_pt
 // bf16 for small integers), O += P V_j over key blocks j < n. With it, an
 // online softmax between the products (a running max and sum carried,
 // keys past n masked, the accumulator rescaled; overlap-dots moves it
-// after P V, on the next block's S, carrying P and the rescale).
-template <int BM, int BN, int D, bool SOFTMAX = false>
+// after P V, on the next block's S, carrying P and the rescale). RANK 4:
+// the same through [B, H, n, D] descriptors (a [1, 1, rows, D] box), batch
+// program_id(1) (its stride an argument, as Triton's q.stride(0): a stride
+// the kernel computes keeps the masked loads, tma_descriptors.h).
+template <int BM, int BN, int D, bool SOFTMAX = false, int RANK = 3>
 void chained_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float> out, scalar<int32_t> heads,
-                   scalar<int32_t> n, scalar<int32_t> head_stride) {
+                   scalar<int32_t> n, scalar<int32_t> head_stride, scalar<int32_t> batch_stride) {
   auto head = program_id(0);
-  auto blocks = [&](ptr<bf16> x, int64_t rows) {  // [H, n, D], a [1, rows, D] box
-    return make_tensor_descriptor(x, {heads, n, D}, {head_stride, D, 1}, {1, rows, D});
+  auto batch = program_id(1);
+  auto block = [&](ptr<bf16> x, int64_t rows, tl::index j) {  // [rows, D] at key j
+    if constexpr (RANK == 4)
+      return reshape(make_tensor_descriptor(x, {2, heads, n, D}, {batch_stride, head_stride, D, 1},
+                                            {1, 1, rows, D}).load({batch, head, j, 0}), {rows, D});
+    else
+      return reshape(make_tensor_descriptor(x, {heads, n, D}, {head_stride, D, 1}, {1, rows, D}).load({head, j, 0}),
+                     {rows, D});
   };
-  auto dq = blocks(q_ptr, BM), dk = blocks(k_ptr, BN), dv = blocks(v_ptr, BN);
-  auto q = reshape(dq.load({head, 0, 0}), {BM, D});           // [BM, D]
+  auto q = block(q_ptr, BM, 0);                               // [BM, D]
   auto m_i = full<float>({BM}, -INFINITY);                    // [BM] (SOFTMAX)
   auto l_i = zeros<float>({BM});                              // [BM] (SOFTMAX)
   auto acc = zeros<float>({BM, D});                           // [BM, D]
   for (auto j : range(0, n, BN)) {
-    auto k = reshape(dk.load({head, j, 0}), {BN, D});         // [BN, D]
-    auto v = reshape(dv.load({head, j, 0}), {BN, D});         // [BN, D]
+    auto k = block(k_ptr, BN, j);                             // [BN, D]
+    auto v = block(v_ptr, BN, j);                             // [BN, D]
     if constexpr (SOFTMAX) {
       auto s = where(row(j + arange(0, BN) < n), dot(q, trans(k)) * 0.125f, -INFINITY);  // [BM, BN]
       auto m_new = maximum(m_i, max(s, 1));                   // [BM]
@@ -142,7 +150,7 @@ void chained_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float>
   }
   auto m = arange(0, BM), d = arange(0, D);
   if constexpr (SOFTMAX) acc = acc / col(maximum(l_i, 1e-30f));
-  store(out + head * (BM * D) + col(m) * D + row(d), acc);
+  store(out + (batch * heads + head) * (BM * D) + col(m) * D + row(d), acc);
 }
 
 // The idioms a user also writes: B stored N x K and transposed for the dot
@@ -800,6 +808,19 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
   };
   check.template operator()<64>(4);
   check.template operator()<128>(8);
+  // Rank 4 ([B, H, n, D], Triton's habit): 4-D copies of [1, 1, rows, D] boxes.
+  {
+    Kernel k4 = compile(chained_heads<128, 64, 64, true, 4>, {.name = "heads_4d", .num_warps = 8});
+    std::string gpu = codegen::emit_stage(*k4.impl(), aligned(k4), "sm_90a", codegen::Stage::Gpu);
+    CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 1, 64, 64\])") == 2);   // K, V
+    CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 1, 128, 64\])") == 1);  // Q
+    CHECK(count(gpu, R"(warp_specialize \{registers)") == 1);
+    const std::string ptx = codegen::compile(*k4.impl(), aligned(k4), "sm_90a").assembly;
+    CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.mbarrier)") > 0);
+    CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.[235]d)") == 0);
+    check_assembles(ptx, "sm_90a");
+    if (auto log = ptxas(ptx, "sm_90a")) CHECK(count(*log, R"( 0 bytes spill stores)") == 1);
+  }
   // On sm_80 the same source is the masked loads the descriptors mean.
   Kernel k = compile(chained_heads<128, 64, 64>, {.name = "chained_heads", .num_warps = 4});
   auto ampere = codegen::compile(*k.impl(), aligned(k), "sm_80");
@@ -1053,26 +1074,29 @@ TEST_CASE("attention at d 64, three programs a multiprocessor or 256-row blocks 
 }
 
 TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 0, 1, 64, 100, 187, 576, three heads, "
-          "with and without an online softmax",
+          "with and without an online softmax, and through rank-4 descriptors",
           "[gpu][descriptor]") {
   REQUIRE_GPU();
   constexpr int BM = 128, D = 64, H = 3;
   for (int warps : {4, 8})
-  for (bool softmax : {false, true}) {
-    Kernel k = softmax ? compile(chained_heads<BM, 64, D, true>, {.name = "softmax_heads", .num_warps = warps})
-                       : compile(chained_heads<BM, 64, D>, {.name = "chained_heads", .num_warps = warps});
+  for (int variant : {0, 1, 2}) {  // 0: plain, 1: online softmax, 2: that through rank-4 descriptors
+    const bool softmax = variant > 0;
+    const int batches = variant == 2 ? 2 : 1;
+    Kernel k = variant == 2 ? compile(chained_heads<BM, 64, D, true, 4>, {.name = "heads_4d", .num_warps = warps})
+               : softmax    ? compile(chained_heads<BM, 64, D, true>, {.name = "softmax_heads", .num_warps = warps})
+                            : compile(chained_heads<BM, 64, D>, {.name = "chained_heads", .num_warps = warps});
     for (int n : {0, 1, 64, 100, 128, 187, 576}) {
-      INFO(warps << " warps, " << n << " keys" << (softmax ? ", online softmax" : ""));
+      INFO(warps << " warps, " << n << " keys" << (softmax ? ", online softmax" : "") << (batches > 1 ? ", 4-D" : ""));
       // Each head's n rows, then the next head's (ragged: keys past n
       // belong to the next head and must read as zero). Q has BM rows a
       // head (n of them valid in the map: rows past n read as zero).
       const int rows = std::max(n, BM);
       same_on_both<float>([&](Device& d) {
-        auto q = d.upload(small_ints(size_t(H) * rows * D, 51));
-        auto kk = d.upload(small_ints(size_t(H) * rows * D, 52));
-        auto v = d.upload(small_ints(size_t(H) * rows * D, 53));
-        auto out = d.alloc<float>(size_t(H) * BM * D);
-        d(k, Grid{uint32_t(H)}, q, kk, v, out, H, n, rows * D);
+        auto q = d.upload(small_ints(size_t(batches * H) * rows * D, 51));
+        auto kk = d.upload(small_ints(size_t(batches * H) * rows * D, 52));
+        auto v = d.upload(small_ints(size_t(batches * H) * rows * D, 53));
+        auto out = d.alloc<float>(size_t(batches * H) * BM * D);
+        d(k, Grid{uint32_t(H), uint32_t(batches)}, q, kk, v, out, H, n, rows * D, H * rows * D);
         d.synchronize();
         return std::vector<std::vector<float>>{out.download<float>()};
       }, softmax ? 1e-2 : 0, softmax ? 1e-2 : 0);

@@ -337,9 +337,9 @@ TEST_CASE("ir verifier: each rule reports its message", "[ir][verify][errors]") 
   };
   const Case cases[] = {
       {"dims c x 2^k", "%a = arange {end = 34, start = 0} : tile<34xi32> loc(\"t.cpp\":1)",
-       "t.cpp:1: 'arange' expects result of rank 0..3 with dims c x 2^k (c = 1, 3, ..., 15), found dimension 34 in tile<34xi32>"},
-      {"rank at most 3", "%a = constant {value = 0.0} : tile<2x2x2x2xf32> loc(\"t.cpp\":2)",
-       "t.cpp:2: 'constant' expects result of rank 0..3 with dims c x 2^k (c = 1, 3, ..., 15), found rank 4 in tile<2x2x2x2xf32>"},
+       "t.cpp:1: 'arange' expects result of rank 0..5 with dims c x 2^k (c = 1, 3, ..., 15), found dimension 34 in tile<34xi32>"},
+      {"rank at most 5", "%a = constant {value = 0.0} : tile<2x2x2x2x2x2xf32> loc(\"t.cpp\":2)",
+       "t.cpp:2: 'constant' expects result of rank 0..5 with dims c x 2^k (c = 1, 3, ..., 15), found rank 6 in tile<2x2x2x2x2x2xf32>"},
       {"operand count", "%a = add %x : tile<16xf32> loc(\"t.cpp\":3)", "t.cpp:3: 'add' expects 2 operands, found 1"},
       {"binary dtypes", "%a = add %n, %x : tile<16xf32> loc(\"t.cpp\":4)",
        "t.cpp:4: 'add' expects a second operand of type i32, found tile<16xf32>"},

@@ -395,7 +395,7 @@ TEST_CASE("standard functions: bad arguments are errors naming the line", "[stan
     auto v = load(x);
     MARK store(x, sort(v));
   });
-  CHECK(e == at_line(g_line) + "sort: expected a tile of rank 1 to 3, found f32");
+  CHECK(e == at_line(g_line) + "sort: expected a tile of rank 1 to 5, found f32");
   e = compile_error(+[](ptr<float> x) {
     auto v = load(x + offsets<4, 4>());
     MARK store(x + offsets<4, 4>(), flip(v, 2));

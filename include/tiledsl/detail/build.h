@@ -142,7 +142,7 @@ struct Operand {
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "[64, 32]"
-// Fails unless `s` is a tile shape: rank 1..3 (0 when allow_scalar), dims tl::is_tile_dim.
+// Fails unless `s` is a tile shape: rank 1..max_tile_rank (0 when allow_scalar), dims tl::is_tile_dim.
 void check_shape(const Shape& s, const ir::Loc& loc, std::string_view op, bool allow_scalar = false);
 // numpy broadcasting of two shapes; fails naming both.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const ir::Loc& loc, std::string_view op);

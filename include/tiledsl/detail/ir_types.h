@@ -28,6 +28,9 @@ struct Error : std::runtime_error {
 // any device sees it (code generation time grows with a tile's elements per
 // thread; docs/language.md gives the figures).
 inline constexpr int64_t max_tile_elements = int64_t(1) << 20;
+// The most dimensions one tile may have, as Triton's tensor descriptors
+// (whose blocks may be 5-D, e.g. [1, 1, 1, BM, BK]).
+inline constexpr int max_tile_rank = 5;
 
 // A tile dimension: a power of two times an odd count of at most 15 (192 =
 // 3 x 64, 160 = 5 x 32, 96, 80 ...). A power of two is what Triton takes and
