@@ -12,6 +12,8 @@
 // initialization and its uses, and between a
 // buffer's readers and the tensor copy that refills it; a tensor copy's
 // bytes are visible to the threads that waited on its mbarrier.
+#include <functional>
+
 #include "codegen/lowerer.h"
 
 namespace tl::codegen::lowering {
@@ -199,12 +201,17 @@ void Lowerer::collect_tensor_maps(const ir::Function& fn, std::vector<llvm::Type
     m.swizzle_bytes = int(op->attr_int("swizzle"));
     size_t r = m.box.size();
     for (size_t i = 1; i < op->operands.size(); ++i) {
-      const ir::Value* v = op->operands[i];
-      TensorMapParam::Operand o{arg_index(v), 0};
-      if (o.arg < 0 && v->def && v->def->kind == OpKind::Constant) o.value = v->def->attr_int("value");
-      else if (o.arg < 0)
-        unsupported(*op, "expects each size and stride to be a kernel argument or a constant (the launcher encodes the map), found operand #" +
-                             std::to_string(i) + " computed in the kernel");
+      // An argument, a constant or a product of such, as factors.
+      TensorMapParam::Operand o;
+      std::function<bool(const ir::Value*)> factor = [&](const ir::Value* v) {
+        if (int a = arg_index(v); a >= 0) o.args.push_back(a);
+        else if (v->def && v->def->kind == OpKind::Constant) o.value *= v->def->attr_int("value");
+        else return v->def && v->def->kind == OpKind::Mul && factor(v->def->operands[0]) && factor(v->def->operands[1]);
+        return true;
+      };
+      if (!factor(op->operands[i]))
+        unsupported(*op, "expects each size and stride to be a kernel argument, a constant or a product of them (the "
+                         "launcher encodes the map), found operand #" + std::to_string(i) + " computed otherwise");
       (i <= r ? m.sizes : m.strides).push_back(o);
     }
     tensor_map_ops_.push_back(op);

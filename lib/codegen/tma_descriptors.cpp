@@ -21,6 +21,55 @@ bool is_argument(const ir::Function& fn, const Value* v) {
 
 const Op* constant_def(const Value* v) { return v->def && v->def->kind == OpKind::Constant ? v->def : nullptr; }
 
+// Whether the launcher can compute `v` from the launch's arguments: an
+// argument, a constant, or a product of such (Triton's attention makes its
+// descriptors over Z * H * N_CTX rows; a batch stride is H * N * D), with
+// at most 8 factors in all.
+bool host_product(const ir::Function& fn, const Value* v, int* factors) {
+  if (++*factors > 8) return false;
+  if (is_argument(fn, v) || constant_def(v)) return true;
+  const Op* d = v->def;
+  return d && d->kind == OpKind::Mul && v->type.is_scalar() && host_product(fn, d->operands[0], factors) &&
+         host_product(fn, d->operands[1], factors);
+}
+bool host_product(const ir::Function& fn, const Value* v) {
+  int factors = 0;
+  return host_product(fn, v, &factors);
+}
+
+// Whether `a` and `b` compute one value: the same value, equal constants,
+// or products of such (in the same order).
+bool same_value(const Value* a, const Value* b) {
+  if (a == b) return true;
+  if (a->type != b->type || !a->def || !b->def || a->def->kind != b->def->kind) return false;
+  if (a->def->kind == OpKind::Constant) return a->def->attrs.at("value") == b->def->attrs.at("value");
+  return a->def->kind == OpKind::Mul && same_value(a->def->operands[0], b->def->operands[0]) &&
+         same_value(a->def->operands[1], b->def->operands[1]);
+}
+
+// The end of the function's leading constants, products and tensor maps
+// (entry_tensor_map's, and any the kernel begins with): what is there
+// dominates the whole function, and a new map goes after it.
+ir::Region::iterator entry_end(ir::Function& fn) {
+  auto it = fn.body.ops.begin();
+  while (it != fn.body.ops.end() &&
+         ((*it)->kind == OpKind::Constant || (*it)->kind == OpKind::Mul || (*it)->kind == OpKind::TensorMap))
+    ++it;
+  return it;
+}
+
+// `v` (host_product) computed again by `b` at the end of the entry of
+// `fn` (entry_end), or an equal product already there.
+Value* at_entry(ir::Builder& b, ir::Function& fn, Value* v) {
+  if (!v->def) return v;  // an argument
+  if (v->def->kind == OpKind::Constant) return b.create1(OpKind::Constant, {}, v->type, {{"value", v->def->attrs.at("value")}});
+  for (auto it = fn.body.ops.begin(); it != entry_end(fn); ++it)
+    if ((*it)->kind == OpKind::Mul && same_value((*it)->result(), v)) return (*it)->result();
+  Value* x = at_entry(b, fn, v->def->operands[0]);
+  Value* y = at_entry(b, fn, v->def->operands[1]);
+  return b.create1(OpKind::Mul, {x, y}, v->type);
+}
+
 // The users of every value of `fn`.
 std::unordered_map<const Value*, std::vector<Op*>> users_of(const ir::Function& fn) {
   std::unordered_map<const Value*, std::vector<Op*>> users;
@@ -97,8 +146,9 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
   if (!is_argument(fn, base)) return "a base the kernel computes (the launcher encodes the map)";
   if (axis.get(base).divisibility[0] < 16) return "a base not proven 16-byte aligned";
   for (size_t i = 1; i <= 2 * r; ++i)
-    if (!is_argument(fn, op.operands[i]) && !constant_def(op.operands[i]))
-      return std::string(i <= r ? "a size" : "a stride") + " the kernel computes (the launcher encodes the map)";
+    if (!host_product(fn, op.operands[i]))
+      return std::string(i <= r ? "a size" : "a stride") +
+             " the kernel computes other than as a product of arguments and constants (the launcher encodes the map)";
   const transforms::AxisInfo& last = axis.get(op.operands[2 * r]);
   if (!last.value || *last.value != 1) return "a last stride not known to be 1";
   for (size_t d = 0; d + 1 < r; ++d)
@@ -164,26 +214,17 @@ Value* entry_tensor_map(ir::Function& fn, const Op& op, const TensorBox& box) {
   std::vector<int64_t> dims(r - 2, 1);  // leading sizes 1 (tensor_copy_refusal)
   dims.push_back(box.rows);
   dims.push_back(box.inner);
-  auto same = [](const Value* a, const Value* b) {
-    if (a == b) return true;
-    const Op *ca = constant_def(a), *cb = constant_def(b);
-    return ca && cb && a->type == b->type && ca->attrs.at("value") == cb->attrs.at("value");
-  };
   for (const auto& o : fn.body.ops) {
     if (o->kind != OpKind::TensorMap || o->attr_ints("box") != dims || o->attr_int("swizzle") != box.swizzle_bytes)
       continue;
     bool equal = true;
-    for (size_t i = 0; i <= 2 * r && equal; ++i) equal = same(o->operands[i], op.operands[i]);
+    for (size_t i = 0; i <= 2 * r && equal; ++i) equal = same_value(o->operands[i], op.operands[i]);
     if (equal) return o->result();
   }
-  ir::Builder b(&fn.body, fn.body.ops.begin());
+  ir::Builder b(&fn.body, entry_end(fn));
   b.loc = op.loc;
   std::vector<Value*> operands{op.operands[0]};
-  for (size_t i = 1; i <= 2 * r; ++i) {
-    Value* v = op.operands[i];
-    if (const Op* c = constant_def(v)) v = b.create1(OpKind::Constant, {}, v->type, {{"value", c->attrs.at("value")}});
-    operands.push_back(v);
-  }
+  for (size_t i = 1; i <= 2 * r; ++i) operands.push_back(at_entry(b, fn, op.operands[i]));
   return b.create1(OpKind::TensorMap, operands, op.operands[0]->type,
                    {{"box", dims}, {"swizzle", int64_t(box.swizzle_bytes)}});
 }

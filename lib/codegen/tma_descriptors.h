@@ -51,8 +51,9 @@
 // a higher-rank tensor: a head's keys of [B * H, N, D]), read by dots
 // (directly, through a trans, or through a reshape dropping the leading
 // 1s); its base a kernel argument
-// proven 16-byte aligned; sizes and strides kernel arguments or constants
-// (the launcher encodes the map from them), the last stride 1 and the
+// proven 16-byte aligned; sizes and strides kernel arguments, constants or
+// products of them (the launcher encodes the map from them, a product as
+// the kernel's i32 multiplication: Triton's attention's Z * H * N_CTX), the last stride 1 and the
 // other proven a multiple of 16 bytes; the innermost coordinate proven a
 // multiple of 16 bytes (another traps); the block stored as a box a map
 // can describe (TensorBox). A store needs the same

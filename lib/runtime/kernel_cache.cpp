@@ -428,8 +428,11 @@ void KernelCache::set_write_function(WriteFunction write) { write_ = write; }
 // A device's payload
 
 std::string tensor_map_line(const TensorMapParam& m) {
+  // "a2" (an argument), "300" (a constant), "64*a2*a3" (a product).
   auto operand = [](const TensorMapParam::Operand& o) {
-    return o.arg >= 0 ? "a" + std::to_string(o.arg) : std::to_string(o.value);
+    std::string t = o.args.empty() || o.value != 1 ? std::to_string(o.value) : "";
+    for (int a : o.args) t += (t.empty() ? "a" : "*a") + std::to_string(a);
+    return t;
   };
   std::string s = std::string(dtype_name(m.dtype)) + " " + std::to_string(m.base_arg) + " " + std::to_string(m.box.size());
   for (const auto& o : m.sizes) s += " " + operand(o);
@@ -460,16 +463,23 @@ std::optional<TensorMapParam> parse_tensor_map_line(std::string_view s) {
   m.base_arg = int(*base);
   size_t r = size_t(*rank);
   for (size_t i = 0; i < 2 * r; ++i) {
+    // Factors joined by '*': a constant first (where not 1), then arguments.
     std::string_view t = f[3 + i];
     TensorMapParam::Operand o;
-    if (t.starts_with("a")) {
-      auto a = integer(t.substr(1), 0, kMaxArg);
-      if (!a) return std::nullopt;
-      o.arg = int(*a);
-    } else {
-      auto v = integer(t, INT64_MIN, INT64_MAX);
-      if (!v) return std::nullopt;
-      o.value = *v;
+    for (size_t n = 0;; ++n) {
+      size_t star = t.find('*');
+      std::string_view factor = t.substr(0, star);
+      if (factor.starts_with("a")) {
+        auto a = integer(factor.substr(1), 0, kMaxArg);
+        if (!a || o.args.size() >= 8) return std::nullopt;
+        o.args.push_back(int(*a));
+      } else {
+        auto v = integer(factor, INT64_MIN, INT64_MAX);
+        if (!v || n > 0) return std::nullopt;
+        o.value = *v;
+      }
+      if (star == std::string_view::npos) break;
+      t = t.substr(star + 1);
     }
     (i < r ? m.sizes : m.strides).push_back(o);
   }

@@ -13,11 +13,20 @@
 namespace tl::runtime {
 
 struct TensorMapParam {
-  // A size or stride: argument `arg`'s value (arg >= 0), else `value`.
+  // A size or stride: `value` times the arguments `args` names (each once
+  // per mention), as the kernel's i32 multiplication computes it (wrapped
+  // to 32 bits); with no arguments, the constant `value`.
   struct Operand {
-    int arg = -1;
-    int64_t value = 0;
-    int64_t of(const std::vector<int64_t>& args) const { return arg >= 0 ? args[size_t(arg)] : value; }
+    int64_t value = 1;
+    std::vector<int> args;
+    static Operand argument(int i) { return {1, {i}}; }
+    static Operand constant(int64_t v) { return {v, {}}; }
+    int64_t of(const std::vector<int64_t>& values) const {
+      if (args.empty()) return value;
+      uint64_t p = uint64_t(value);
+      for (int i : args) p *= uint64_t(values[size_t(i)]);
+      return int64_t(int32_t(uint32_t(p)));
+    }
     bool operator==(const Operand&) const = default;
   };
   DType dtype = DType::bf16;

@@ -114,16 +114,16 @@ void gemm_bound_loaded(ptr<bf16> a, ptr<bf16> b, ptr<float> c, ptr<int32_t> k_pt
 // keys past n masked, the accumulator rescaled; overlap-dots moves it
 // after P V, on the next block's S, carrying P and the rescale). RANK 4:
 // the same through [B, H, n, D] descriptors (a [1, 1, rows, D] box), batch
-// program_id(1) (its stride an argument, as Triton's q.stride(0): a stride
-// the kernel computes keeps the masked loads, tma_descriptors.h).
+// program_id(1), its stride computed in the kernel (heads x head_stride:
+// the launcher computes it too, for the tensor map).
 template <int BM, int BN, int D, bool SOFTMAX = false, int RANK = 3>
 void chained_heads(ptr<bf16> q_ptr, ptr<bf16> k_ptr, ptr<bf16> v_ptr, ptr<float> out, scalar<int32_t> heads,
-                   scalar<int32_t> n, scalar<int32_t> head_stride, scalar<int32_t> batch_stride) {
+                   scalar<int32_t> n, scalar<int32_t> head_stride) {
   auto head = program_id(0);
   auto batch = program_id(1);
   auto block = [&](ptr<bf16> x, int64_t rows, tl::index j) {  // [rows, D] at key j
     if constexpr (RANK == 4)
-      return reshape(make_tensor_descriptor(x, {2, heads, n, D}, {batch_stride, head_stride, D, 1},
+      return reshape(make_tensor_descriptor(x, {2, heads, n, D}, {heads * head_stride, head_stride, D, 1},
                                             {1, 1, rows, D}).load({batch, head, j, 0}), {rows, D});
     else
       return reshape(make_tensor_descriptor(x, {heads, n, D}, {head_stride, D, 1}, {1, rows, D}).load({head, j, 0}),
@@ -812,10 +812,15 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
   {
     Kernel k4 = compile(chained_heads<128, 64, 64, true, 4>, {.name = "heads_4d", .num_warps = 8});
     std::string gpu = codegen::emit_stage(*k4.impl(), aligned(k4), "sm_90a", codegen::Stage::Gpu);
-    CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 1, 64, 64\])") == 2);   // K, V
+    CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 1, 64, 64\])") == 2);  // K, V
+    CHECK(count(gpu, R"(= mul %4, %6 : i32)") == 1);  // the batch stride, for the three maps
     CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 1, 128, 64\])") == 1);  // Q
     CHECK(count(gpu, R"(warp_specialize \{registers)") == 1);
-    const std::string ptx = codegen::compile(*k4.impl(), aligned(k4), "sm_90a").assembly;
+    auto c4 = codegen::compile(*k4.impl(), aligned(k4), "sm_90a");
+    REQUIRE(c4.tensor_maps.size() == 3);
+    using Operand = codegen::TensorMapParam::Operand;
+    for (const auto& m : c4.tensor_maps) CHECK(m.strides[0] == (Operand{1, {4, 6}}));  // heads x head_stride
+    const std::string& ptx = c4.assembly;
     CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.mbarrier)") > 0);
     CHECK(count(ptx, R"(cp\.async\.bulk\.tensor\.[235]d)") == 0);
     check_assembles(ptx, "sm_90a");
@@ -1096,7 +1101,7 @@ TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 
         auto kk = d.upload(small_ints(size_t(batches * H) * rows * D, 52));
         auto v = d.upload(small_ints(size_t(batches * H) * rows * D, 53));
         auto out = d.alloc<float>(size_t(batches * H) * BM * D);
-        d(k, Grid{uint32_t(H), uint32_t(batches)}, q, kk, v, out, H, n, rows * D, H * rows * D);
+        d(k, Grid{uint32_t(H), uint32_t(batches)}, q, kk, v, out, H, n, rows * D);
         d.synchronize();
         return std::vector<std::vector<float>>{out.download<float>()};
       }, softmax ? 1e-2 : 0, softmax ? 1e-2 : 0);

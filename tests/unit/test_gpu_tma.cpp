@@ -117,8 +117,10 @@ TEST_CASE("tensor copies and mbarriers lower for sm_90a and assemble", "[codegen
       CHECK(m.dtype == DType::bf16);
       CHECK(m.base_arg == i);
       REQUIRE(m.sizes.size() == 2);
-      CHECK((m.sizes[0].arg == 2 && m.sizes[1].arg == 3 && m.strides[0].arg == 4));
-      CHECK((m.strides[1].arg == -1 && m.strides[1].value == 1));
+      using Operand = codegen::TensorMapParam::Operand;
+      CHECK((m.sizes[0] == Operand::argument(2) && m.sizes[1] == Operand::argument(3) &&
+             m.strides[0] == Operand::argument(4)));
+      CHECK(m.strides[1] == Operand::constant(1));
       CHECK(m.box == std::vector<int64_t>{box.rows, box.inner});
       CHECK(m.swizzle_bytes == box.swizzle_bytes);
     }
@@ -149,7 +151,8 @@ TEST_CASE("tensor copies are a clear error where they cannot be lowered", "[code
   std::string computed = replace_all(text, "%ld, %one {", "%ld, %two {");
   computed = replace_all(computed, "  %smap =", "  %two = add %one, %one : i32\n  %smap =");
   CHECK_THROWS_WITH(lower(computed, "sm_90a"),
-                    Contains("'tensor_map' expects each size and stride to be a kernel argument or a constant"));
+                    Contains("'tensor_map' expects each size and stride to be a kernel argument, a constant or a product of "
+                             "them (the launcher encodes the map), found operand #4 computed otherwise"));
   CHECK_THROWS_WITH(lower(replace_all(text, "%smap = tensor_map %src, %M, %K, %ld, %one",
                                       "%sp = addptr %src, %M : ptr<bf16>\n  %smap = tensor_map %sp, %M, %K, %ld, %one"),
                           "sm_90a"),

@@ -435,18 +435,31 @@ TEST_CASE("a GPU device's cached binary round-trips and rejects damage", "[cache
 
 TEST_CASE("a cached binary keeps its kernel's tensor maps, and damaged map lines are refused", "[cache]") {
   using tl::runtime::TensorMapParam;
-  TensorMapParam a{tl::DType::bf16, 0, {{2, 0}, {3, 0}}, {{4, 0}, {-1, 1}}, {128, 64}, 128};
-  TensorMapParam b{tl::DType::f32, 5, {{-1, 300}}, {{-1, 1}}, {32}, 0};
+  using Operand = TensorMapParam::Operand;
+  auto arg = Operand::argument;
+  TensorMapParam a{tl::DType::bf16, 0, {arg(2), arg(3)}, {arg(4), Operand::constant(1)}, {128, 64}, 128};
+  TensorMapParam b{tl::DType::f32, 5, {Operand::constant(300)}, {Operand::constant(1)}, {32}, 0};
+  // Products: Triton's attention's Z * H * N_CTX rows, a batch stride of H * 8192 * 128.
+  TensorMapParam c{tl::DType::bf16, 0, {{1, {1, 2, 3}}, Operand::constant(128)}, {{8192 * 128, {2}}, Operand::constant(1)},
+                   {64, 128}, 128};
   CHECK(tl::runtime::tensor_map_line(a) == "bf16 0 2 a2 a3 a4 1 128 64 128");
   CHECK(tl::runtime::tensor_map_line(b) == "f32 5 1 300 1 32 0");
-  tl::runtime::CachedBinary e{"gemm", 384, 1024, {1, 2, 3}, {a, b}};
+  CHECK(tl::runtime::tensor_map_line(c) == "bf16 0 2 a1*a2*a3 128 1048576*a2 1 64 128 128");
+  // Each product as the kernel's i32 multiplication: wrapped to 32 bits.
+  CHECK(c.sizes[0].of({0, 4, 32, 4096}) == 4 * 32 * 4096);
+  CHECK(c.strides[0].of({0, 0, 32}) == 32 * 1048576);
+  CHECK(c.strides[0].of({0, 0, 4096}) == int64_t(int32_t(uint32_t(4096u * 1048576u))));
+  CHECK(Operand::constant(int64_t(1) << 40).of({}) == int64_t(1) << 40);
+  tl::runtime::CachedBinary e{"gemm", 384, 1024, {1, 2, 3}, {a, b, c}};
   auto back = tl::runtime::decode_cached_binary("cuda", tl::runtime::encode_cached_binary("cuda", e));
   REQUIRE(back);
   CHECK(back->tensor_maps == e.tensor_maps);
   CHECK(back->binary == e.binary);
   for (const char* line : {"bf16 0 2 a2 a3 a4 1 128 64", "bf16 0 2 a2 a3 a4 1 128 64 128 0", "bf16 0 2 a2 a3 a4 1 512 64 128",
                            "bf16 0 2 a2 a3 a4 1 128 64 16", "bf17 0 2 a2 a3 a4 1 128 64 128", "bf16 0 6 a2", "bf16 -1 1 4 1 8 0",
-                           "bf16 0 1 a99999 1 8 0", "bf16 0 1 4x 1 8 0", "bf16 0 1  1 8 0", "bf16 0 1 99999999999999999999 1 8 0"}) {
+                           "bf16 0 1 a99999 1 8 0", "bf16 0 1 4x 1 8 0", "bf16 0 1  1 8 0", "bf16 0 1 99999999999999999999 1 8 0",
+                           "bf16 0 1 a2*4 1 8 0", "bf16 0 1 a2* 1 8 0", "bf16 0 1 *a2 1 8 0", "bf16 0 1 a2**a3 1 8 0",
+                           "bf16 0 1 a1*a1*a1*a1*a1*a1*a1*a1*a1 1 8 0"}) {
     INFO(line);
     CHECK(!tl::runtime::parse_tensor_map_line(line));
     std::string head = std::string("tiledsl-cuda-kernel 1\nentry gemm\nthreads 128\nshared 0\nmap ") + line + "\n\n";

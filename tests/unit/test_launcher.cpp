@@ -268,7 +268,8 @@ TEST_CASE("launcher: a kernel's tensor maps follow its arguments, encoded from t
   tl::Kernel k = tl::compile(launcher_row_sum, {.name = "launcher_row_sum"});
   auto i32 = tl::compile(launcher_scale<256>, {.name = "launcher_scale"}).params()[1];
   std::vector<LaunchArg> args = {{k.params()[0], 0x1000, 0, 0}, {i32, 0, 300, 0}};
-  tl::runtime::TensorMapParam m{tl::DType::bf16, 0, {{1, 0}}, {{-1, 1}}, {64}, 0};
+  using Operand = tl::runtime::TensorMapParam::Operand;
+  tl::runtime::TensorMapParam m{tl::DType::bf16, 0, {Operand::argument(1)}, {Operand::constant(1)}, {64}, 0};
   std::vector<std::vector<int64_t>> seen;
   tl::runtime::KernelParams params(args, "launcher-test", {m, m}, [&](const auto& p, const auto& values) {
     seen.push_back(values);
