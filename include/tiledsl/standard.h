@@ -63,6 +63,19 @@ inline int std_axis(Value* x, int axis, const ir::Loc& loc, std::string_view op)
   return normalize_axis(axis, t.rank(), loc, op);
 }
 
+// std_axis, for the functions that halve the axis again and again (flip,
+// sort, topk): its size a power of two, as Triton's, or an error naming
+// `op` (a tile dim may be 3 x 2^k, which no halving reaches).
+inline int std_pow2_axis(Value* x, int axis, const ir::Loc& loc, std::string_view op) {
+  int a = std_axis(x, axis, loc, op);
+  int64_t n = type_of(x).shape[size_t(a)];
+  if (n & (n - 1))
+    fail(loc, op,
+         "expected a power-of-two size along axis " + std::to_string(a) + ", found " + std::to_string(n) + " (" +
+             type_of(x).str() + ")");
+  return a;
+}
+
 // Positions p and p + s (bit s of p clear) along `axis` of a tile of
 // `shape`, each half as a [rows, cols] tile: rows = outer * n / (2s),
 // cols = s * inner, in x's row-major order.
@@ -153,7 +166,7 @@ inline Value* bitonic_merge(Value* x, int axis, int stage, bool alternating, boo
 template <class E>
 tile<E> flip(const tile<E>& x, int axis = -1, std::source_location w = std::source_location::current()) {
   ir::Loc loc = detail::to_loc(w);
-  int a = detail::std_axis(x.value(), axis, loc, "flip");
+  int a = detail::std_pow2_axis(x.value(), axis, loc, "flip");
   detail::Value* v = x.value();
   // Swapping the halves of every block of 2s elements, for each s, reverses the order.
   for (int64_t s = x.shape()[size_t(a)] / 2; s >= 1; s /= 2) {
@@ -173,7 +186,7 @@ template <class E>
 tile<E> sort(const tile<E>& x, int axis = -1, bool descending = false,
              std::source_location w = std::source_location::current()) {
   ir::Loc loc = detail::to_loc(w);
-  int a = detail::std_axis(x.value(), axis, loc, "sort");
+  int a = detail::std_pow2_axis(x.value(), axis, loc, "sort");
   int log_n = detail::log2_of(x.shape()[size_t(a)]);
   detail::Value* v = x.value();
   for (int stage = 1; stage <= log_n; ++stage)
@@ -191,7 +204,7 @@ template <class E>
   requires(!detail::elem_info<E>::is_ptr && detail::elem_info<E>::dtype != DType::i1)
 tile<E> topk(const tile<E>& x, int k, int axis = -1, std::source_location w = std::source_location::current()) {
   ir::Loc loc = detail::to_loc(w);
-  int a = detail::std_axis(x.value(), axis, loc, "topk");
+  int a = detail::std_pow2_axis(x.value(), axis, loc, "topk");
   int64_t n = x.shape()[size_t(a)];
   if (k < 1 || k > n || (k & (k - 1)))
     detail::fail(loc, "topk",

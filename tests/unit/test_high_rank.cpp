@@ -13,6 +13,7 @@
 
 #include "codegen_checks.h"
 #include "gpu_oracle.h"
+#include "tiledsl/standard.h"
 #include "tiledsl/tiledsl.h"
 
 using namespace tl;
@@ -56,6 +57,23 @@ void high_rank(ptr<float> x_ptr, ptr<float> sum_c, ptr<float> perm, ptr<float> s
 // Rank 6: past a tile's dims.
 void rank6(ptr<float> out) {
   store(out + arange(0, 64), reshape(reshape(arange(0, 64), {2, 2, 2, 2, 2, 2}), {64}));
+}
+
+// flip, sort and topk halve the axis again and again, so its size must be a
+// power of two; another dim may be 3 x 2^k. A [3, 2, 2, 4] tile flipped
+// and sorted along its last axis (out: 48 of each); WHICH 1..3: flip, sort
+// or topk along axis 0 (of size 3), an error naming the line.
+template <int WHICH>
+void flip_odd(ptr<float> x_ptr, ptr<float> flipped, ptr<float> sorted) {
+  auto i = reshape(arange(0, 3), {3, 1, 1, 1});                 // [3, 1, 1, 1]
+  auto j = reshape(arange(0, 16), {1, 2, 2, 4});                // [1, 2, 2, 4]
+  auto off = i * 16 + j;                                        // [3, 2, 2, 4]
+  auto x = load(x_ptr + off);                                   // [3, 2, 2, 4] f32
+  store(flipped + off, flip(x, 3));
+  store(sorted + off, sort(x, -1));
+  if constexpr (WHICH == 1) store(flipped + off, flip(x, 0));
+  if constexpr (WHICH == 2) store(sorted + off, sort(x, 0, true));
+  if constexpr (WHICH == 3) store(sorted + off, topk(x, 1, 0) + x);
 }
 
 std::vector<float> input() {
@@ -132,4 +150,36 @@ TEST_CASE("tiles of rank 4 and 5: the same results on the GPU as on the interpre
   REQUIRE_GPU();
   Kernel k = compile(high_rank);
   gpu_oracle::same_on_both<float>([&](Device& d) { return run(d, k); }, 0, 0);
+}
+
+TEST_CASE("flip, sort and topk along a power-of-two axis of a tile with a dim of 3; along that dim an error naming "
+          "the line", "[frontend][run]") {
+  // Before, flip along a dim of 6 or 12 silently gave wrong elements and
+  // sort failed inside its network with a reshape message.
+  Device dev = Device::get("interp");
+  Kernel k = compile(flip_odd<0>);
+  std::vector<float> hx(48);
+  for (int e = 0; e < 48; ++e) hx[size_t(e)] = float((e * 29) % 47) - 20.0f;
+  Buffer x = dev.upload(hx), f = dev.alloc<float>(48), s = dev.alloc<float>(48);
+  dev(k, Grid{1}, x, f, s);
+  dev.synchronize();
+  auto flipped = f.download<float>(), sorted = s.download<float>();
+  for (int row = 0; row < 12; ++row) {
+    std::vector<float> want(hx.begin() + row * 4, hx.begin() + row * 4 + 4);
+    for (int l = 0; l < 4; ++l) REQUIRE(flipped[size_t(row * 4 + l)] == want[size_t(3 - l)]);
+    std::sort(want.begin(), want.end());
+    for (int l = 0; l < 4; ++l) REQUIRE(sorted[size_t(row * 4 + l)] == want[size_t(l)]);
+  }
+  auto refused = [](auto kernel, const std::string& op) {
+    try {
+      compile(kernel);
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("test_high_rank.cpp:"));
+      CHECK_THAT(e.what(), Catch::Contains(op + ": expected a power-of-two size along axis 0, found 3 (tile<3x2x2x4xf32>)"));
+    }
+  };
+  refused(flip_odd<1>, "flip");
+  refused(flip_odd<2>, "sort");
+  refused(flip_odd<3>, "topk");
 }
