@@ -111,6 +111,12 @@ Value* dot(Value* a, Value* b, Value* acc, const std::string& input_precision, c
            int64_t max_num_imprecise_acc) {
   if (!tracing()) fail(loc, "dot", "expected to run inside tl::compile, found no active trace");
   Type ta = type_of(a), tb = type_of(b);
+  // Tiles may have rank 4 and 5 ([B, H, M, K]), but a product is 2-D or
+  // batched 3-D (Triton's): say both forms rather than the 2-D one only.
+  if (ta.rank() > 3 || tb.rank() > 3)
+    fail(loc, "dot",
+         "expected 2-D operands [M, K] and [K, N], or 3-D [B, M, K] and [B, K, N] for a batched dot (reshape a "
+         "[B, H, M, K] tile to [B * H, M, K]), found " + ta.str() + " and " + tb.str());
   if (ta.rank() == 3 || tb.rank() == 3) {
     // A batched product: [B, M, K] x [B, K, N] (+ [B, M, N]), one 2-D
     // product a batch element.

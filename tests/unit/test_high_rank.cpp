@@ -76,6 +76,14 @@ void flip_odd(ptr<float> x_ptr, ptr<float> flipped, ptr<float> sorted) {
   if constexpr (WHICH == 3) store(sorted + off, topk(x, 1, 0) + x);
 }
 
+// A product of rank-4 tiles ([B, H, M, K] x [B, H, K, N]): an error naming
+// the line and the forms dot takes (2-D, or batched 3-D after a reshape).
+void dot4(ptr<float> x, ptr<float> out) {
+  auto off = reshape(arange(0, 64), {2, 2, 4, 4});              // [2, 2, 4, 4]
+  auto t = load(x + off);                                       // [2, 2, 4, 4] f32
+  store(out + off, dot(t, t));
+}
+
 std::vector<float> input() {
   std::vector<float> x(N);
   for (int e = 0; e < N; ++e) x[size_t(e)] = float((e * 37) % 61) - 30.0f;  // distinct small integers, both signs
@@ -143,6 +151,15 @@ TEST_CASE("tiles of rank 4 and 5 compile for every back end; rank 6 is an error 
     CHECK_THAT(e.what(), Catch::Contains("test_high_rank.cpp:"));
     CHECK_THAT(e.what(), Catch::Contains("reshape: expected a tile shape of rank 0..5 with dims c x 2^k (c = 1, 3, ..., 15), "
                                          "found [2, 2, 2, 2, 2, 2]"));
+  }
+  try {
+    compile(dot4);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("test_high_rank.cpp:"));
+    CHECK_THAT(e.what(), Catch::Contains("dot: expected 2-D operands [M, K] and [K, N], or 3-D [B, M, K] and [B, K, N] "
+                                         "for a batched dot") &&
+                             Catch::Contains("found tile<2x2x4x4xf32> and tile<2x2x4x4xf32>"));
   }
 }
 
