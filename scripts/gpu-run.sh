@@ -29,7 +29,8 @@
 #             GEMM (compare_gemm.py), the gemm in turns again (the spread),
 #             decode at 32k and 131k keys, the attention sweep, [gpu];
 #             TABLE_TRY's configurations join the pairs once the example
-#             passed with each
+#             passed with each; TABLE_STAGES (some of gemm attention triton
+#             decode sweep tests) runs only those, TABLE_TESTS the tests' filter
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck over every
 #             example at its GPU size and over the [gpu] tests
 set -uo pipefail
