@@ -94,7 +94,8 @@ bool listed(const char* list, const std::string& item) {
 }
 
 // TILEDSL_DUMP=tile,gpu,llvm,asm prints those stages of every compile to
-// stderr, or writes <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
+// stderr (notes: the GPU passes' decisions a user may ask about, such as
+// which descriptor blocks became tensor copies and why not), or writes <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
 // after-<pass> (after-convert-layouts, say) the IR after one GPU pass,
 // after-all after each; TILEDSL_DUMP_KERNEL=name[,name...] keeps the dumps
 // of those kernels only. The text is made only when it is wanted.
@@ -191,6 +192,12 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
   StageClock clock;
   Pipeline p(kernel, spec, t, target);
   out.times.passes = clock.lap();
+  if (!p.ctx.notes.empty())
+    dump(kernel.name, target, "notes", [&] {
+      std::string text;
+      for (const auto& n : p.ctx.notes) text += n + "\n";
+      return text;
+    });
   dump(kernel.name, target, "gpu", [&] { return ir::print(*p.gpu); });
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx, &out.times);

@@ -109,7 +109,15 @@ void lower_descriptors_pass(GpuContext& c) {
   std::optional<transforms::AxisAnalysis> axis;
   if (c.target.has_tma) {
     axis.emplace(c.fn, c.args);
-    keep = [&](const ir::Op& op) { return tensor_copy_refusal(c.fn, op, *axis).empty(); };
+    keep = [&](const ir::Op& op) {
+      std::string why = tensor_copy_refusal(c.fn, op, *axis);
+      const bool load = op.kind == ir::OpKind::DescriptorLoad;
+      c.notes.push_back(op.loc.str() + ": " + std::string(op.name()) + ": " +
+                        (!why.empty() ? std::string("the masked ") + (load ? "load" : "store") + ", not a tensor copy: " + why
+                         : load       ? "a tensor copy"
+                                      : "a tensor copy where its coordinates are all non-negative"));
+      return why.empty();
+    };
   }
   bool lowered = transforms::lower_descriptors(c.fn, keep);
   if (squeeze_tensor_copies(c.fn) || lowered) transforms::simplify(c.fn);

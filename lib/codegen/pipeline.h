@@ -81,6 +81,9 @@ struct GpuContext {
   int warp_specialize = -1;  // -1: the compiler decides, 0: never, 1: always
   std::optional<transforms::AxisAnalysis> axis;  // of the IR as it is now
   std::optional<LayoutPlan> plan;                // from assign-layouts, or read from GPU IR
+  // Decisions a user may ask about (TILEDSL_DUMP=notes), one line each:
+  // "<file>:<line>: descriptor_load: a tensor copy", or why not.
+  std::vector<std::string> notes;
 
   GpuContext(ir::Function& f, const TargetInfo& t) : fn(f), target(t) {}
 };

@@ -304,6 +304,36 @@ TEST_CASE("TILEDSL_DUMP_KERNEL keeps the dumps of the kernels it names", "[codeg
   std::filesystem::remove_all(dir);
 }
 
+// A's block through a map of its arguments, B's through a stride the
+// kernel adds up (no tensor copy: the launcher cannot compute it).
+void notes_dot(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> K, scalar<int32_t> ld) {
+  auto ta = make_tensor_descriptor(a, {64, K}, {ld, 1}, {64, 64}).load({0, 0});       // [64, 64]
+  auto tb = make_tensor_descriptor(b, {K, 64}, {ld + 64, 1}, {64, 64}).load({0, 0});  // [64, 64]
+  store(c + col(arange(0, 64)) * 64 + row(arange(0, 64)), dot(ta, tb));
+}
+
+TEST_CASE("TILEDSL_DUMP=notes says which descriptor blocks became tensor copies, and why not", "[codegen][descriptor]") {
+  auto dir = std::filesystem::temp_directory_path() / ("tiledsl-dump-notes-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("TILEDSL_DUMP", "notes", 1);
+  ::setenv("TILEDSL_DUMP_DIR", dir.c_str(), 1);
+  Kernel k = compile(notes_dot, {.name = "notes_dot"});
+  codegen::compile(*k.impl(), aligned(k), "sm_90a");
+  codegen::compile(*k.impl(), aligned(k), "sm_80");  // no tensor copies there: no notes
+  ::unsetenv("TILEDSL_DUMP");
+  ::unsetenv("TILEDSL_DUMP_DIR");
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  CHECK(files == std::vector<std::string>{"notes_dot.sm_90a.notes"});
+  std::ifstream in(dir / "notes_dot.sm_90a.notes");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("test_codegen.cpp:") && Catch::Contains(": descriptor_load: a tensor copy\n"));
+  CHECK_THAT(text, Catch::Contains(": descriptor_load: the masked load, not a tensor copy: a stride the kernel computes "
+                                   "other than as a product of arguments and constants"));
+  CHECK(std::count(text.begin(), text.end(), '\n') == 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("TILEDSL_DUMP=after-all prints the IR after each GPU pass", "[codegen]") {
   auto dir = std::filesystem::temp_directory_path() / ("tiledsl-dump-passes-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
