@@ -95,7 +95,8 @@ bool listed(const char* list, const std::string& item) {
 
 // TILEDSL_DUMP=tile,gpu,llvm,asm prints those stages of every compile to
 // stderr (notes: the GPU passes' decisions a user may ask about, such as
-// which descriptor blocks became tensor copies and why not), or writes <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
+// which descriptor blocks became tensor copies and why not), or writes
+// <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
 // after-<pass> (after-convert-layouts, say) the IR after one GPU pass,
 // after-all after each; TILEDSL_DUMP_KERNEL=name[,name...] keeps the dumps
 // of those kernels only. The text is made only when it is wanted.

@@ -12,9 +12,8 @@
 // initialization and its uses, and between a
 // buffer's readers and the tensor copy that refills it; a tensor copy's
 // bytes are visible to the threads that waited on its mbarrier.
-#include <functional>
-
 #include "codegen/lowerer.h"
+#include "codegen/tma_descriptors.h"
 
 namespace tl::codegen::lowering {
 
@@ -201,18 +200,11 @@ void Lowerer::collect_tensor_maps(const ir::Function& fn, std::vector<llvm::Type
     m.swizzle_bytes = int(op->attr_int("swizzle"));
     size_t r = m.box.size();
     for (size_t i = 1; i < op->operands.size(); ++i) {
-      // An argument, a constant or a product of such, as factors.
-      TensorMapParam::Operand o;
-      std::function<bool(const ir::Value*)> factor = [&](const ir::Value* v) {
-        if (int a = arg_index(v); a >= 0) o.args.push_back(a);
-        else if (v->def && v->def->kind == OpKind::Constant) o.value *= v->def->attr_int("value");
-        else return v->def && v->def->kind == OpKind::Mul && factor(v->def->operands[0]) && factor(v->def->operands[1]);
-        return true;
-      };
-      if (!factor(op->operands[i]))
+      auto o = map_operand(fn, op->operands[i]);
+      if (!o)
         unsupported(*op, "expects each size and stride to be a kernel argument, a constant or a product of them (the "
                          "launcher encodes the map), found operand #" + std::to_string(i) + " computed otherwise");
-      (i <= r ? m.sizes : m.strides).push_back(o);
+      (i <= r ? m.sizes : m.strides).push_back(*o);
     }
     tensor_map_ops_.push_back(op);
     tensor_maps_.push_back(m);

@@ -21,20 +21,20 @@ bool is_argument(const ir::Function& fn, const Value* v) {
 
 const Op* constant_def(const Value* v) { return v->def && v->def->kind == OpKind::Constant ? v->def : nullptr; }
 
-// Whether the launcher can compute `v` from the launch's arguments: an
-// argument, a constant, or a product of such (Triton's attention makes its
-// descriptors over Z * H * N_CTX rows; a batch stride is H * N * D), with
-// at most 8 factors in all.
-bool host_product(const ir::Function& fn, const Value* v, int* factors) {
-  if (++*factors > 8) return false;
-  if (is_argument(fn, v) || constant_def(v)) return true;
+// map_operand's factors of `v` into `o`; false where `v` is none.
+bool factors_of(const ir::Function& fn, const Value* v, runtime::TensorMapParam::Operand& o) {
+  for (size_t i = 0; i < fn.body.args.size(); ++i)
+    if (fn.body.args[i].get() == v) {
+      o.args.push_back(int(i));
+      return o.args.size() <= 8;
+    }
+  if (const Op* c = constant_def(v)) {
+    o.value *= c->attr_int("value");
+    return true;
+  }
   const Op* d = v->def;
-  return d && d->kind == OpKind::Mul && v->type.is_scalar() && host_product(fn, d->operands[0], factors) &&
-         host_product(fn, d->operands[1], factors);
-}
-bool host_product(const ir::Function& fn, const Value* v) {
-  int factors = 0;
-  return host_product(fn, v, &factors);
+  return d && d->kind == OpKind::Mul && v->type.is_scalar() && factors_of(fn, d->operands[0], o) &&
+         factors_of(fn, d->operands[1], o);
 }
 
 // Whether `a` and `b` compute one value: the same value, equal constants,
@@ -58,12 +58,12 @@ ir::Region::iterator entry_end(ir::Function& fn) {
   return it;
 }
 
-// `v` (host_product) computed again by `b` at the end of the entry of
-// `fn` (entry_end), or an equal product already there.
+// `v` (a map_operand) computed again by `b`, which inserts at the end of
+// the entry of `fn` (entry_end), or an equal product already there.
 Value* at_entry(ir::Builder& b, ir::Function& fn, Value* v) {
   if (!v->def) return v;  // an argument
   if (v->def->kind == OpKind::Constant) return b.create1(OpKind::Constant, {}, v->type, {{"value", v->def->attrs.at("value")}});
-  for (auto it = fn.body.ops.begin(); it != entry_end(fn); ++it)
+  for (auto it = fn.body.ops.begin(); it != b.pos(); ++it)
     if ((*it)->kind == OpKind::Mul && same_value((*it)->result(), v)) return (*it)->result();
   Value* x = at_entry(b, fn, v->def->operands[0]);
   Value* y = at_entry(b, fn, v->def->operands[1]);
@@ -123,6 +123,12 @@ SwizzledTile block_tile(const std::vector<int64_t>& shape, int elem_bytes) {
 
 }  // namespace
 
+std::optional<runtime::TensorMapParam::Operand> map_operand(const ir::Function& fn, const Value* v) {
+  runtime::TensorMapParam::Operand o;
+  if (!factors_of(fn, v, o)) return std::nullopt;
+  return o;
+}
+
 std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const transforms::AxisAnalysis& axis) {
   if (op.kind != OpKind::DescriptorLoad && op.kind != OpKind::DescriptorStore)
     return "not a descriptor_load or descriptor_store";
@@ -146,7 +152,7 @@ std::string tensor_copy_refusal(const ir::Function& fn, const Op& op, const tran
   if (!is_argument(fn, base)) return "a base the kernel computes (the launcher encodes the map)";
   if (axis.get(base).divisibility[0] < 16) return "a base not proven 16-byte aligned";
   for (size_t i = 1; i <= 2 * r; ++i)
-    if (!host_product(fn, op.operands[i]))
+    if (!map_operand(fn, op.operands[i]))
       return std::string(i <= r ? "a size" : "a stride") +
              " the kernel computes other than as a product of arguments and constants (the launcher encodes the map)";
   const transforms::AxisInfo& last = axis.get(op.operands[2 * r]);

@@ -53,8 +53,8 @@
 // 1s); its base a kernel argument
 // proven 16-byte aligned; sizes and strides kernel arguments, constants or
 // products of them (the launcher encodes the map from them, a product as
-// the kernel's i32 multiplication: Triton's attention's Z * H * N_CTX), the last stride 1 and the
-// other proven a multiple of 16 bytes; the innermost coordinate proven a
+// the kernel's i32 multiplication: Triton's attention's Z * H * N_CTX),
+// the last stride 1 and the other proven a multiple of 16 bytes; the innermost coordinate proven a
 // multiple of 16 bytes (another traps); the block stored as a box a map
 // can describe (TensorBox). A store needs the same
 // and the tensor's innermost size proven a multiple of 16 bytes (a copy
@@ -64,11 +64,13 @@
 // LLVM-free.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "codegen/assign_layouts.h"
 #include "codegen/swizzled_tile.h"
 #include "ir/ir.h"
+#include "runtime/tensor_map_param.h"
 #include "transforms/axis_analysis.h"
 
 namespace tl::codegen {
@@ -76,6 +78,11 @@ namespace tl::codegen {
 // Why the descriptor_load or descriptor_store `op` (Tile IR) cannot be a
 // tensor copy; empty when it can (on a target with tensor copies).
 std::string tensor_copy_refusal(const ir::Function& fn, const ir::Op& op, const transforms::AxisAnalysis& axis);
+
+// How the launcher computes the size or stride `v` of a tensor map: an
+// argument, a constant, or a product of such (at most 8 arguments);
+// nullopt for anything else the kernel computes.
+std::optional<runtime::TensorMapParam::Operand> map_operand(const ir::Function& fn, const ir::Value* v);
 
 // Each kept descriptor_load of rank > 2 as its squeezed form (ops.def: the
 // result the block's last two dimensions) and a reshape back, which
