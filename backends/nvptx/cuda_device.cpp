@@ -207,7 +207,8 @@ class CudaDevice final : public detail::DeviceImpl {
                                         unsigned(loaded->threads), 1, 1, unsigned(loaded->shared_bytes),
                                         CUstream(stream), params.data(), nullptr);
     driver_.check(r, "cuLaunchKernel",
-                  runtime::describe_launch(k, ctas_x, grid.y, grid.z, *loaded, "shared memory"));
+                  runtime::describe_launch(k, ctas_x, grid.y, grid.z, *loaded, "shared memory") +
+                      registers_note(r, loaded->function, loaded->threads));
   }
 
   void synchronize() override {
@@ -294,6 +295,19 @@ class CudaDevice final : public detail::DeviceImpl {
  private:
   // The driver's current context is per thread; user threads may call us.
   void make_current() const { driver_.check(driver_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+
+  // Where a launch ran out of resources, the registers the binary holds
+  // a thread against the block's: the usual cause, which the driver's
+  // code does not name.
+  std::string registers_note(CUresult r, void* function, int threads) const {
+    int regs = 0;
+    if (r != CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES || driver_.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, CUfunction(function)) != CUDA_SUCCESS)
+      return {};
+    const int warps = (threads + 31) / 32, charged = (warps + 3) / 4 * 4;
+    return "; its binary holds " + std::to_string(regs) + " registers a thread, and a block's " + std::to_string(warps) +
+           " warps are charged as " + std::to_string(charged) + " (warps get registers in fours): " +
+           std::to_string(int64_t(charged) * 32 * ((regs + 7) / 8 * 8)) + " of the multiprocessor's 65536";
+  }
 
   // 16 bytes of zeros in device memory, made once (empty_tensor_spec).
   uint64_t zeros() {

@@ -111,6 +111,7 @@ void CudaDriver::open(const std::string& library) {
   resolve(h, lib, d->cuModuleLoadDataEx, "cuModuleLoadDataEx");
   resolve(h, lib, d->cuModuleGetFunction, "cuModuleGetFunction");
   resolve(h, lib, d->cuFuncSetAttribute, "cuFuncSetAttribute");
+  resolve(h, lib, d->cuFuncGetAttribute, "cuFuncGetAttribute");
   resolve(h, lib, d->cuLaunchKernel, "cuLaunchKernel");
   resolve(h, lib, d->cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   resolve(h, lib, d->cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");

@@ -45,6 +45,7 @@ using CUfunction_attribute = int;
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
 inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+inline constexpr CUresult CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701;
 
 // CUjit_option
 inline constexpr CUjit_option CU_JIT_WALL_TIME = 2;                     // out: float ms
@@ -67,6 +68,7 @@ inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 
 // CUfunction_attribute
+inline constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
 inline constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 
 // Stream and event creation flags.
@@ -140,6 +142,7 @@ class CudaDriver {
   CUresult (*cuModuleLoadDataEx)(CUmodule*, const void* image, unsigned n, CUjit_option*, void**) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char* name) = nullptr;
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int value) = nullptr;
+  CUresult (*cuFuncGetAttribute)(int* value, CUfunction_attribute, CUfunction) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream, void** params, void** extra) = nullptr;
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;  // _v2

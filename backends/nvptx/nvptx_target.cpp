@@ -113,6 +113,7 @@ class NvptxTarget final : public Target {
     has_tma = sm_ >= 90;         // cp.async.bulk.tensor, mbarrier expect_tx
     has_warp_specialization = arch_ == "sm_90a";  // setmaxnreg
     block_registers = 65536, thread_registers = 255;  // sm_80 .. sm_90
+    register_warp_granularity = 4;  // the occupancy calculator's warp allocation granularity
     matrix_instr = [sm = sm_](DType in, bool allow_tf32) { return nvptx::mma_instr(in, allow_tf32, sm); };
     warpgroup_instr = [arch = arch_](DType in, int64_t M, int64_t N, int64_t K, int num_warps) {
       return nvptx::wgmma_instr(in, M, N, K, num_warps, arch);

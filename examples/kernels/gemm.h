@@ -358,9 +358,10 @@ inline constexpr GemmTile kGemmTiles[] = {
     // Three warpgroups of m64n160 (num_warps 12): 4000 x 4000 in 525 tiles,
     // 0.99 of their area useful (docs/hopper-plan.md).
     {192, 160, 64},
-    // ... and of m64n224 (num_warps 12, a producer of one warp): 4000 x
-    // 4000 in 378 tiles, three rounds of 132 (docs/hopper-plan.md).
-    {192, 224, 64}, {192, 224, 32},
+    // K steps of 32: 4000 = 125 x 32 (no half-empty last step), and A's
+    // 64-byte rows never straddle a 128-byte line where a row is 8000
+    // bytes (docs/perf.md run 98).
+    {128, 256, 32}, {256, 256, 32},
 };
 
 inline std::string gemm_tiles_list() {

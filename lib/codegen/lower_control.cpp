@@ -208,10 +208,9 @@ void Lowerer::lower_barrier(const Op& op) {
 }
 
 // Each partition a branch on the warp index, in order from warp 0, whose
-// warps first set their registers (where the op says: `registers`).
-// setmaxnreg is a warpgroup's, so such a partition takes whole warpgroups:
-// warps past its own (a 1-warp producer's three) set their registers with
-// it and go straight to the end. Then the
+// warps first set their registers. setmaxnreg is a warpgroup's, so a
+// partition takes whole warpgroups: warps past its own (a 1-warp producer's
+// three) set their registers with it and go straight to the end. Then the
 // program ends (the verifier keeps a warp_specialize last): on a cluster
 // after a barrier of all its threads, so that no CTA ends while another
 // may still arrive on its mbarriers or copy into its shared memory
@@ -220,7 +219,7 @@ void Lowerer::lower_barrier(const Op& op) {
 // thread's.
 void Lowerer::lower_warp_specialize(const Op& op) {
   const auto& warps = op.attr_ints("warps");
-  const std::vector<int64_t> regs = op.has_attr("registers") ? op.attr_ints("registers") : std::vector<int64_t>{};
+  const auto& regs = op.attr_ints("registers");
   auto* done = llvm::BasicBlock::Create(ctx_, "partitions.end", fn_);
   int first = 0;
   for (size_t k = 0; k < op.regions.size(); ++k) {
@@ -228,10 +227,10 @@ void Lowerer::lower_warp_specialize(const Op& op) {
     auto* group = llvm::BasicBlock::Create(ctx_, name + ".warpgroups", fn_);
     auto* part = llvm::BasicBlock::Create(ctx_, name, fn_);
     auto* next = llvm::BasicBlock::Create(ctx_, name + ".after", fn_);
-    int span = partition_warps(op, k);
+    int span = partition_warps(int(warps[k]));
     b_.CreateCondBr(b_.CreateICmpULT(warp_, b_.getInt32(first + span)), group, next);
     b_.SetInsertPoint(group);
-    if (!regs.empty() && regs[k] != register_cap_) t_.set_registers(b_, int(regs[k]), regs[k] > register_cap_);
+    if (regs[k] != register_cap_) t_.set_registers(b_, int(regs[k]), regs[k] > register_cap_);
     b_.CreateCondBr(b_.CreateICmpULT(warp_, b_.getInt32(first + int(warps[k]))), part, done);
     b_.SetInsertPoint(part);
     Partition outer = partition_;

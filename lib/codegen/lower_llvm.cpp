@@ -44,7 +44,7 @@ LoweredKernel Lowerer::run(const ir::Function& fn, const std::string& name) {
   if (ws && ws->kind != OpKind::WarpSpecialize) ws = nullptr;
   if (ws) {
     threads = 0;
-    for (size_t k = 0; k < ws->regions.size(); ++k) threads += partition_warps(*ws, k) * plan_.warp_size;
+    for (int64_t w : ws->attr_ints("warps")) threads += partition_warps(int(w)) * plan_.warp_size;
     if (!t_.has_warp_specialization)
       unsupported(*ws, "needs partitions of warps with registers of their own, which " + t_.name +
                            " does not have (sm_90a)");

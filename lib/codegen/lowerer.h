@@ -283,12 +283,8 @@ class Lowerer {
   llvm::Value* leader() { return b_.CreateICmpEQ(tid_, b_.getInt32(partition_.first)); }
   int register_cap_ = 0;  // a thread's registers at entry, under warp specialization
   int entry_threads_ = 0;  // the block's threads, every partition's
-  // The warps partition k of a warp_specialize takes: whole warpgroups
-  // where the partitions set their registers (setmaxnreg is a
-  // warpgroup's), else its own.
-  int partition_warps(const ir::Op& ws, size_t k) const {
-    int warps = int(ws.attr_ints("warps")[k]);
-    if (!ws.has_attr("registers")) return warps;
+  // The warps a partition of `warps` takes: whole warpgroups.
+  int partition_warps(int warps) const {
     int group = 128 / plan_.warp_size;
     return (warps + group - 1) / group * group;
   }

@@ -37,6 +37,10 @@ struct TargetInfo {
   // 32-bit registers of a block, and the most one thread may hold (0:
   // unknown): whether a pipeline may prefetch into registers.
   int block_registers = 0, thread_registers = 0;
+  // A multiprocessor gives registers to warps in groups of this many
+  // (NVIDIA: 4, one a scheduler): a block of 13 warps needs 16 warps'
+  // registers, or its launch fails (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+  int register_warp_granularity = 1;
 
   // The instruction for a dot of `in` x `in` accumulating in f32 (i32 for
   // 8-bit integers); `allow_tf32` lets f32 inputs round to tf32. nullopt:
@@ -58,8 +62,10 @@ struct TargetInfo {
   // 32-bit registers one thread may hold in a block of `threads`, of which
   // `programs` share a multiprocessor (0: unknown).
   int thread_register_limit(int threads, int programs = 1) const {
-    return block_registers ? std::min(thread_registers, block_registers / std::max(programs, 1) / std::max(threads, 1))
-                           : 0;
+    if (!block_registers) return 0;
+    const int g = std::max(register_warp_granularity, 1);
+    const int warps = (std::max(threads, 1) + warp_size - 1) / warp_size * std::max(programs, 1);
+    return std::min(thread_registers, block_registers / ((warps + g - 1) / g * g * warp_size));
   }
   // The same rounded down to a multiple of 8, as .maxnreg and setmaxnreg
   // take it: the cap a kernel's threads get at entry.

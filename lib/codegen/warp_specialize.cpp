@@ -24,13 +24,10 @@ int consumer_registers(int consumer_warps, int producer_registers, int block_reg
   return std::min(248, left / (consumer_warps * 32) / 8 * 8);
 }
 
-int warp_specialized_threads(int consumer_warps, bool producer_warpgroup) {
-  return (consumer_warps + (producer_warpgroup ? 4 : 1)) * 32;
-}
+int warp_specialized_threads(int consumer_warps) { return (consumer_warps + 4) * 32; }
 
-int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm,
-                                     bool producer_warpgroup) {
-  return t.register_cap(warp_specialized_threads(consumer_warps, producer_warpgroup), programs_per_sm);
+int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm) {
+  return t.register_cap(warp_specialized_threads(consumer_warps), programs_per_sm);
 }
 
 namespace {
@@ -69,7 +66,6 @@ struct Pipeline {
   Value* iv_lead = nullptr;   // ... of this iteration
   std::vector<Op*> slice;     // the body's ops the refill reads, in order
   std::vector<Op*> outer_slice;  // the outer body's ops the producer reads, in order
-  bool producer_warpgroup = true;  // false: a producer of one warp, no setmaxnreg (the products need it)
   Op* dot_wait = nullptr;     // {pending = 1} after the asynchronous dot, or {pending = 0} retiring every one
   bool release_current = false;  // the latter: a step lets its own slot go after it
   // In the latter form, where the slot's buffers are free at different
@@ -116,10 +112,10 @@ class Specializer {
       common = t_.name + " has no partitions of warps with registers of their own (sm_90a's setmaxnreg)";
     else if (plan_.num_warps % 4)
       common = "the kernel's " + std::to_string(plan_.num_warps) + " warps are not whole warpgroups";
-    else if (int entry = warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm, true);
+    else if (int entry = warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm);
              entry < kPersistentProducerRegisters)
       common = "with programs_per_sm = " + std::to_string(plan_.programs_per_sm) + " a thread of its " +
-               std::to_string(warp_specialized_threads(plan_.num_warps, true)) + " threads (a producer warpgroup's beside its warps) has " +
+               std::to_string(warp_specialized_threads(plan_.num_warps)) + " threads (a producer warpgroup's beside its warps) has " +
                std::to_string(entry) + " registers, fewer than a producer keeps (" +
                std::to_string(kPersistentProducerRegisters) + ")";
     std::string why;
@@ -213,26 +209,16 @@ class Specializer {
           }
     if (dots.empty()) return "no asynchronous dot (async-dots) reads its ring";
     // Each warpgroup product must fit the registers a thread has at entry
-    // (ptxas counts it there, not after setmaxnreg) beside the producer's
-    // warpgroup; else beside a producer of one warp, without setmaxnreg
-    // (every thread keeps its entry registers); else the kernel stays one
-    // partition, which has more.
-    auto short_of = [&](bool producer_warpgroup) {
-      const int threads = warp_specialized_threads(plan_.num_warps, producer_warpgroup);
-      const int entry = t_.register_cap(threads, plan_.programs_per_sm);
-      std::string why;
-      ir::walk(outer ? *outer : loop, [&](Op* o) {
-        if (o->kind != OpKind::Dot || !why.empty()) return;
-        if (auto it = plan_.dots.find(o); it != plan_.dots.end() && it->second.on_warpgroups())
-          why = warpgroup_register_shortfall(it->second, entry, threads);
-      });
-      return why;
-    };
-    if (!short_of(true).empty()) {
-      if (auto why = short_of(false); !why.empty())
-        return "its dot " + why + " (beside a producer of one warp; its warpgroup would leave fewer)";
-      p.producer_warpgroup = false;
-    }
+    // beside the producer's warpgroup (ptxas counts it there, not after
+    // setmaxnreg): else the kernel stays one partition, which has more.
+    const int entry = warp_specialized_entry_registers(t_, plan_.num_warps, plan_.programs_per_sm);
+    std::string short_of;
+    ir::walk(outer ? *outer : loop, [&](Op* o) {
+      if (o->kind != OpKind::Dot || !short_of.empty()) return;
+      if (auto it = plan_.dots.find(o); it != plan_.dots.end() && it->second.on_warpgroups())
+        short_of = warpgroup_register_shortfall(it->second, entry, warp_specialized_threads(plan_.num_warps));
+    });
+    if (!short_of.empty()) return "its dot " + short_of;
     std::set<const Op*> issued;  // the dots before the op at hand
     for (const auto& o : body.ops) {
       if (std::find(dots.begin(), dots.end(), o.get()) != dots.end()) issued.insert(o.get());
@@ -570,14 +556,13 @@ class Specializer {
     ir::Builder ws_at(&fn_.body, fn_.body.find(&first));
     ws_at.loc = top.loc;
     const int producer_registers = p.outer ? kPersistentProducerRegisters : kProducerRegisters;
-    ir::Attrs attrs{{"warps", std::vector<int64_t>{warps, 1}}};
-    if (p.producer_warpgroup)
-      attrs["registers"] = std::vector<int64_t>{
-          consumer_registers(warps, producer_registers,
-                             warp_specialized_entry_registers(t_, warps, plan_.programs_per_sm, true) *
-                                 warp_specialized_threads(warps, true)),
-          producer_registers};
-    Op* ws = ws_at.create(OpKind::WarpSpecialize, {}, {}, std::move(attrs));
+    Op* ws = ws_at.create(
+        OpKind::WarpSpecialize, {}, {},
+        {{"warps", std::vector<int64_t>{warps, 1}},
+         {"registers", std::vector<int64_t>{consumer_registers(warps, producer_registers,
+                                                               warp_specialized_entry_registers(t_, warps, plan_.programs_per_sm) *
+                                                                   warp_specialized_threads(warps)),
+                                            producer_registers}}});
     ir::Region* consumers = ws->add_region();
     ir::Region* producer = ws->add_region();
     consumers->ops.splice(consumers->ops.end(), fn_.body.ops, fn_.body.find(&first), fn_.body.ops.end());

@@ -38,16 +38,6 @@
 // issuing the copies could still be waiting on an mbarrier the consumers
 // have ended (and whose bytes the epilogue reuses).
 //
-// A consumer's warpgroup product (wgmma) must fit the registers a thread
-// has at the kernel's entry, whatever setmaxnreg gives it later (ptxas
-// counts it there: an m64nN product about N / 2 + 26, dot_layout.h). Where
-// it does not beside a producer warpgroup (three consumer warpgroups and
-// the producer's are 512 threads, 128 registers each: products up to
-// n200), the producer is one warp and nobody's registers move (no
-// `registers` attribute: 12 + 1 warps are 416 threads, 152 registers each,
-// products up to n248); where it fits neither way the kernel stays one
-// partition.
-//
 // A loop whose dots all retire by a `dot_wait {pending = 0}` in the body
 // (attention's two products, async_dots.h) lets each step's own slot go
 // right after that wait instead of the previous step's (and nothing is
@@ -160,14 +150,13 @@ void warp_specialize(ir::Function& fn, const LayoutPlan& plan, const TargetInfo&
 // consumer warps that is the entry cap, and they keep it).
 int consumer_registers(int consumer_warps, int producer_registers, int block_registers);
 // The threads of a block of `consumer_warps` warps and a producer
-// warpgroup (else a producer of one warp).
-int warp_specialized_threads(int consumer_warps, bool producer_warpgroup);
+// warpgroup.
+int warp_specialized_threads(int consumer_warps);
 // A thread's registers at entry in a block of `consumer_warps` warps and
-// a producer warpgroup (else one warp): its share with `programs_per_sm`
-// blocks a multiprocessor, a multiple of 8. The block holds these times
-// its threads; setmaxnreg moves registers within them (a warpgroup raising
+// a producer warpgroup: its share with `programs_per_sm` blocks a
+// multiprocessor, a multiple of 8. The block holds these times its
+// threads; setmaxnreg moves registers within them (a warpgroup raising
 // past them would wait for ever).
-int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm,
-                                     bool producer_warpgroup);
+int warp_specialized_entry_registers(const TargetInfo& t, int consumer_warps, int programs_per_sm);
 
 }  // namespace tl::codegen

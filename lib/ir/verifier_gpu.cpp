@@ -319,10 +319,8 @@ void GpuRules::op(const Op& op) const {
     case OpKind::WarpSpecialize: {
       operands(op, 0, 0);
       results(op, 0);
-      // 'registers' (optional): each partition's registers a thread
-      // (setmaxnreg); without it every thread keeps the kernel's.
       const auto& warps = ints_attr(op, "warps");
-      const std::vector<int64_t> regs = op.has_attr("registers") ? ints_attr(op, "registers") : warps;
+      const auto& regs = ints_attr(op, "registers");
       require(!op.regions.empty() && warps.size() == op.regions.size() && regs.size() == op.regions.size(), op,
               "'warps' and 'registers' with one entry a partition (region), " + std::to_string(op.regions.size()) +
                   " of them",
@@ -330,9 +328,8 @@ void GpuRules::op(const Op& op) const {
       for (size_t i = 0; i < warps.size(); ++i) {
         require(warps[i] >= 1 && (is_pow2(warps[i]) || (warps[i] % 12 == 0 && is_pow2(warps[i] / 12))), op,
                 "partitions of a power of two warps, or 12 or 24", std::to_string(warps[i]));
-        if (op.has_attr("registers"))
-          require(regs[i] >= 24 && regs[i] <= 256 && regs[i] % 8 == 0, op,
-                  "registers a thread of 24 to 256, a multiple of 8", std::to_string(regs[i]));
+        require(regs[i] >= 24 && regs[i] <= 256 && regs[i] % 8 == 0, op,
+                "registers a thread of 24 to 256, a multiple of 8", std::to_string(regs[i]));
       }
       // The other partitions' warps run nothing else: it is the function's
       // last op, at its top level.

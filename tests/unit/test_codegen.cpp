@@ -17,6 +17,7 @@
 #include "codegen_checks.h"
 #include "codegen/compile.h"
 #include "codegen/pipeline.h"
+#include "codegen/target_info.h"
 #include "runtime/kernel.h"
 #include "tiledsl/tiledsl.h"
 
@@ -484,6 +485,14 @@ TEST_CASE("programs_per_sm caps registers at a program's share", "[codegen]") {
         std::string::npos);
   CHECK_THROWS_WITH(codegen::compile(*four.impl(), aligned(four), "gfx942"),
                     Catch::Contains("programs_per_sm = 4 is not supported on gfx942 yet"));
+  // Registers go to warps in fours: a block of 13 warps of 152 registers
+  // (65536 / 416) failed its launch on the H100 (CUDA_ERROR_LAUNCH_OUT_OF_
+  // RESOURCES); it is charged 16 warps', so 128 a thread.
+  const auto& hopper = codegen::get_target_info("sm_90a");
+  CHECK(hopper.register_cap(13 * 32) == 128);
+  CHECK(hopper.register_cap(16 * 32) == 128);
+  CHECK(hopper.register_cap(12 * 32) == 168);
+  CHECK(hopper.register_cap(32) == 255 / 8 * 8);
 }
 
 TEST_CASE("shared memory is addressed with 32-bit registers", "[codegen]") {
