@@ -123,11 +123,11 @@ std::vector<kernels::GemmConfig> configs() {
   return list;
 }
 
-// What gemm_paired times beside cuBLAS: TILEDSL_GEMM_PAIRED's
-// configurations, else the target's default.
-std::vector<kernels::GemmConfig> paired_configs() {
+// What gemm_paired times beside cuBLAS at `s`: TILEDSL_GEMM_PAIRED's
+// configurations, else the target's default for the shape (bf16).
+std::vector<kernels::GemmConfig> paired_configs(const Shape& s) {
   const char* env = std::getenv("TILEDSL_GEMM_PAIRED");
-  if (!env || !*env) return {kernels::default_gemm_config(device().target())};
+  if (!env || !*env) return {kernels::default_gemm_config(device().target(), s.n, s.k, 2)};
   std::vector<kernels::GemmConfig> list;
   for (const auto& text : split(env, ',')) list.push_back(kernels::parse_gemm_config(text));
   return list;
@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(3)
         ->Unit(benchmark::kMillisecond);
-    for (const kernels::GemmConfig& paired : paired_configs())
+    for (const kernels::GemmConfig& paired : paired_configs(s))
       benchmark::RegisterBenchmark(("gemm_paired/" + s.str() + "/" + paired.str()).c_str(), gemm_paired, s, paired)
           ->UseManualTime()
           ->Iterations(6)

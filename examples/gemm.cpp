@@ -341,6 +341,10 @@ int main(int argc, char** argv) {
 #else
     if (!config && !examples::inspecting && (tune || (!s.small && !s.on_interp))) return run_tuned(s, c);
 #endif
+    // Without --config on a GPU (the ahead-of-time form), the default for
+    // the shape's rows (kernels::default_gemm_config).
+    if (!config && !s.small && !s.on_interp && !c.a_col && !c.b_col)
+      cfg = kernels::default_gemm_config(s.dev.target(), c.size.n, c.size.k, 2);  // bf16, f16
     return run_one(s, cfg, c);
   });
 }

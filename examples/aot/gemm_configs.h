@@ -22,6 +22,8 @@ inline std::vector<AotGemm> aot_gemm_configs() {
       {kernels::default_gemm_config("sm_80"), {"sm_80"}},
       {kernels::default_gemm_config("gfx942"), {"gfx942"}},
       {kernels::default_gemm_config("sm_90a"), {"sm_90a"}},
+      // ... and its form for rows that are not whole 128-byte lines.
+      {kernels::default_gemm_config("sm_90a", 1, 1, 2), {"sm_90a"}},
   };
 }
 

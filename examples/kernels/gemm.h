@@ -338,6 +338,18 @@ inline GemmConfig default_gemm_config(const std::string& target) {
   }
   return c;
 }
+// The default for a product of row-major A (rows of K elements) and B
+// (rows of N) of `elem_bytes` each: on sm_90a, where either's rows are not
+// whole 128-byte lines, every other row of a block straddles one line more
+// (1.68x the L2 requests at 4000³, run 86), and the program over a cluster
+// of two, multicasting B's block, halves B's: +3 % at 4000³ and 6000³,
+// +8 % at 3000 x 5000 x 4000, level at 4000 x 4000 x 2000, and 1 % behind
+// where rows are whole lines (docs/perf.md run 98, H100).
+inline GemmConfig default_gemm_config(const std::string& target, int64_t n, int64_t k, int elem_bytes) {
+  GemmConfig c = default_gemm_config(target);
+  if (target == "sm_90a" && ((n * elem_bytes) % 128 || (k * elem_bytes) % 128)) c.bm = 256, c.num_ctas = 2;
+  return c;
+}
 
 // The interpreter's and --small's tiles: small problems still span several.
 inline GemmConfig small_gemm_config() { return {.bm = 64, .bn = 64, .bk = 32, .num_warps = 4, .num_stages = 3}; }

@@ -499,6 +499,19 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK(codegen_checks::count(ampere.assembly, R"(cp\.async\.bulk)") == 0);
 }
 
+// The gemm example's default on sm_90a takes the cluster form (B's block
+// multicast) where a row of A or B is not whole 128-byte lines (perf.md
+// run 98), and the 128x256 tile where both are; other targets keep theirs.
+TEST_CASE("the gemm example's default follows the rows' 128-byte lines", "[descriptor]") {
+  using kernels::default_gemm_config;
+  CHECK(default_gemm_config("sm_90a", 4096, 4096, 2).str() == "128x256x64:8:3:persistent");
+  CHECK(default_gemm_config("sm_90a", 4000, 4000, 2).str() == "256x256x64:8:3:persistent:c2");
+  CHECK(default_gemm_config("sm_90a", 4096, 4000, 2).str() == "256x256x64:8:3:persistent:c2");  // A's rows
+  CHECK(default_gemm_config("sm_90a", 5000, 4096, 2).str() == "256x256x64:8:3:persistent:c2");  // B's rows
+  CHECK(default_gemm_config("sm_90a", 4032, 64, 2).str() == "128x256x64:8:3:persistent");      // 8064 = 63 lines
+  CHECK(default_gemm_config("sm_80", 4000, 4000, 2).str() == default_gemm_config("sm_80").str());
+}
+
 TEST_CASE("descriptor gemms through tensor copies match the interpreter", "[gpu][descriptor]") {
   REQUIRE_GPU();
   // Trip counts 0, 1, 2, S-1, S and many at 3 stages; ragged M and N.
