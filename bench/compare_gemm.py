@@ -13,7 +13,16 @@ path given (default: stdout only).
     python3 bench/compare_gemm.py [out.json]
 
 TILEDSL_GEMM_SHAPES=MxNxK,... replaces the default shapes, as for bench_gemm.
+
+With TILEDSL_SHIM naming build/bench/libtiledsl_bench_shim.so
+(bench/shim/gemm.cpp), tiledsl's kernel is called on the same tensors
+through ctypes and timed in turns with torch.matmul and Triton's fastest
+form for the shape (TURNS rounds, default 5, each a do_bench median, the
+order alternating): rows tiledsl_turns, torch_turns and triton_turns, with
+each round's ms. TILEDSL_GEMM_PAIRED=CFG,... picks tiledsl's
+configurations (default: the example's default for the shape).
 """
+import ctypes
 import json
 import os
 import sys
@@ -147,7 +156,48 @@ def normwise_difference(got, ref):
     return diff / scale if scale > 0 else diff
 
 
+# TILEDSL_SHIM: the shim library, so that tiledsl's kernel is timed in turns
+# with torch and Triton in this process (TURNS rounds, default 5).
+SHIM = os.environ.get("TILEDSL_SHIM", "")
+TURNS = int(os.environ.get("TURNS", "5"))
+
+
+def tiledsl_gemm(lib, a, b, c, config):
+    """The shim's tl_gemm on torch's tensors and current stream, and the
+    configuration it runs; raises with the shim's message when it refuses."""
+    m, k = a.shape
+    n = b.shape[1]
+    err, used = ctypes.create_string_buffer(512), ctypes.create_string_buffer(128)
+
+    def run():
+        rc = lib.tl_gemm(b"cuda", config.encode(), ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()),
+                         ctypes.c_void_p(c.data_ptr()), m, n, k,
+                         ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), used, len(used), err, len(err))
+        if rc != 0:
+            raise RuntimeError(err.value.decode())
+    run()
+    return run, used.value.decode()
+
+
+def in_turns(fns):
+    """Each fn timed once a round for TURNS rounds, the rounds alternating
+    which goes first: {name: [ms of each round]}."""
+    times = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(TURNS):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            times[name].append(bench(fns[name]))
+    return times
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else 0.5 * (xs[len(xs) // 2 - 1] + xs[len(xs) // 2])
+
+
 def main():
+    lib = ctypes.CDLL(SHIM) if SHIM else None
+    configs = [c for c in os.environ.get("TILEDSL_GEMM_PAIRED", "").split(",") if c] or [""]
     rows = []
     for m, n, k in shapes():
         gen = torch.Generator(device="cuda").manual_seed(7)
@@ -187,14 +237,46 @@ def main():
                              "vs_torch": normwise_difference(c_triton, c_torch)})
             except Exception as e:  # noqa: BLE001 (report and go on)
                 print(f"{shape} {impl}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        # tiledsl in turns with torch and Triton's fastest form for the shape.
+        triton_rows = [r for r in rows if r["shape"] == shape and r["impl"].startswith("triton")]
+        if lib and triton_rows:
+            best = min(triton_rows, key=lambda r: r["ms"])
+            best_fn = {"triton": lambda: triton_matmul(a, b, c_triton),
+                       "triton_tma": lambda: triton_tma_persistent(a, b, c_triton, False),
+                       "triton_tma_ws": lambda: triton_tma_persistent(a, b, c_triton, True)}[best["impl"]]
+            for config in configs:
+                c_tl = torch.empty_like(c_torch)
+                try:
+                    tl_fn, used = tiledsl_gemm(lib, a, b, c_tl, config)
+                    torch.cuda.synchronize()
+                    check = normwise_difference(c_tl, c_torch)
+                    times = in_turns({"tiledsl_turns": tl_fn, "torch_turns": lambda: torch.matmul(a, b, out=c_torch),
+                                      "triton_turns": best_fn})
+                except Exception as e:  # noqa: BLE001 (report and go on)
+                    rows.append({"shape": shape, "M": m, "N": n, "K": k, "impl": "tiledsl_turns", "ms": 0.0,
+                                 "TFLOP/s": 0.0, "config": config or "default",
+                                 "error": f"{type(e).__name__}: {e}"[:300]})
+                    continue
+                for impl, rounds in times.items():
+                    ms = median(rounds)
+                    row = {"shape": shape, "M": m, "N": n, "K": k, "impl": impl, "ms": ms,
+                           "TFLOP/s": tflops(ms, m, n, k), "rounds_ms": rounds,
+                           "config": used if impl == "tiledsl_turns" else
+                           ("torch.matmul" if impl == "torch_turns" else best["config"])}
+                    if impl == "tiledsl_turns":
+                        row["vs_torch"] = check
+                    rows.append(row)
+                del c_tl
         del a, b, c_torch, c_triton
         torch.cuda.empty_cache()
 
     print(f"torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name()}")
-    print(f"{'shape':<20}{'impl':<8}{'ms':>10}{'TFLOP/s':>10}  config")
+    print(f"{'shape':<20}{'impl':<15}{'ms':>10}{'TFLOP/s':>10}  config")
     for r in rows:
-        print(f"{r['shape']:<20}{r['impl']:<8}{r['ms']:>10.4f}{r['TFLOP/s']:>10.1f}  {r['config']}"
-              + (f"  (vs torch {r['vs_torch']:.2e})" if "vs_torch" in r else ""))
+        print(f"{r['shape']:<20}{r['impl']:<15}{r['ms']:>10.4f}{r['TFLOP/s']:>10.1f}  {r['config']}"
+              + (f"  (vs torch {r['vs_torch']:.2e})" if "vs_torch" in r else "")
+              + (f"  rounds {' '.join('%.1f' % tflops(x, r['M'], r['N'], r['K']) for x in r['rounds_ms'])}"
+                 if "rounds_ms" in r else "") + (f"  {r['error']}" if "error" in r else ""))
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
             json.dump(rows, f, indent=1)
