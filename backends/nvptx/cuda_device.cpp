@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "codegen/compile.h"
+#include "codegen/dump.h"
 #include "nvptx/cuda_driver.h"
 #include "nvptx/cuda_ptxas.h"
 #include "nvptx/cuda_tensor_map.h"
@@ -346,7 +347,9 @@ class CudaDevice final : public detail::DeviceImpl {
     try {
       if (const auto& ptxas = this->ptxas()) {
         try {
-          std::string cubin = run_ptxas(ptxas->path, ck.assembly, target_, k.name);
+          std::string notes;
+          std::string cubin = run_ptxas(ptxas->path, ck.assembly, target_, k.name, &notes);
+          if (!notes.empty()) codegen::dump(k.name, target_, "ptxas", [&] { return notes; });
           return runtime::Bytes(cubin.begin(), cubin.end());
         } catch (const Error&) {
           // A ptxas found, not named, may be too old for the PTX: the

@@ -113,7 +113,7 @@ std::optional<Ptxas> ptxas_from_environment(int driver_version) {
 }
 
 std::string run_ptxas(const std::string& ptxas, const std::string& ptx, const std::string& arch,
-                      const std::string& name) {
+                      const std::string& name, std::string* notes) {
   TempDir dir;
   {
     std::ofstream f(dir.path / "k.ptx", std::ios::binary);
@@ -121,13 +121,21 @@ std::string run_ptxas(const std::string& ptxas, const std::string& ptx, const st
     f.close();
     if (!f) throw Error("ptxas: cannot write the PTX of '" + name + "' into " + dir.path.string());
   }
-  int rc = spawn({ptxas, "-arch=" + arch, "-o", (dir.path / "k.cubin").string(), (dir.path / "k.ptx").string()},
+  int rc = spawn({ptxas, "-arch=" + arch, "--warn-on-spills", "-o", (dir.path / "k.cubin").string(),
+                  (dir.path / "k.ptx").string()},
                  dir.path / "log");
   std::string cubin = read_file(dir.path / "k.cubin");
   if (rc != 0 || cubin.empty())
     throw Error("ptxas (" + ptxas + " -arch=" + arch + ") failed on '" + name + "'" +
                 (rc < 0 ? std::string(": it could not be run") : " (status " + std::to_string(rc) + ")") + ":\n" +
                 read_file(dir.path / "log"));
+  if (notes) {
+    notes->clear();
+    std::istringstream log(read_file(dir.path / "log"));
+    for (std::string line; std::getline(log, line);)
+      if (line.find("Performance Loss") != std::string::npos || line.find("spilled") != std::string::npos)
+        *notes += line + "\n";
+  }
   return cubin;
 }
 

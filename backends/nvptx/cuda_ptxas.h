@@ -35,9 +35,11 @@ std::optional<Ptxas> ptxas_from_environment(int driver_version);
 
 // The cubin ptxas makes of `ptx` for `arch` ("sm_90a"); `name` (the
 // kernel's) is for messages. tl::Error with ptxas's own output when it
-// fails.
+// fails. `notes`, when given, gets ptxas's warnings of lost performance a
+// line each: warpgroup products serialized (C7512 and the like, "Potential
+// Performance Loss") and registers spilled; empty when there are none.
 std::string run_ptxas(const std::string& ptxas, const std::string& ptx, const std::string& arch,
-                      const std::string& name);
+                      const std::string& name, std::string* notes = nullptr);
 
 TILEDSL_SHARED_END
 

@@ -15,6 +15,7 @@
 
 #include "codegen/assign_layouts.h"
 #include "codegen/convert_layouts.h"
+#include "codegen/dump.h"
 #include "codegen/lower_llvm.h"
 #include "codegen/pipeline.h"
 #include "codegen/target.h"
@@ -86,33 +87,6 @@ std::string module_text(const llvm::Module& m) {
   llvm::raw_string_ostream os(s);
   m.print(os, nullptr);
   return s;
-}
-
-// Whether `item` is in a comma list.
-bool listed(const char* list, const std::string& item) {
-  return (std::string(",") + list + ",").find("," + item + ",") != std::string::npos;
-}
-
-// TILEDSL_DUMP=tile,gpu,llvm,asm prints those stages of every compile to
-// stderr (notes: the GPU passes' decisions a user may ask about, such as
-// which descriptor blocks became tensor copies and why not), or writes
-// <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
-// after-<pass> (after-convert-layouts, say) the IR after one GPU pass,
-// after-all after each; TILEDSL_DUMP_KERNEL=name[,name...] keeps the dumps
-// of those kernels only. The text is made only when it is wanted.
-void dump(const std::string& kernel, const std::string& target, const std::string& stage,
-          const std::function<std::string()>& text_of) {
-  const char* want = std::getenv("TILEDSL_DUMP");
-  if (!want) return;
-  bool pass = stage.rfind("after-", 0) == 0;
-  if (!listed(want, stage) && !listed(want, pass ? "after-all" : "all")) return;
-  if (const char* only = std::getenv("TILEDSL_DUMP_KERNEL"); only && *only && !listed(only, kernel)) return;
-  if (const char* dir = std::getenv("TILEDSL_DUMP_DIR")) {
-    std::filesystem::create_directories(dir);
-    std::ofstream(std::filesystem::path(dir) / (kernel + "." + target + "." + stage)) << text_of();
-  } else {
-    std::cerr << "// ----- " << kernel << " [" << target << "] " << stage << "\n" << text_of() << "\n";
-  }
 }
 
 // tl::compile checked num_warps against every target (a power of two, at

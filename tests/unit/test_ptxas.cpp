@@ -51,6 +51,14 @@ void ptxas_scale(tl::ptr<float> x, tl::scalar<int32_t> n) {
   tl::store(x + offs, tl::load(x + offs, mask) * 2.0f, mask);
 }
 
+// 64 floats a thread live across their sum, with eight programs a
+// multiprocessor capping a thread at 64 registers: ptxas spills.
+void ptxas_spill(tl::ptr<float> x) {
+  auto offs = tl::arange(0, 8192);                           // [8192] i32
+  auto v = tl::load(x + offs);                               // [8192] f32
+  tl::store(x + offs, v * tl::sum(v, 0));
+}
+
 }  // namespace
 
 TEST_CASE("ptxas: TILEDSL_PTXAS names the linker, or none", "[ptxas]") {
@@ -128,6 +136,30 @@ TEST_CASE("ptxas: a kernel's PTX becomes a cubin; PTX it refuses is an error in 
   std::string msg = message_of([&] { tl::nvptx::run_ptxas(kToolkitPtxas, broken, "sm_90a", "broken"); });
   CHECK_THAT(msg, Catch::Contains("ptxas (" + std::string(kToolkitPtxas) + " -arch=sm_90a) failed on 'broken' (status"));
   CHECK_THAT(msg, Catch::Contains("bogus"));  // ptxas's own message, naming the line
+}
+
+// Its warnings of lost performance come back as notes (TILEDSL_DUMP=notes
+// prints them where a CUDA device links): spills here; a wgmma
+// serialized for registers (C7512) would come the same way.
+TEST_CASE("ptxas: its warnings of lost performance are notes", "[ptxas]") {
+  if (!fs::exists(kToolkitPtxas)) {
+    WARN("[SKIP] no CUDA toolkit at /usr/local/cuda");
+    return;
+  }
+  std::string notes = "stale";
+  tl::Kernel fits = tl::compile(ptxas_scale, {.name = "ptxas_scale"});
+  tl::codegen::Specialization two;
+  two.args.resize(2);
+  tl::nvptx::run_ptxas(kToolkitPtxas, tl::codegen::compile(*fits.impl(), two, "sm_90a").assembly, "sm_90a",
+                       "ptxas_scale", &notes);
+  CHECK(notes.empty());
+  tl::Kernel tight = tl::compile(ptxas_spill, {.name = "ptxas_spill", .num_warps = 4, .programs_per_sm = 8});
+  tl::codegen::Specialization one;
+  one.args.resize(1);
+  tl::codegen::CompiledKernel ck = tl::codegen::compile(*tight.impl(), one, "sm_90a");
+  REQUIRE(ck.assembly.find(".maxnreg 64") != std::string::npos);
+  tl::nvptx::run_ptxas(kToolkitPtxas, ck.assembly, "sm_90a", "ptxas_spill", &notes);
+  CHECK_THAT(notes, Catch::Contains("spilled") && Catch::Contains("ptxas_spill"));
 }
 
 TEST_CASE("ptxas: binaries of another linker are cached under a key of their own", "[ptxas][cache]") {

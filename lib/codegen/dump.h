@@ -1,0 +1,48 @@
+// TILEDSL_DUMP: the stages of a compile printed for a user, inline so that
+// the compiler (its IR and assembly) and a device's runtime (what ptxas
+// said when it linked) print them alike without one library calling the
+// other.
+//
+// TILEDSL_DUMP=tile,gpu,llvm,asm prints those stages of every compile to
+// stderr (notes: the GPU passes' decisions a user may ask about, such as
+// which descriptor blocks became tensor copies and why not), or writes
+// <kernel>.<target>.<stage> files into TILEDSL_DUMP_DIR;
+// after-<pass> (after-convert-layouts, say) the IR after one GPU pass,
+// after-all after each; ptxas (also under notes) the assembler's warnings
+// of lost performance where a CUDA device links with it (cuda_ptxas.h);
+// TILEDSL_DUMP_KERNEL=name[,name...] keeps the dumps of those kernels only.
+// The text is made only when it is wanted.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <string>
+
+namespace tl::codegen {
+
+// Whether `item` is in a comma list.
+inline bool dump_listed(const char* list, const std::string& item) {
+  return (std::string(",") + list + ",").find("," + item + ",") != std::string::npos;
+}
+
+inline void dump(const std::string& kernel, const std::string& target, const std::string& stage,
+                 const std::function<std::string()>& text_of) {
+  const char* want = std::getenv("TILEDSL_DUMP");
+  if (!want) return;
+  bool pass = stage.rfind("after-", 0) == 0;
+  if (!dump_listed(want, stage) && !dump_listed(want, pass ? "after-all" : "all") &&
+      !(stage == "ptxas" && dump_listed(want, "notes")))
+    return;
+  if (const char* only = std::getenv("TILEDSL_DUMP_KERNEL"); only && *only && !dump_listed(only, kernel)) return;
+  if (const char* dir = std::getenv("TILEDSL_DUMP_DIR")) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(std::filesystem::path(dir) / (kernel + "." + target + "." + stage)) << text_of();
+  } else {
+    std::cerr << "// ----- " << kernel << " [" << target << "] " << stage << "\n" << text_of() << "\n";
+  }
+}
+
+}  // namespace tl::codegen
