@@ -36,6 +36,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
+from turns import bench, in_turns
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 TOKENS = 16384       # B * N
@@ -127,14 +128,9 @@ def flops(b, h, n, d, causal):
     return 4.0 * b * h * n * n * d * (0.5 if causal else 1.0)
 
 
-def bench(fn):
-    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
-
-
 # TILEDSL_SHIM: the shim library, so that tiledsl's kernel is timed in turns
 # with cuDNN in this process (TURNS rounds, default 5).
 SHIM = os.environ.get("TILEDSL_SHIM", "")
-TURNS = int(os.environ.get("TURNS", "5"))
 
 
 def tiledsl_attention(lib, q, k, v, o, causal):
@@ -152,17 +148,6 @@ def tiledsl_attention(lib, q, k, v, o, causal):
         if rc != 0:
             raise RuntimeError(err.value.decode())
     return run
-
-
-def in_turns(fns):
-    """Each fn timed once a round for TURNS rounds, the rounds alternating
-    which goes first: {name: [ms of each round]}."""
-    times = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(TURNS):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            times[name].append(bench(fns[name]))
-    return times
 
 
 def reference(q, k, v, causal):

@@ -25,11 +25,13 @@ configurations (default: the example's default for the shape).
 import ctypes
 import json
 import os
+import statistics
 import sys
 
 import torch
 import triton
 import triton.language as tl
+from turns import bench, in_turns
 
 # The shapes of bench/gemm.cpp: squares, then M tokens x (N, K) of a
 # 7B-class model's projections.
@@ -144,10 +146,6 @@ def tflops(ms, m, n, k):
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def bench(fn):
-    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
-
-
 def normwise_difference(got, ref):
     if torch.isnan(got).any():
         return float("inf")
@@ -159,7 +157,6 @@ def normwise_difference(got, ref):
 # TILEDSL_SHIM: the shim library, so that tiledsl's kernel is timed in turns
 # with torch and Triton in this process (TURNS rounds, default 5).
 SHIM = os.environ.get("TILEDSL_SHIM", "")
-TURNS = int(os.environ.get("TURNS", "5"))
 
 
 def tiledsl_gemm(lib, a, b, c, config):
@@ -177,22 +174,6 @@ def tiledsl_gemm(lib, a, b, c, config):
             raise RuntimeError(err.value.decode())
     run()
     return run, used.value.decode()
-
-
-def in_turns(fns):
-    """Each fn timed once a round for TURNS rounds, the rounds alternating
-    which goes first: {name: [ms of each round]}."""
-    times = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(TURNS):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            times[name].append(bench(fns[name]))
-    return times
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2] if len(xs) % 2 else 0.5 * (xs[len(xs) // 2 - 1] + xs[len(xs) // 2])
 
 
 def main():
@@ -258,7 +239,7 @@ def main():
                                  "error": f"{type(e).__name__}: {e}"[:300]})
                     continue
                 for impl, rounds in times.items():
-                    ms = median(rounds)
+                    ms = statistics.median(rounds)
                     row = {"shape": shape, "M": m, "N": n, "K": k, "impl": impl, "ms": ms,
                            "TFLOP/s": tflops(ms, m, n, k), "rounds_ms": rounds,
                            "config": used if impl == "tiledsl_turns" else
