@@ -26,6 +26,13 @@ struct Slot {
   ir::Loc loc;             // where the variable was created (may be unknown)
   bool alive = false;
   uint32_t live_pos = 0;   // index in Trace::live while alive
+  // Set when the slot outlived the loop body, branch or combine function
+  // whose value it holds (a std::optional or container declared outside,
+  // assigned inside): that value exists only there. Reading the slot is then
+  // an error naming `escaped_from` until it is assigned again; loops and ifs
+  // opened meanwhile neither carry it nor yield it.
+  const char* escaped_from = nullptr;  // "tl::range body", ...
+  ir::Loc escaped_loc;                 // that region's line
 };
 
 // What a frame remembers of one slot live at its opening.
@@ -86,6 +93,35 @@ std::vector<uint32_t> live_in_order(const Trace& t) {
   return v;
 }
 
+// The slots a region opened now reads from outside: the live ones, less
+// those holding a value of a region already closed (Slot::escaped_from).
+std::vector<uint32_t> entry_slots(const Trace& t) {
+  std::vector<uint32_t> v;
+  for (uint32_t index : live_in_order(t))
+    if (!t.slots[index].escaped_from) v.push_back(index);
+  return v;
+}
+
+// Marks the live slots that are not `f`'s entries and hold a value made in
+// its region (`what`: "tl::range body", ...), which is out of scope after
+// it: a variable created, or first assigned, inside a loop body or branch
+// but declared outside (std::optional, a container). Marked slots already
+// holding an older region's value keep that mark.
+void mark_escaped(Trace& t, const Frame& f, const char* what) {
+  // f.entries are in slot order (entry_slots), so a lookup is a search.
+  auto is_entry = [&](uint32_t index) {
+    auto it = std::lower_bound(f.entries.begin(), f.entries.end(), index,
+                               [](const Entry& e, uint32_t i) { return e.slot < i; });
+    return it != f.entries.end() && it->slot == index;
+  };
+  for (uint32_t index : t.live) {
+    Slot& s = t.slots[index];
+    if (s.escaped_from || is_entry(index)) continue;
+    s.escaped_from = what;
+    s.escaped_loc = f.loc;
+  }
+}
+
 // Loops, ifs and combine functions nest at most ir::kMaxRegionDepth deep:
 // the error names the line of the one that would go deeper (user code that
 // recurses while tracing, typically), before any stage recurses that far.
@@ -113,6 +149,36 @@ void keep_args(ir::Region& r, const std::vector<bool>& keep) {
       args.push_back(std::move(r.args[i]));
     }
   r.args = std::move(args);
+}
+
+// A loop body traced once cannot destroy a variable it reads that exists
+// before the loop (std::optional::reset or emplace, a container cleared or
+// resized): every later iteration would read the value from before the
+// loop, not what replaced it, since what replaced it is another C++ object.
+// `reads`: each region of the loop with the arguments it reads entry i from.
+void check_entries_alive(const Frame& f, std::string_view op,
+                         const std::vector<std::pair<ir::Region*, std::vector<Value*>>>& reads) {
+  const Trace& t = *active;
+  for (size_t i = 0; i < f.entries.size(); ++i) {
+    const Entry& e = f.entries[i];
+    if (t.slots[e.slot].alive) continue;
+    int uses = 0;
+    for (const auto& [region, args] : reads) uses += ir::count_uses(*region, args.at(i));
+    if (uses == 0) continue;
+    fail(f.loc, op,
+         "expected a variable that exists before the loop and is read in it to outlive its body, found one "
+         "(value at loop entry from " + origin(e.entry, t.slots[e.slot]) +
+             ") destroyed in the body (std::optional::reset or emplace, a container cleared or resized?): the body "
+             "is traced once, so each iteration would read the value from before the loop; assign to the variable "
+             "instead (x = value)");
+  }
+}
+
+// The body arguments of a frame's entries.
+std::vector<Value*> entry_args(const Frame& f) {
+  std::vector<Value*> args;
+  for (const Entry& e : f.entries) args.push_back(e.arg);
+  return args;
 }
 
 // A carried slot must leave the loop body with the type it entered with.
@@ -199,7 +265,7 @@ Value* emit1(ir::OpKind kind, const std::vector<Value*>& operands, const ir::Typ
 SlotId slot_new(Value* v, const ir::Loc& loc) {
   Trace& t = require_trace(loc, "tile");
   uint32_t index = uint32_t(t.slots.size());
-  t.slots.push_back(Slot{v, loc, true, uint32_t(t.live.size())});
+  t.slots.push_back(Slot{v, loc, true, uint32_t(t.live.size()), nullptr, {}});
   t.live.push_back(index);
   return make_id(t.generation, index);
 }
@@ -209,13 +275,23 @@ Value* slot_get(SlotId s) {
   if (!slot)
     throw Error(std::string("tile: expected a traced value of the kernel being traced (inside tl::compile), found ") +
                 (active ? "one from another trace" : "no active trace"));
+  if (slot->escaped_from)
+    fail(slot->escaped_loc, "tile",
+         std::string("expected a variable read after a ") + slot->escaped_from +
+             " to hold a value from outside it, found one made or last assigned inside it (a std::optional or "
+             "container declared outside and assigned inside?): that value exists only there; assign the variable "
+             "before the " + slot->escaped_from + " to carry it out, or again before reading it");
   return slot->value;
 }
 
 void slot_set(SlotId s, Value* v) {
   Slot* slot = lookup(s);
-  if (!slot) slot_get(s);  // throws the explanation
+  if (!slot) {
+    slot_get(s);  // throws the explanation
+    return;
+  }
   slot->value = v;
+  slot->escaped_from = nullptr;
 }
 
 void slot_free(SlotId s) noexcept {
@@ -241,7 +317,7 @@ int64_t loop_begin(Value* lo, Value* hi, Value* step, ir::Attrs attrs, const ir:
   ir::Region* body = op->add_region();
   *iv = body->add_arg(lo->type);
   Frame f{Frame::Kind::Loop, t.next_frame++, loc, op, {}};
-  for (uint32_t index : live_in_order(t)) {
+  for (uint32_t index : entry_slots(t)) {
     Slot& s = t.slots[index];
     Value* arg = body->add_arg(s.value->type);
     f.entries.push_back(Entry{index, s.value, arg});
@@ -260,6 +336,7 @@ void loop_end(int64_t frame) {
   ir::Op* op = f.op;
   ir::Region* body = op->regions[0].get();
 
+  check_entries_alive(f, "range", {{body, entry_args(f)}});
   std::vector<const Entry*> carried;
   std::vector<Value*> exits;
   for (const Entry& e : f.entries) {
@@ -292,6 +369,7 @@ void loop_end(int64_t frame) {
     op->operands.push_back(e->entry);
     t.slots[e->slot].value = op->add_result(e->arg->type);
   }
+  mark_escaped(t, f, "tl::range body");
   set_insertion_end(t, op->parent);
   t.frames.pop_back();
 }
@@ -328,7 +406,7 @@ void trace_while(const ir::Loc& loc, function_ref<Value*()> cond_fn, function_re
   ir::Region* body = op->add_region();
   Frame f{Frame::Kind::Loop, t.next_frame++, loc, op, {}};
   std::vector<Value*> cond_args;
-  for (uint32_t index : live_in_order(t)) {
+  for (uint32_t index : entry_slots(t)) {
     Slot& s = t.slots[index];
     cond_args.push_back(cond->add_arg(s.value->type));
     f.entries.push_back(Entry{index, s.value, body->add_arg(s.value->type)});
@@ -366,10 +444,15 @@ void trace_while(const ir::Loc& loc, function_ref<Value*()> cond_fn, function_re
       fail(loc, "while_", "expected the condition to return a scalar bool, found " + c->type.str());
     t.builder.loc = loc;
     t.builder.create(ir::OpKind::Yield, {c}, {});
+    mark_escaped(t, t.frames.back(), "tl::while_ condition");
   }, "condition");
   std::vector<Value*> body_args;
   for (const Entry& e : t.frames.back().entries) body_args.push_back(e.arg);
-  traced(body, body_args, [&] { body_fn(); }, "body");
+  traced(body, body_args, [&] {
+    body_fn();
+    check_entries_alive(t.frames.back(), "while_", {{cond, cond_args}, {body, body_args}});
+    mark_escaped(t, t.frames.back(), "tl::while_ body");
+  }, "body");
 
   Frame done = std::move(t.frames.back());
   t.frames.pop_back();
@@ -414,7 +497,7 @@ void trace_if(Value* cond, const ir::Loc& loc, function_ref<void()> then_fn, con
   ir::Op* op = t.builder.create(ir::OpKind::If, {cond}, {});
   ir::Region* branches[2] = {op->add_region(), op->add_region()};
   Frame f{Frame::Kind::If, t.next_frame++, loc, op, {}};
-  for (uint32_t index : live_in_order(t)) f.entries.push_back(Entry{index, t.slots[index].value});
+  for (uint32_t index : entry_slots(t)) f.entries.push_back(Entry{index, t.slots[index].value});
   t.frames.push_back(f);
   int64_t id = f.id;
 
@@ -434,6 +517,7 @@ void trace_if(Value* cond, const ir::Loc& loc, function_ref<void()> then_fn, con
     }
     if (t.frames.empty() || t.frames.back().id != id)
       fail(loc, "if_", "expected every loop opened in a branch to be closed in it, found one left open");
+    mark_escaped(t, t.frames.back(), "tl::if_ branch");
     for (const Entry& e : t.frames.back().entries) {
       exits[b].push_back(t.slots[e.slot].value);
       t.slots[e.slot].value = e.entry;
@@ -484,7 +568,7 @@ std::vector<Value*> emit_combine(ir::OpKind kind, const std::vector<Value*>& ope
     for (const auto& e : elems) args.push_back(region->add_arg(e));
 
   Frame f{Frame::Kind::Combine, t.next_frame++, loc, op, {}};
-  for (uint32_t index : live_in_order(t)) f.entries.push_back(Entry{index, t.slots[index].value});
+  for (uint32_t index : entry_slots(t)) f.entries.push_back(Entry{index, t.slots[index].value});
   t.frames.push_back(f);
   int64_t id = f.id;
   set_insertion_end(t, region);
@@ -511,6 +595,7 @@ std::vector<Value*> emit_combine(ir::OpKind kind, const std::vector<Value*>& ope
     }
     throw;
   }
+  mark_escaped(t, t.frames.back(), "combine function");
   t.builder.loc = loc;
   t.builder.create(ir::OpKind::Yield, yields, {});
   t.frames.pop_back();

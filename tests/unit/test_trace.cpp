@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 #include "ir/printer.h"
@@ -454,4 +456,113 @@ TEST_CASE("trace: traced values cannot be used as C++ bools", "[frontend][types]
   static_assert(!can_add<ptr<float>, tile<float>>);         // float offsets
   static_assert(!can_add<ptr<float>, ptr<float>>);
   SUCCEED();
+}
+
+namespace {
+
+// A std::optional declared before a loop or if_ and assigned inside it: a
+// variable of that body alone (tile has no default constructor, so C++
+// authors reach for one to declare a variable ahead).
+void scratch_in_two_loops(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
+  std::optional<tile<float>> t;
+  auto acc = zeros<float>({16});                                                    // [16] f32
+  for (auto i : range(0, n)) { t = load(x + i * 16 + arange(0, 16)); acc = acc + *t; }
+  for (auto i : range(0, n)) { t = load(x + i * 16 + arange(0, 16)) * 2.0f; acc = acc + *t; }
+  tl::if_(n > 0, [&] { t = load(x + arange(0, 16)); acc = acc + *t; });
+  tl::if_(n > 1, [&] { t = load(x + 16 + arange(0, 16)); acc = acc + *t; });
+  store(out + arange(0, 16), acc);
+}
+void read_after_loop(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
+  std::optional<tile<float>> last;
+  for (auto i : range(0, n)) last = load(x + i * 16 + arange(0, 16));
+  store(out + arange(0, 16), *last);
+}
+void read_after_if(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
+  std::optional<tile<float>> r;
+  tl::if_(n > 0, [&] { r = load(x + arange(0, 16)); });
+  store(out + arange(0, 16), *r);
+}
+// Reads t, then replaces the C++ object: the next iteration must see 2, but
+// the body traced once reads the entry value's argument.
+void emplace_after_read(ptr<float> out, scalar<int32_t> n) {
+  std::optional<tile<float>> t = zeros<float>({16});
+  auto acc = zeros<float>({16});
+  for (auto i : range(0, n)) {
+    acc = acc + *t;
+    t.emplace(full<float>({16}, 2.0f));
+  }
+  store(out + arange(0, 16), acc);
+}
+void emplace_after_read_while(ptr<float> out, scalar<int32_t> n) {
+  std::optional<tile<float>> t = zeros<float>({16});
+  auto acc = zeros<float>({16});
+  auto i = full<int32_t>({}, 0);
+  tl::while_([&] { return i < n; }, [&] {
+    acc = acc + *t;
+    t.emplace(full<float>({16}, 2.0f));
+    i = i + 1;
+  });
+  store(out + arange(0, 16), acc);
+}
+// Replaced before it is read: every iteration reads what it made.
+void emplace_before_read(ptr<float> out, scalar<int32_t> n) {
+  std::optional<tile<float>> t = zeros<float>({16});
+  auto acc = zeros<float>({16});
+  for (auto i : range(0, n)) {
+    t.emplace(full<float>({16}, 2.0f));
+    acc = acc + *t;
+  }
+  store(out + arange(0, 16), acc);
+}
+
+}  // namespace
+
+TEST_CASE("trace: a variable declared before loops and ifs and assigned in each is local to each",
+          "[frontend][trace][loop][if]") {
+  // Was a verifier error ("'for' expects operand #4 to be defined before its use"): the second loop carried
+  // the first loop's body value.
+  Kernel k = compile(scratch_in_two_loops);
+  Device dev = Device::get("interp");
+  std::vector<float> hx(64);
+  for (size_t i = 0; i < hx.size(); ++i) hx[i] = float(i % 7) - 3.0f;
+  for (int n : {0, 1, 3}) {
+    Buffer x = dev.upload(hx), out = dev.alloc<float>(16);
+    dev(k, Grid{1}, x, out, n);
+    dev.synchronize();
+    auto got = out.download<float>();
+    for (int j = 0; j < 16; ++j) {
+      float want = 0;
+      for (int i = 0; i < n; ++i) want += 3 * hx[size_t(i * 16 + j)];
+      for (int i = 0; i < std::min(n, 2); ++i) want += hx[size_t(i * 16 + j)];
+      CHECK(got[size_t(j)] == want);
+    }
+  }
+}
+
+TEST_CASE("trace: a variable made in a loop body or branch and read after it names the loop or if",
+          "[frontend][trace][errors]") {
+  REQUIRE_THROWS_WITH(compile(read_after_loop),
+                      Catch::Contains("test_trace.cpp:") && Catch::Contains(": tile: expected a variable read after a "
+                                                                           "tl::range body to hold a value from outside it"));
+  REQUIRE_THROWS_WITH(compile(read_after_if),
+                      Catch::Contains("test_trace.cpp:") && Catch::Contains(": tile: expected a variable read after a "
+                                                                           "tl::if_ branch to hold a value from outside it"));
+}
+
+TEST_CASE("trace: a loop body that reads a variable from before the loop and destroys it is an error",
+          "[frontend][trace][errors][loop][while]") {
+  // Was a silent wrong result: every iteration read the zeros from before the loop.
+  REQUIRE_THROWS_WITH(compile(emplace_after_read),
+                      Catch::Contains("test_trace.cpp:") &&
+                          Catch::Contains(": range: expected a variable that exists before the loop and is read in it "
+                                          "to outlive its body, found one (value at loop entry from ") &&
+                          Catch::Contains("destroyed in the body"));
+  REQUIRE_THROWS_WITH(compile(emplace_after_read_while),
+                      Catch::Contains(": while_: expected a variable that exists before the loop and is read in it"));
+  Kernel k = compile(emplace_before_read);
+  Device dev = Device::get("interp");
+  Buffer out = dev.alloc<float>(16);
+  dev(k, Grid{1}, out, 3);
+  dev.synchronize();
+  CHECK(out.download<float>() == std::vector<float>(16, 6.0f));
 }
