@@ -27,19 +27,6 @@ inline tile<int32_t> arange(int64_t start, int64_t end, std::source_location w =
   return tile<int32_t>(detail::arange(start, end, detail::to_loc(w)));
 }
 
-namespace detail {
-// A fill value: a C++ number, or one of tiledsl's narrow floats (f16,
-// bf16, f8: `tl::full<tl::f16>({8}, tl::f16(1.0f))`), whose float is exact.
-template <class V>
-concept fill_value = std::is_arithmetic_v<V> || (std::is_class_v<V> && requires { dtype_of<V>::value; } &&
-                                                 std::is_convertible_v<V, float>);
-template <class V>
-Operand fill_number(V value) {
-  if constexpr (std::is_arithmetic_v<V>) return Operand::number(value);
-  else return Operand::number(float(value));
-}
-}  // namespace detail
-
 // A tile of `shape` (empty: a scalar) filled with `value`.
 template <class T, detail::fill_value V>
 tile<T> full(std::initializer_list<int64_t> shape, V value, std::source_location w = std::source_location::current()) {

@@ -35,13 +35,16 @@ tile<T> load(const ptr<T>& p, const tile<bool>& mask, const LoadOptions& o = {},
              std::source_location w = std::source_location::current()) {
   return tile<T>(detail::load(p.value(), mask.value(), nullptr, o.cache, o.evict, o.is_volatile, detail::to_loc(w)));
 }
-// Masked-off lanes give `other` (a number or a tile).
+// Masked-off lanes give `other` (a number, one of tiledsl's narrow floats,
+// or a tile).
 template <class T, class O>
   requires(std::is_arithmetic_v<O> || !detail::operand_of<O>::desc.is_ptr)
 tile<T> load(const ptr<T>& p, const tile<bool>& mask, const O& other, const LoadOptions& o = {},
              std::source_location w = std::source_location::current()) {
-  static_assert(detail::operand_of<O>::valid, "`other` must be a number or a tile");
-  detail::Operand other_op = detail::operand(other);
+  static_assert(detail::operand_of<O>::valid || detail::fill_value<O>, "`other` must be a number or a tile");
+  detail::Operand other_op;
+  if constexpr (detail::operand_of<O>::valid) other_op = detail::operand(other);
+  else other_op = detail::fill_number(other);
   return tile<T>(detail::load(p.value(), mask.value(), &other_op, o.cache, o.evict, o.is_volatile, detail::to_loc(w)));
 }
 

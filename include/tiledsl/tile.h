@@ -118,6 +118,18 @@ using binary_elem_t =
 template <class N>
 concept number = std::is_arithmetic_v<N>;
 
+// A fill value (full, full_like; a load's `other`): a C++ number, or one of
+// tiledsl's narrow floats (f16, bf16, f8: `tl::full<tl::f16>({8},
+// tl::f16(1.0f))`), whose float is exact.
+template <class V>
+concept fill_value = std::is_arithmetic_v<V> || (std::is_class_v<V> && requires { dtype_of<V>::value; } &&
+                                                 std::is_convertible_v<V, float>);
+template <class V>
+Operand fill_number(V value) {
+  if constexpr (std::is_arithmetic_v<V>) return Operand::number(value);
+  else return Operand::number(float(value));
+}
+
 // A tile operand plus the source line of the expression using it.
 template <class E>
 struct located {

@@ -86,7 +86,24 @@ void narrow_fills(ptr<f16> out, ptr<bf16> out2) {
   store(out2 + arange(0, 8), b);
 }
 
+// A load's `other` as one of tiledsl's narrow floats (it took numbers and
+// tiles only: a C++ compile error).
+void narrow_other(ptr<f16> x, ptr<f16> out) {
+  auto offs = arange(0, 8);                          // [8] i32
+  store(out + offs, load(x + offs, offs < 5, f16(-3.0f)));
+}
+
 }  // namespace
+
+TEST_CASE("run: a load's other of an f16 value", "[frontend][run]") {
+  Device dev = Device::get("interp");
+  Kernel k = compile(narrow_other, {.name = "narrow_other"});
+  Buffer x = dev.upload(std::vector<f16>(8, f16(0.5f))), o = dev.upload(std::vector<f16>(8, f16(0.0f)));
+  dev(k, Grid{1}, x, o);
+  dev.synchronize();
+  std::vector<f16> got = o.download<f16>();
+  for (int i = 0; i < 8; ++i) CHECK(float(got[size_t(i)]) == (i < 5 ? 0.5f : -3.0f));
+}
 
 TEST_CASE("run: full of f16 and bf16 values", "[frontend][run]") {
   Device dev = Device::get("interp");
