@@ -13,6 +13,11 @@
 // dimension's part once, as the kernel author would write it; outside
 // elements load as 0 and are not stored.
 //
+// Offsets times strides are multiplied in i64 (the i32 operands widened):
+// an offset of a tensor of more than 2^31 elements (a row past 2^31 / the
+// row stride, a batch of a large [B, H, N, D]) would wrap in i32 and
+// address memory before the tensor, where Triton's descriptors address it.
+//
 // A block of rank > 2 whose leading sizes are 1 is the tile of its last
 // two dimensions at an address and under a test the leading coordinates
 // give (scalars), reshaped to the block.
@@ -47,10 +52,10 @@ class Lowering {
     const size_t r = block_.size();
     Value* base = op_.operands[0];
     Value* base_ok = nullptr;
-    const Type i32 = ir::scalar_type(DType::i32), u32 = ir::scalar_type(DType::u32), i1 = ir::scalar_type(DType::i1);
+    const Type u32 = ir::scalar_type(DType::u32), i1 = ir::scalar_type(DType::i1);
     for (size_t d = 0; d < lead_; ++d) {
       Value* coord = op_.operands[1 + 2 * r + d];
-      Value* step = b_.create1(OpKind::Mul, {coord, op_.operands[1 + r + d]}, i32);
+      Value* step = b_.create1(OpKind::Mul, {wide(coord), wide(op_.operands[1 + r + d])}, ir::scalar_type(DType::i64));
       base = b_.create1(OpKind::AddPtr, {base, step}, base->type);
       Value* in = b_.create1(OpKind::Cmp, {b_.create1(OpKind::Cast, {coord}, u32), b_.create1(OpKind::Cast, {op_.operands[1 + d]}, u32)},
                              i1, {{"pred", std::string("lt")}});
@@ -82,7 +87,7 @@ class Lowering {
       Value* unsigned_size = b_.create1(OpKind::Cast, {size}, ir::scalar_type(DType::u32));
       Value* in = b_.create1(OpKind::Cmp, {unsigned_offs, splat(unsigned_size, shape)},
                              ir::tile_type(DType::i1, shape), {{"pred", std::string("lt")}});
-      Value* step = b_.create1(OpKind::Mul, {offs, splat(stride, shape)}, line.with_shape(shape));
+      Value* step = b_.create1(OpKind::Mul, {wide(offs), splat(wide(stride), shape)}, ir::tile_type(DType::i64, shape));
       grown = std::vector<int64_t>(block_.begin() + long(lead_), block_.begin() + long(d) + 1);
       grown.resize(r - lead_, 1);
       if (!ptrs) {
@@ -118,6 +123,8 @@ class Lowering {
   Value* splat(Value* scalar, const std::vector<int64_t>& shape) {
     return b_.create1(OpKind::Splat, {scalar}, scalar->type.with_shape(shape));
   }
+  // An i32 value as i64 (sign-extended).
+  Value* wide(Value* v) { return b_.create1(OpKind::Cast, {v}, Type{DType::i64, false, v->type.shape}); }
   Value* broadcast(Value* v, const std::vector<int64_t>& shape) {
     return v->type.shape == shape ? v : b_.create1(OpKind::Broadcast, {v}, v->type.with_shape(shape));
   }

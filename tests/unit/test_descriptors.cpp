@@ -7,6 +7,8 @@
 // scalars or C++ integers; a wrong rank is an error naming the line.
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -191,6 +193,46 @@ TEST_CASE("descriptors: ranks 4 and 5, loads and stores inside, across and outsi
     CHECK(!codegen::compile(*k4.impl(), codegen_checks::aligned(k4), target).assembly.empty());
     CHECK(!codegen::compile(*k5.impl(), codegen_checks::aligned(k5), target).assembly.empty());
   }
+}
+
+// Rows 2^30 bytes apart: row 2 starts 2^31 elements past the base, past
+// i32. out = x's [4, 4] block at (0, 0) (row 3 outside), then the block of
+// the rank-3 view [3, 1, 4] at (2, 0, 0) (its leading dimension a scalar
+// offset); x's block at (0, 0) written back plus 1.
+namespace {
+void far_rows(ptr<int8_t> x, ptr<int8_t> out, scalar<int32_t> row_stride) {
+  auto d = make_tensor_descriptor(x, {3, 4}, {row_stride, 1}, {4, 4});
+  auto t = d.load({0, 0});
+  store(out + col(arange(0, 4)) * 4 + row(arange(0, 4)), t);
+  auto d3 = make_tensor_descriptor(x, {3, 1, 4}, {row_stride, 4, 1}, {1, 1, 4});
+  store(out + 16 + arange(0, 4), reshape(d3.load({2, 0, 0}), {4}));
+  d.store({0, 0}, t + 1);
+}
+}  // namespace
+TEST_CASE("descriptors: offsets past 2^31 elements address the tensor (multiplied in i64)",
+          "[frontend][run][descriptor]") {
+  const size_t rows = 3, stride = size_t(1) << 30, bytes = rows * stride;
+  // Address space only: the kernel touches 4 bytes of each row.
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  auto* x = static_cast<int8_t*>(mem);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < 4; ++c) x[r * stride + c] = int8_t(10 * r + c + 1);
+  Device dev = Device::get("interp");
+  Kernel k = compile(far_rows);
+  Buffer bx = Buffer::wrap<int8_t>(dev, x, bytes), bo = dev.upload(std::vector<int8_t>(20, -1));
+  dev(k, Grid{1}, bx, bo, int32_t(stride));
+  dev.synchronize();
+  auto out = bo.download<int8_t>();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      INFO("element (" << i << ", " << j << ")");
+      CHECK(out[size_t(i * 4 + j)] == (i < 3 ? 10 * i + j + 1 : 0));
+    }
+  for (int j = 0; j < 4; ++j) CHECK(out[size_t(16 + j)] == 20 + j + 1);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < 4; ++c) CHECK(x[r * stride + c] == int8_t(10 * r + c + 2));
+  munmap(mem, bytes);
 }
 
 TEST_CASE("descriptors: coordinates of another rank are an error naming the line", "[frontend][descriptor]") {
