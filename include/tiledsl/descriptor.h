@@ -44,6 +44,12 @@ class index {
   index(int64_t n) : n_(n) {}
   index(int n) : n_(n) {}
 
+  // A C++ integer outside i32 (a traced scalar is i32 already).
+  std::optional<int64_t> too_wide() const {
+    if (traced_ || (n_ >= INT32_MIN && n_ <= INT32_MAX)) return std::nullopt;
+    return n_;
+  }
+
   // The traced i32 scalar (a constant for a C++ integer, which must fit).
   detail::Value* value(const ir::Loc& loc, std::string_view op) const {
     return traced_ ? traced_->value() : detail::constant(detail::Operand::number(n_), DType::i32, {}, loc, op);
@@ -66,6 +72,13 @@ class tensor_descriptor {
       throw Error(where(w) + "make_tensor_descriptor: expected a shape, strides and block of one rank from 1 to " +
                   std::to_string(max_tile_rank) + ", found " + std::to_string(shape_.size()) + ", " +
                   std::to_string(strides_.size()) + " and " + std::to_string(r) + " entries");
+    // Checked here, where they are given: they become i32 constants only at
+    // each load and store, whose line the error would name instead.
+    for (const auto* part : {&shape_, &strides_})
+      for (const index& i : *part)
+        if (auto n = i.too_wide())
+          throw Error(where(w) + "make_tensor_descriptor: expected a " + (part == &shape_ ? "size" : "stride") +
+                      " representable in i32, found " + std::to_string(*n));
     for (int64_t b : block_)
       if (!is_tile_dim(b))
         throw Error(where(w) + "make_tensor_descriptor: expected block sizes c x 2^k (c = 1, 3, ..., 15), found " +

@@ -82,6 +82,14 @@ void rank6(ptr<float> x, ptr<float> out, scalar<int32_t> n) {
   store(out + arange(0, 16), reshape(d.load({0, 0, 0, 0, 0, 0}), {16}));
 }
 
+// A C++ size past i32, given on one line and read on the next: the error
+// names the line that gave it.
+constexpr int wide_size_line = __LINE__ + 2;
+void wide_size(ptr<float> x, ptr<float> out) {
+  auto d = make_tensor_descriptor(x, {int64_t(1) << 33}, {1}, {16});
+  store(out + arange(0, 16), d.load({0}));
+}
+
 }  // namespace
 
 TEST_CASE("descriptors: a block inside, across and outside a strided tensor", "[frontend][run][descriptor]") {
@@ -250,6 +258,14 @@ TEST_CASE("descriptors: coordinates of another rank are an error naming the line
   } catch (const Error& e) {
     CHECK_THAT(e.what(), Catch::Contains("test_descriptors.cpp:"));
     CHECK_THAT(e.what(), Catch::Contains("expected a shape, strides and block of one rank from 1 to 5, found 6, 6 and 6"));
+  }
+  // A size past i32: refused where it is given, not at the load.
+  try {
+    compile(wide_size);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("test_descriptors.cpp:" + std::to_string(wide_size_line) + ":"));
+    CHECK_THAT(e.what(), Catch::Contains("make_tensor_descriptor: expected a size representable in i32, found 8589934592"));
   }
 }
 
