@@ -302,7 +302,8 @@ class CudaDevice final : public detail::DeviceImpl {
   // code does not name.
   std::string registers_note(CUresult r, void* function, int threads) const {
     int regs = 0;
-    if (r != CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES || driver_.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, CUfunction(function)) != CUDA_SUCCESS)
+    if (r != CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ||
+        driver_.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, CUfunction(function)) != CUDA_SUCCESS)
       return {};
     const int warps = (threads + 31) / 32, charged = (warps + 3) / 4 * 4;
     return "; its binary holds " + std::to_string(regs) + " registers a thread, and a block's " + std::to_string(warps) +
