@@ -323,9 +323,10 @@ int main(int argc, char** argv) {
     // tensor copies) on a GPU. The interpreter (and --small, which CI runs
     // on it) uses 64x64x32 tiles and 4 warps, so that small problems still
     // span several tiles.
-    kernels::GemmConfig cfg = config                       ? *config
-                              : (s.small || s.on_interp) ? kernels::small_gemm_config()
-                                                         : kernels::default_gemm_config(s.dev.target());
+    const bool target_default = !config && !s.small && !s.on_interp;
+    kernels::GemmConfig cfg = config           ? *config
+                              : target_default ? kernels::default_gemm_config(s.dev.target())
+                                               : kernels::small_gemm_config();
     if (sweep && !examples::inspecting) return run_sweep(s, cfg);
     // --small: N and K are not multiples of the 64x64x32 tiles (ragged
     // edges). Without a GPU: a size the interpreter finishes in about ten
@@ -339,11 +340,11 @@ int main(int argc, char** argv) {
 #ifdef TILEDSL_GEMM_AOT
     if (tune) throw tl::Error("--tune: the ahead-of-time form carries the default configurations only");
 #else
-    if (!config && !examples::inspecting && (tune || (!s.small && !s.on_interp))) return run_tuned(s, c);
+    if (!config && !examples::inspecting && (tune || target_default)) return run_tuned(s, c);
 #endif
     // Without --config on a GPU (the ahead-of-time form), the default for
     // the shape's rows (kernels::default_gemm_config).
-    if (!config && !s.small && !s.on_interp && !c.a_col && !c.b_col)
+    if (target_default && !c.a_col && !c.b_col)
       cfg = kernels::default_gemm_config(s.dev.target(), c.size.n, c.size.k, 2);  // bf16, f16
     return run_one(s, cfg, c);
   });
