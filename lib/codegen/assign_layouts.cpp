@@ -70,6 +70,12 @@ std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int ax
   return bits;
 }
 
+int repeat_along(const LinearLayout& l, const std::string& in, int axis) {
+  for (const auto& d : l.in_dims())
+    if (d.name == in && d.repeat > 1 && d.repeat_stride[size_t(axis)] != 0) return int(d.repeat);
+  return 1;
+}
+
 bool crosses_ctas(const LinearLayout& from, const LinearLayout& to) {
   if (from.in_bits(kBlock) == 0 && to.in_bits(kBlock) == 0) return false;
   const auto& fb = from.bases(kBlock);

@@ -110,6 +110,9 @@ LinearLayout join_layout(const LinearLayout& operand);  // adds a top register b
 LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size, int ctas = 1);
 // The bits of input `in` of layout `l` that move along dimension `axis`.
 std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int axis);
+// The count of `in`'s repeat when it steps along `axis` (12 warps: 3 groups
+// of warps), else 1.
+int repeat_along(const LinearLayout& l, const std::string& in, int axis);
 // True if a reduction along `axis` can run on `l` with register combines,
 // lane shuffles and one exchange between warps.
 bool reducible(const LinearLayout& l, int axis);

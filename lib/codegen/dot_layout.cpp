@@ -31,7 +31,7 @@ std::optional<OperandFragments> operand_fragments(const MatrixInstr& instr, cons
   f.reps_outer = layout.in_size(kReg) / (f.regs * f.reps_k);
   // The register and lane bits must be the fragment's, then the repeats.
   using L = LinearLayout;
-  L want = frag * L::identity(kReg, f.reps_k, dim_name(k_dim)) * L::identity(kReg, f.reps_outer, dim_name(1 - k_dim));
+  L want = frag * L::repeat(kReg, f.reps_k, dim_name(k_dim)) * L::identity(kReg, f.reps_outer, dim_name(1 - k_dim));
   for (const std::string& in : {kReg, kLane}) {
     if (layout.in_size(in) != want.in_size(in)) return std::nullopt;
     for (int32_t bit = 1; bit < layout.in_size(in); bit <<= 1)
@@ -69,7 +69,7 @@ DotLayouts warpgroup_dot_layouts(const MatrixInstr& instr, int64_t M, int64_t N,
     if (instr.a.in_dims().empty())
       throw Error("internal: " + instr.name + " takes no A operand from registers");
     d.a_in_registers = true;
-    d.a = instr.a * L::identity(kReg, d.reps_k, d1) * L::identity(kReg, d.reps_m, d0) *
+    d.a = instr.a * L::repeat(kReg, d.reps_k, d1) * L::identity(kReg, d.reps_m, d0) *
           L::repeat(kWarp, groups, d0);
     if (num_ctas > 1) d.a = d.a * L::identity(kBlock, num_ctas, d0);
   }

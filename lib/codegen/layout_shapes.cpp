@@ -14,14 +14,17 @@ namespace tl::codegen {
 namespace {
 int ilog2(int64_t v) { return std::countr_zero(uint64_t(v)); }
 
-// Rebuilds a layout with new output dimensions from a per-basis map.
+// Rebuilds a layout with new output dimensions from a per-basis map. `fn`
+// maps the repeats' strides too (a buffer's outer digits among them), so it
+// must be linear over the integers as well as over GF(2): moving, adding or
+// dropping coordinates is.
 template <class Fn>
 LinearLayout map_bases(const LinearLayout& l, std::vector<LinearLayout::OutDim> outs, Fn&& fn) {
-  l.refuse_outer("a tile's layout mapped to another shape");  // buffers' digits are not carried
   std::vector<LinearLayout::InDim> ins;
   for (const auto& d : l.in_dims()) {
     LinearLayout::InDim n{d.name, {}, d.repeat, d.repeat > 1 ? fn(d.repeat_stride) : LinearLayout::Coords{}};
     for (const auto& b : d.bases) n.bases.push_back(fn(b));
+    for (const auto& [count, stride] : d.outer) n.outer.push_back({count, fn(stride)});
     ins.push_back(std::move(n));
   }
   return LinearLayout(std::move(ins), std::move(outs));
@@ -168,10 +171,31 @@ LinearLayout trans_layout(const LinearLayout& operand, const std::vector<int64_t
 }
 
 LinearLayout reshape_layout(const LinearLayout& operand, const std::vector<int64_t>& shape) {
-  // Row-major flattening is linear on power-of-two shapes: the coordinate
-  // bits of the last dimension are the low bits of the flat index.
   std::vector<int64_t> src;
   for (const auto& o : operand.out_dims()) src.push_back(o.size);
+  // Adding or dropping dims of size 1 ([1, 160, 128] to [160, 128]) moves
+  // each coordinate to its dim's new place, whatever the sizes.
+  auto non_unit = [](const std::vector<int64_t>& v) {
+    std::vector<size_t> at;
+    for (size_t d = 0; d < v.size(); ++d)
+      if (v[d] != 1) at.push_back(d);
+    return at;
+  };
+  auto from = non_unit(src), to = non_unit(shape);
+  bool same = from.size() == to.size();
+  for (size_t i = 0; same && i < from.size(); ++i) same = src[from[i]] == shape[to[i]];
+  if (same)
+    return map_bases(operand, outs_for(shape), [&](const LinearLayout::Coords& c) {
+      LinearLayout::Coords r(shape.size(), 0);
+      for (size_t i = 0; i < from.size(); ++i) r[to[i]] = c[from[i]];
+      return r;
+    });
+  // Otherwise row-major flattening, linear on power-of-two shapes: the
+  // coordinate bits of the last dimension are the low bits of the flat
+  // index (over GF(2) only: no repeats).
+  operand.refuse_outer("a tile's layout flattened to another shape");
+  for (auto d : src)
+    if (!std::has_single_bit(uint64_t(d))) throw Error("internal: a reshape flattening a dim of " + std::to_string(d));
   return map_bases(operand, outs_for(shape), [&](const LinearLayout::Coords& c) {
     int64_t flat = 0;
     for (size_t d = 0; d < src.size(); ++d) flat = (flat << ilog2(src[d])) | c[d];

@@ -200,6 +200,9 @@ void Lowerer::lower_reduce(const Op& op) {
   LinearLayout l = req ? *req : plan_.of(op.operands[0]);
   const auto& shape = op.operands[0]->type.shape;
   bool scalar = shape.size() == 1;
+  // A repeat along the axis: registers' are combined in step 1 like their
+  // bits, warps' (12 warps: three groups) in step 3; CTAs' are refused.
+  if (repeat_along(l, kBlock, axis) > 1) unsupported(op, "along a dim whose CTAs repeat over it, so far");
   LinearLayout s = l.slice(axis);
   int out_regs = scalar ? 1 : num_regs(s);
 
@@ -240,12 +243,13 @@ void Lowerer::lower_reduce(const Op& op) {
   // 3. Across warps: each writes its partials, then every thread combines
   // the partials of the warps along the axis in order.
   std::vector<int> warp_bits = bits_along(l, kWarp, axis);
-  if (!warp_bits.empty()) {
+  const int warp_repeat = repeat_along(l, kWarp, axis);
+  if (!warp_bits.empty() || warp_repeat > 1) {
     std::vector<int64_t> rshape = shape;
     rshape.erase(rshape.begin() + axis);
     int64_t slots = 1;
     for (auto x : rshape) slots *= x;
-    int groups = 1 << warp_bits.size();
+    int groups = (1 << warp_bits.size()) * warp_repeat;
     std::vector<int64_t> base(n);
     int64_t total = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -263,6 +267,10 @@ void Lowerer::lower_reduce(const Op& op) {
     llvm::Value* group = b_.getInt32(0);
     for (size_t k = 0; k < warp_bits.size(); ++k)
       group = b_.CreateOr(group, b_.CreateShl(b_.CreateAnd(b_.CreateLShr(warp_, warp_bits[k]), 1), uint64_t(k)));
+    // The repeat's digit sits above the warp's bits, and above the
+    // groups' bits in `group`.
+    if (warp_repeat > 1)
+      group = b_.CreateAdd(group, b_.CreateShl(b_.CreateLShr(warp_, uint64_t(l.in_bits(kWarp))), uint64_t(warp_bits.size())));
     auto hw = scalar ? std::vector<llvm::Value*>{} : hw_coords(s);
     auto slot = [&](int j) -> llvm::Value* {
       return scalar ? static_cast<llvm::Value*>(b_.getInt32(0)) : flat_index(hw, reg_coords(s, j), rshape);
@@ -277,7 +285,7 @@ void Lowerer::lower_reduce(const Op& op) {
     // scalar, say), lane l reads the partial of warp group (l mod groups)
     // and shuffles across those bits combine the groups: one read per
     // lane instead of one per warp. Otherwise every lane reads them all.
-    bool lanes_replicate = groups <= plan_.warp_size &&
+    bool lanes_replicate = warp_repeat == 1 && groups <= plan_.warp_size &&
                            (scalar || (s.broadcast_mask(kLane) & uint32_t(groups - 1)) == uint32_t(groups - 1));
     for (int j = 0; j < out_regs && !lanes_replicate; ++j) {
       std::vector<std::vector<llvm::Value*>> items;

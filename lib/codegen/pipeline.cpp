@@ -3,6 +3,7 @@
 #include "codegen/pipeline.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
@@ -29,8 +30,10 @@ namespace {
 // c x 2^k) are laid out with a repeat in registers (blocked_layout); the
 // ops whose lowering reads layouts through apply and the thread's
 // coordinates take them: creation, elementwise ops, broadcasts, loads and
-// stores (tensor copies into buffers with one repeat), control flow, and
-// dots on warpgroup instructions (n160, three warpgroups). So do the ops on any tile when num_warps
+// stores (tensor copies into buffers with one repeat), control flow,
+// reductions (a repeat along the axis combined as its bits are),
+// transposes, reshapes that add or drop unit dims, and dots on warpgroup
+// instructions (n160, three warpgroups). So do the ops on any tile when num_warps
 // is 3 times a power of two (12: the layouts repeat their warps). The first
 // other op on such a tile, a tile with two such dimensions (registers carry
 // one repeat), or a cluster is refused here, naming the op and its line, not
@@ -39,8 +42,19 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
   auto odd_dims = [](const ir::Type& ty) {
     return std::count_if(ty.shape.begin(), ty.shape.end(), [](int64_t d) { return !is_pow2_dim(d); });
   };
-  auto lowered = [](ir::OpKind k) {
-    switch (k) {
+  // A reshape that only adds or drops dims of size 1 keeps every other
+  // dim's coordinates (reshape_layout moves them).
+  auto unit_reshape = [](const ir::Op& op) {
+    auto non_unit = [](const std::vector<int64_t>& shape) {
+      std::vector<int64_t> v;
+      std::copy_if(shape.begin(), shape.end(), std::back_inserter(v), [](int64_t d) { return d != 1; });
+      return v;
+    };
+    return non_unit(op.operands[0]->type.shape) == non_unit(op.result()->type.shape);
+  };
+  auto lowered = [&](const ir::Op& op) {
+    if (op.kind == ir::OpKind::Reshape) return unit_reshape(op);
+    switch (op.kind) {
       case ir::OpKind::Constant:
       case ir::OpKind::Arange:
       case ir::OpKind::Splat:
@@ -51,13 +65,15 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
       case ir::OpKind::DescriptorLoad:   // masked loads, or tensor copies into buffers with a repeat
       case ir::OpKind::DescriptorStore:
       case ir::OpKind::Dot:  // on warpgroup instructions only (select-dot-instructions says so)
+      case ir::OpKind::Trans:    // a permutation of the coordinates
+      case ir::OpKind::Reduce:   // registers, lanes and warps as the layout has them (lower_reduce)
       case ir::OpKind::For:
       case ir::OpKind::If:
       case ir::OpKind::While:
       case ir::OpKind::Yield:
         return true;
       default:
-        return ir::op_is_elementwise(k);
+        return ir::op_is_elementwise(op.kind);
     }
   };
   // num_warps 12 repeats the warps of every tile's layout.
@@ -83,8 +99,8 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
     std::string why = c.num_ctas > 1       ? what + " in one CTA only (num_ctas = 1), so far"
                       : !layable(v->type) ? std::string("with one dim that is not a power of two, so far (on 12 "
                                                             "warps, one more with a factor 3)")
-                      : !lowered(op->kind)  ? what + " for creation, elementwise ops, broadcasts, loads, stores and "
-                                              "warpgroup dots only, so far"
+                      : !lowered(*op)  ? what + " for creation, elementwise ops, broadcasts, loads, stores, "
+                                              "reductions, transposes, reshapes of unit dims and warpgroup dots only, so far"
                                             : "";
     if (!why.empty())
       throw Error(op->loc.str() + ": '" + std::string(op->name()) + "' on " + v->type.str() + ": " + c.target.name +

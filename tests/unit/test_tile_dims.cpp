@@ -3,10 +3,11 @@
 // M, N and K with such blocks (pointer form and tensor descriptors), a
 // row reduction and a reshape of a 96-wide tile; each against a host
 // reference. On GPU targets such tiles lay out with a repeat in registers:
-// creation, elementwise ops, broadcasts and pointer loads and stores
-// compile for every back end and give the interpreter's results on a GPU
-// ([gpu]); other ops, two such dims in one tile, are refused naming the op
-// and its line (the plan: docs/hopper-plan.md).
+// creation, elementwise ops, broadcasts, pointer loads and stores,
+// reductions, transposes and reshapes of unit dims compile for every back
+// end and give the interpreter's results on a GPU ([gpu]); other ops (a
+// scan), two such dims in one tile, are refused naming the op and its line
+// (the plan: docs/hopper-plan.md).
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -64,10 +65,23 @@ void rows96(ptr<float> x, ptr<float> sums, ptr<float> maxes) {
   store(maxes + r, max(parts, 1));
 }
 
-void row_sums_of_3(ptr<float> x) {
-  auto offs = arange(0, 64);
-  auto y = load(x + col(offs) * 3 + row(arange(0, 3)));               // [64, 3] f32
-  MARK store(x + offs, sum(y, 1));
+void row_cumsums_of_3(ptr<float> x) {
+  auto offs = col(arange(0, 64)) * 3 + row(arange(0, 3));             // [64, 3] i32
+  auto y = load(x + offs);                                            // [64, 3] f32
+  MARK store(x + offs, cumsum(y, 1));
+}
+
+// Reductions over a dim of c x 2^k, along it and across it, of x [32, 96]:
+// row sums (the 96 repeat in registers, or on 12 warps in warps), column
+// maxima, and the row maxima again through a transpose and reshapes that
+// add and drop unit dims. rows[32], cols[96], again[32].
+void odd_reductions(ptr<float> x, ptr<float> rows, ptr<float> cols, ptr<float> again) {
+  auto r = arange(0, 32), c = arange(0, 96);                          // [32], [96] i32
+  auto t = load(x + col(r) * 96 + row(c));                            // [32, 96] f32
+  store(rows + r, sum(t, 1));                                         // [32]
+  store(cols + c, max(t, 0));                                         // [96]
+  auto tt = reshape(trans(t), {1, 96, 32});                           // [1, 96, 32] f32
+  store(again + r, reshape(max(tt, 1), {32}));                        // [1, 32] -> [32]
 }
 
 void two_odd_dims(ptr<float> x) {
@@ -178,7 +192,8 @@ TEST_CASE("tile dims: elementwise ops, broadcasts, loads and stores compile for 
                             compile(copy_block<64, 160>, {.num_warps = 8}),
                             // 12 warps (three warpgroups) repeat 3 x 4 warps.
                             compile(rows_of_96, {.num_warps = 12}), compile(carried_48, {.num_warps = 12}),
-                            compile(copy_block<192, 160>, {.num_warps = 12}), compile(copy_block<64, 64>, {.num_warps = 12})};
+                            compile(copy_block<192, 160>, {.num_warps = 12}), compile(copy_block<64, 64>, {.num_warps = 12}),
+                            compile(odd_reductions), compile(odd_reductions, {.num_warps = 12})};
   for (const Kernel& k : ks)
     for (const char* target : {"sm_90a", "sm_80", "gfx942", "gfx1100"}) {
       INFO(k.name() << " for " << target);
@@ -188,7 +203,7 @@ TEST_CASE("tile dims: elementwise ops, broadcasts, loads and stores compile for 
 }
 
 TEST_CASE("tile dims: GPU targets refuse other ops on such tiles, naming the op", "[frontend][codegen]") {
-  Kernel sums = compile(row_sums_of_3);
+  Kernel sums = compile(row_cumsums_of_3);
   int sums_line = g_line;
   Kernel two = compile(two_odd_dims);
   int two_line = g_line;
@@ -196,9 +211,10 @@ TEST_CASE("tile dims: GPU targets refuse other ops on such tiles, naming the op"
     INFO(target);
     CHECK_THROWS_WITH(codegen::compile(*sums.impl(), codegen_checks::aligned(sums), target),
                       Catch::Contains("test_tile_dims.cpp:" + std::to_string(sums_line) +
-                                      ": 'reduce' on tile<64x3xf32>: " + target +
+                                      ": 'scan' on tile<64x3xf32>: " + target +
                                       " lowers tiles whose dims are not powers of two for creation, elementwise ops, "
-                                      "broadcasts, loads, stores and warpgroup dots only, so far (the interpreter runs them all)"));
+                                      "broadcasts, loads, stores, reductions, transposes, reshapes of unit dims and "
+                                      "warpgroup dots only, so far (the interpreter runs them all)"));
   }
   CHECK_THROWS_WITH(codegen::compile(*two.impl(), codegen_checks::aligned(two), "sm_90a"),
                     Catch::Contains("test_tile_dims.cpp:" + std::to_string(two_line) + ": '") &&
@@ -265,6 +281,19 @@ TEST_CASE("tile dims: the same results on the GPU as on the interpreter", "[gpu]
   // 12 warps: three warpgroups, the warps' repeat along 192 or replicating.
   run_all(compile(rows_of_96, {.num_warps = 12}), compile(carried_48, {.num_warps = 12}),
           compile(copy_block<192, 64>, {.num_warps = 12}), compile(copy_block<64, 160>, {.num_warps = 12}));
+  // Reductions along and across a dim of 96, on 4 warps and on 12 (the
+  // warps' repeat then along the 96: an exchange of three groups).
+  for (int warps : {4, 12}) {
+    INFO(warps << " warps");
+    Kernel k = compile(odd_reductions, {.num_warps = warps});
+    gpu_oracle::same_on_both<float>([&](Device& d) {
+      Buffer x = d.upload(ramp(32 * 96, 0.375f, 89)), rows = d.upload(std::vector<float>(32)),
+             cols = d.upload(std::vector<float>(96)), again = d.upload(std::vector<float>(32));
+      d(k, Grid{1}, x, rows, cols, again);
+      d.synchronize();
+      return std::vector<std::vector<float>>{rows.download<float>(), cols.download<float>(), again.download<float>()};
+    }, 1e-5, 1e-5);
+  }
   Kernel k12 = compile(copy_block<192, 160>, {.num_warps = 12});
   gpu_oracle::same_on_both<float>([&](Device& d) {
     Buffer a = d.upload(ramp(192 * 160, 1.0f, 103)), b = d.upload(std::vector<float>(192 * 160, 7.0f));
