@@ -85,6 +85,11 @@ constexpr ir::Type scalar_type_of() {
   return ir::Type{elem_info<E>::dtype, elem_info<E>::is_ptr, {}};
 }
 
+// tiledsl's narrow floats as host values (f16, bf16, f8: `tl::bf16(2.0f)`),
+// whose float is exact.
+template <class V>
+concept narrow_float = std::is_class_v<V> && requires { dtype_of<V>::value; } && std::is_convertible_v<V, float>;
+
 // Describes an operand type (tile<E> or a C++ number) for binary_result.
 template <class X>
 struct operand_of {
@@ -99,6 +104,14 @@ template <class E>
 struct operand_of<tile<E>> {
   static constexpr bool valid = true;
   static constexpr OperandDesc desc{true, elem_info<E>::dtype, elem_info<E>::is_ptr, LitKind::None};
+};
+// A narrow float is typed, as a scalar of its type (Triton's
+// tl.full((), 2, tl.bfloat16)): tile<bf16> * bf16(2) stays bf16, a f32
+// tile with it is f32.
+template <narrow_float V>
+struct operand_of<V> {
+  static constexpr bool valid = true;
+  static constexpr OperandDesc desc{true, dtype_of<V>::value, false, LitKind::None};
 };
 
 template <BinCat C, class A, class B>
@@ -117,13 +130,15 @@ using binary_elem_t =
 
 template <class N>
 concept number = std::is_arithmetic_v<N>;
+// What a binary operator takes beside a tile: a C++ number or a narrow float.
+template <class N>
+concept scalar_operand = number<N> || narrow_float<N>;
 
 // A fill value (full, full_like; a load's `other`): a C++ number, or one of
 // tiledsl's narrow floats (f16, bf16, f8: `tl::full<tl::f16>({8},
 // tl::f16(1.0f))`), whose float is exact.
 template <class V>
-concept fill_value = std::is_arithmetic_v<V> || (std::is_class_v<V> && requires { dtype_of<V>::value; } &&
-                                                 std::is_convertible_v<V, float>);
+concept fill_value = std::is_arithmetic_v<V> || narrow_float<V>;
 template <class V>
 Operand fill_number(V value) {
   if constexpr (std::is_arithmetic_v<V>) return Operand::number(value);
@@ -148,9 +163,11 @@ struct located_mut {
 };
 
 template <class X>
-Operand operand(const X& x) {
+Operand operand(const X& x, const ir::Loc& loc = {}) {
   if constexpr (std::is_arithmetic_v<X>)
     return Operand::number(x);
+  else if constexpr (narrow_float<X>)
+    return Operand(constant(Operand::number(float(x)), dtype_of<X>::value, {}, loc, "number"));
   else
     return Operand(x.value());
 }
@@ -195,17 +212,17 @@ class tile {
     using R = tile<detail::binary_elem_t<CAT, tile<E>, tile<B>>>;                                         \
     return R(detail::binary(CAT, KIND, NAME, detail::operand(a.t), detail::operand(b), a.loc(), PRED));    \
   }                                                                                                        \
-  template <detail::number N>                                                                              \
+  template <detail::scalar_operand N>                                                                      \
     requires detail::binary_ok<CAT, tile<E>, N>                                                            \
   friend tile<detail::binary_elem_t<CAT, tile<E>, N>> operator OPSYM(detail::located<E> a, N b) {          \
     using R = tile<detail::binary_elem_t<CAT, tile<E>, N>>;                                               \
-    return R(detail::binary(CAT, KIND, NAME, detail::operand(a.t), detail::operand(b), a.loc(), PRED));    \
+    return R(detail::binary(CAT, KIND, NAME, detail::operand(a.t), detail::operand(b, a.loc()), a.loc(), PRED)); \
   }                                                                                                        \
-  template <detail::number N>                                                                              \
+  template <detail::scalar_operand N>                                                                      \
     requires detail::binary_ok<CAT, N, tile<E>>                                                            \
   friend tile<detail::binary_elem_t<CAT, N, tile<E>>> operator OPSYM(N a, detail::located<E> b) {          \
     using R = tile<detail::binary_elem_t<CAT, N, tile<E>>>;                                               \
-    return R(detail::binary(CAT, KIND, NAME, detail::operand(a), detail::operand(b.t), b.loc(), PRED));    \
+    return R(detail::binary(CAT, KIND, NAME, detail::operand(a, b.loc()), detail::operand(b.t), b.loc(), PRED)); \
   }
 
   TL_BINARY_OPERATOR(+, detail::BinCat::Add, ir::OpKind::Add, "add", "")
@@ -234,7 +251,7 @@ class tile {
   friend tile<E>& operator OPSYM(detail::located_mut<E> a, const B & b) {                             \
     ir::Loc loc = a.loc();                                                                            \
     detail::Value* r = detail::binary(CAT, KIND, NAME, detail::operand(std::as_const(a.t)),           \
-                                      detail::operand(b), loc);                                       \
+                                      detail::operand(b, loc), loc);                                  \
     if constexpr (!detail::elem_info<E>::is_ptr) r = detail::cast(r, detail::elem_info<E>::dtype, loc); \
     detail::slot_set(a.t.slot_, r);                                                                   \
     return a.t;                                                                                       \

@@ -4,6 +4,7 @@
 // variables a tl::range loop carries, and which an if_ returns.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -165,6 +166,30 @@ void promotions(ptr<bf16> xb, ptr<f16> xh, ptr<int32_t> xi, ptr<float> out) {
   auto sb = sum(b, 0);
   static_assert(std::is_same_v<decltype(sb), tile<float>>);
   store(out + arange(0, 16), bh + fi + cast<float>(b2) + cast<float>(i1) + sb);
+}
+
+// Narrow floats given as host values (tl::bf16(2.0f)) are typed, as
+// scalars of their type: bf16 with bf16 stays bf16, beside f16 or f32 it
+// is f32, an integer tile takes its type; on either side, in compound
+// assignment and in minimum/maximum.
+void narrow_scalars(ptr<bf16> xb, ptr<float> xf, ptr<int32_t> xi, ptr<bf16> out, ptr<float> outf) {
+  auto offs = arange(0, 16);
+  auto b = load(xb + offs);   // [16] bf16
+  auto f = load(xf + offs);   // [16] f32
+  auto i = load(xi + offs);   // [16] i32
+  auto b2 = b * bf16(2.0f) + bf16(0.5f);
+  static_assert(std::is_same_v<decltype(b2), tile<bf16>>);
+  auto bh = bf16(1.0f) - b2 * f16(3.0f);
+  static_assert(std::is_same_v<decltype(bh), tile<float>>);
+  auto fb = f / bf16(4.0f);
+  static_assert(std::is_same_v<decltype(fb), tile<float>>);
+  auto ib = i + f8e4m3(2.0f);
+  static_assert(std::is_same_v<decltype(ib), tile<f8e4m3>>);
+  auto lt = b < bf16(1.0f);
+  static_assert(std::is_same_v<decltype(lt), tile<bool>>);
+  b2 += f16(1.0f);            // computed in f32, back to bf16
+  store(out + offs, maximum(b2, bf16(0.25f)));
+  store(outf + offs, bh + fb + cast<float>(ib) + where(lt, 1.0f, 0.0f));
 }
 
 // The promotions where tiledsl and Triton differ, and the f8 mix where they
@@ -392,6 +417,35 @@ TEST_CASE("trace: weak literals and tile promotion", "[frontend][trace][types]")
   CHECK(red->operands[0]->type.str() == "tile<16xf32>");
   CHECK(red->operands[0]->def->kind == OpKind::Cast);
   CHECK(red->results[0]->type.str() == "f32");
+}
+
+TEST_CASE("trace: narrow floats as host values are typed scalars", "[frontend][trace][types]") {
+  auto f = trace(narrow_scalars);  // the static_asserts hold
+  // bf16(2.0f) is a bf16 constant the multiply takes as it is.
+  bool bf16_mul = false;
+  for (Op* m : find_ops(f->body, OpKind::Mul)) {
+    Op* c = m->operands[1]->def;  // the constant, or its splat to the tile's shape
+    if (c && c->kind == OpKind::Splat) c = c->operands[0]->def;
+    if (m->results[0]->type.str() == "tile<16xbf16>" && c && c->kind == OpKind::Constant &&
+        c->results[0]->type.dtype == DType::bf16 && c->attr_float("value") == 2.0)
+      bf16_mul = true;
+  }
+  CHECK(bf16_mul);
+  // The same on the interpreter: out = max(2x + 0.5 + 1, 0.25) in bf16.
+  Device dev = Device::get("interp");
+  std::vector<bf16> hb(16);
+  for (int k = 0; k < 16; ++k) hb[size_t(k)] = bf16(float(k) * 0.25f - 2.0f);
+  Buffer xb = dev.upload(hb), xf = dev.upload(std::vector<float>(16, 8.0f)), xi = dev.upload(std::vector<int32_t>(16, 3));
+  Buffer out = dev.alloc<bf16>(16), outf = dev.alloc<float>(16);
+  dev(compile(narrow_scalars), Grid{1}, xb, xf, xi, out, outf);
+  dev.synchronize();
+  auto ho = out.download<bf16>();
+  auto hf = outf.download<float>();
+  for (int k = 0; k < 16; ++k) {
+    float x = float(hb[size_t(k)]), b2 = float(bf16(float(bf16(x * 2.0f)) + 0.5f));
+    CHECK(float(ho[size_t(k)]) == std::max(float(bf16(b2 + 1.0f)), 0.25f));
+    CHECK(hf[size_t(k)] == (1.0f - b2 * 3.0f) + 2.0f + 5.0f + (x < 1.0f ? 1.0f : 0.0f));
+  }
 }
 
 TEST_CASE("trace: promotions where tiledsl and Triton differ", "[frontend][trace][types]") {
