@@ -5,7 +5,7 @@ goes through the shim (bench/shim/attention.cpp, TILEDSL_SHIM) with
 TILEDSL_ATTN_CONFIG set for its calls, is checked against torch's math SDPA
 on the first head, then all of them and cuDNN take TURNS rounds.
 
-    ATTN_CONFIGS="256x64:16:2:desc,192x128:12:2:desc" \\
+    ATTN_CONFIGS="default,256x64:16:2:desc,192x128:12:2:desc" \\
     ATTN_SHAPES="8,16,2048,64,0;4,32,4096,128,0" python3 bench/compare_attention_configs.py [out.json]
 
 Prints one line a shape and configuration: the median TFLOP/s of the
@@ -25,8 +25,13 @@ from turns import in_turns
 
 
 def with_config(fn, config):
+    """fn with TILEDSL_ATTN_CONFIG set to `config` ("default": unset, the
+    example's default for the shape)."""
     def run():
-        os.environ["TILEDSL_ATTN_CONFIG"] = config
+        if config == "default":
+            os.environ.pop("TILEDSL_ATTN_CONFIG", None)
+        else:
+            os.environ["TILEDSL_ATTN_CONFIG"] = config
         fn()
     return run
 

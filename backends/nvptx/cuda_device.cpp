@@ -92,6 +92,9 @@ class CudaDevice final : public detail::DeviceImpl {
     d.check(d.cuDeviceGetAttribute(&max_shared_optin_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                    device_),
             "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+    // Only for the note on a launch out of resources: no error if absent.
+    if (d.cuDeviceGetAttribute(&sm_registers_, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, device_) != CUDA_SUCCESS)
+      sm_registers_ = 0;
     target_ = cuda_target_for(cc_major_, cc_minor_, runtime::known_target);
     // A blocking stream: it orders with the synchronous copies, which run on
     // the legacy default stream.
@@ -308,7 +311,8 @@ class CudaDevice final : public detail::DeviceImpl {
     const int warps = (threads + 31) / 32, charged = (warps + 3) / 4 * 4;
     return "; its binary holds " + std::to_string(regs) + " registers a thread, and a block's " + std::to_string(warps) +
            " warps are charged as " + std::to_string(charged) + " (warps get registers in fours): " +
-           std::to_string(int64_t(charged) * 32 * ((regs + 7) / 8 * 8)) + " of the multiprocessor's 65536";
+           std::to_string(int64_t(charged) * 32 * ((regs + 7) / 8 * 8)) + " of the multiprocessor's " +
+           (sm_registers_ > 0 ? std::to_string(sm_registers_) : std::string("registers"));
   }
 
   // 16 bytes of zeros in device memory, made once (empty_tensor_spec).
@@ -392,6 +396,7 @@ class CudaDevice final : public detail::DeviceImpl {
   mutable std::once_flag ptxas_once_;
   mutable std::optional<Ptxas> ptxas_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 48 * 1024;
+  int sm_registers_ = 0;  // a multiprocessor's 32-bit registers (65536 on sm_80 and sm_90)
 
   std::mutex timing_mutex_;
   std::optional<runtime::Launcher> launcher_;  // made last in the constructor, from what it found
