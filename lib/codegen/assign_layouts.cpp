@@ -76,6 +76,10 @@ int repeat_along(const LinearLayout& l, const std::string& in, int axis) {
   return 1;
 }
 
+int groups_along(const LinearLayout& l, const std::string& in, int axis) {
+  return (1 << bits_along(l, in, axis).size()) * repeat_along(l, in, axis);
+}
+
 bool crosses_ctas(const LinearLayout& from, const LinearLayout& to) {
   if (from.in_bits(kBlock) == 0 && to.in_bits(kBlock) == 0) return false;
   const auto& fb = from.bases(kBlock);

@@ -105,6 +105,9 @@ LinearLayout expand_dims_result_layout(const LinearLayout& operand, int axis);
 LinearLayout expand_dims_operand_layout(const LinearLayout& result, int axis);
 LinearLayout trans_layout(const LinearLayout& operand, const std::vector<int64_t>& order);
 LinearLayout reshape_layout(const LinearLayout& operand, const std::vector<int64_t>& shape);
+// Whether a reshape from `from` to `to` only adds or drops dims of size 1
+// (reshape_layout then moves each coordinate, whatever the sizes).
+bool reshapes_unit_dims_only(const std::vector<int64_t>& from, const std::vector<int64_t>& to);
 LinearLayout join_layout(const LinearLayout& operand);  // adds a top register bit for the new minor dim
 // A layout in which every thread holds whole lines along `axis` (for scans).
 LinearLayout line_layout(const std::vector<int64_t>& shape, int axis, int num_warps, int warp_size, int ctas = 1);
@@ -113,6 +116,9 @@ std::vector<int> bits_along(const LinearLayout& l, const std::string& in, int ax
 // The count of `in`'s repeat when it steps along `axis` (12 warps: 3 groups
 // of warps), else 1.
 int repeat_along(const LinearLayout& l, const std::string& in, int axis);
+// How many groups of `in` (warps, CTAs) lie along `axis`: 2^bits_along
+// times repeat_along.
+int groups_along(const LinearLayout& l, const std::string& in, int axis);
 // True if a reduction along `axis` can run on `l` with register combines,
 // lane shuffles and one exchange between warps.
 bool reducible(const LinearLayout& l, int axis);

@@ -30,6 +30,14 @@ LinearLayout map_bases(const LinearLayout& l, std::vector<LinearLayout::OutDim> 
   return LinearLayout(std::move(ins), std::move(outs));
 }
 
+// The positions of the dims that are not 1.
+std::vector<size_t> non_unit_dims(const std::vector<int64_t>& shape) {
+  std::vector<size_t> at;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) at.push_back(d);
+  return at;
+}
+
 std::vector<LinearLayout::OutDim> outs_for(const std::vector<int64_t>& shape) {
   std::vector<LinearLayout::OutDim> outs;
   for (size_t d = 0; d < shape.size(); ++d) outs.push_back({dim_name(int(d)), int32_t(shape[d])});
@@ -170,26 +178,27 @@ LinearLayout trans_layout(const LinearLayout& operand, const std::vector<int64_t
   });
 }
 
+bool reshapes_unit_dims_only(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  auto f = non_unit_dims(from), t = non_unit_dims(to);
+  if (f.size() != t.size()) return false;
+  for (size_t i = 0; i < f.size(); ++i)
+    if (from[f[i]] != to[t[i]]) return false;
+  return true;
+}
+
 LinearLayout reshape_layout(const LinearLayout& operand, const std::vector<int64_t>& shape) {
   std::vector<int64_t> src;
   for (const auto& o : operand.out_dims()) src.push_back(o.size);
   // Adding or dropping dims of size 1 ([1, 160, 128] to [160, 128]) moves
   // each coordinate to its dim's new place, whatever the sizes.
-  auto non_unit = [](const std::vector<int64_t>& v) {
-    std::vector<size_t> at;
-    for (size_t d = 0; d < v.size(); ++d)
-      if (v[d] != 1) at.push_back(d);
-    return at;
-  };
-  auto from = non_unit(src), to = non_unit(shape);
-  bool same = from.size() == to.size();
-  for (size_t i = 0; same && i < from.size(); ++i) same = src[from[i]] == shape[to[i]];
-  if (same)
+  if (reshapes_unit_dims_only(src, shape)) {
+    auto from = non_unit_dims(src), to = non_unit_dims(shape);
     return map_bases(operand, outs_for(shape), [&](const LinearLayout::Coords& c) {
       LinearLayout::Coords r(shape.size(), 0);
       for (size_t i = 0; i < from.size(); ++i) r[to[i]] = c[from[i]];
       return r;
     });
+  }
   // Otherwise row-major flattening, linear on power-of-two shapes: the
   // coordinate bits of the last dimension are the low bits of the flat
   // index (over GF(2) only: no repeats).

@@ -244,12 +244,11 @@ void Lowerer::lower_reduce(const Op& op) {
   // the partials of the warps along the axis in order.
   std::vector<int> warp_bits = bits_along(l, kWarp, axis);
   const int warp_repeat = repeat_along(l, kWarp, axis);
-  if (!warp_bits.empty() || warp_repeat > 1) {
+  if (int groups = groups_along(l, kWarp, axis); groups > 1) {
     std::vector<int64_t> rshape = shape;
     rshape.erase(rshape.begin() + axis);
     int64_t slots = 1;
     for (auto x : rshape) slots *= x;
-    int groups = (1 << warp_bits.size()) * warp_repeat;
     std::vector<int64_t> base(n);
     int64_t total = 0;
     for (size_t i = 0; i < n; ++i) {

@@ -3,7 +3,6 @@
 #include "codegen/pipeline.h"
 
 #include <algorithm>
-#include <iterator>
 
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
@@ -42,18 +41,9 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
   auto odd_dims = [](const ir::Type& ty) {
     return std::count_if(ty.shape.begin(), ty.shape.end(), [](int64_t d) { return !is_pow2_dim(d); });
   };
-  // A reshape that only adds or drops dims of size 1 keeps every other
-  // dim's coordinates (reshape_layout moves them).
-  auto unit_reshape = [](const ir::Op& op) {
-    auto non_unit = [](const std::vector<int64_t>& shape) {
-      std::vector<int64_t> v;
-      std::copy_if(shape.begin(), shape.end(), std::back_inserter(v), [](int64_t d) { return d != 1; });
-      return v;
-    };
-    return non_unit(op.operands[0]->type.shape) == non_unit(op.result()->type.shape);
-  };
   auto lowered = [&](const ir::Op& op) {
-    if (op.kind == ir::OpKind::Reshape) return unit_reshape(op);
+    if (op.kind == ir::OpKind::Reshape)  // one that adds or drops unit dims keeps the others' coordinates
+      return reshapes_unit_dims_only(op.operands[0]->type.shape, op.result()->type.shape);
     switch (op.kind) {
       case ir::OpKind::Constant:
       case ir::OpKind::Arange:

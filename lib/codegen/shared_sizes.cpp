@@ -82,7 +82,7 @@ int64_t reduce_exchange_bytes(const Op& op, const LayoutPlan& plan) {
   int axis = int(op.attr_int("axis"));
   std::optional<LinearLayout> req;
   const LinearLayout& l = reduced_layout(op, plan, req);
-  int64_t groups = (int64_t(1) << bits_along(l, kWarp, axis).size()) * repeat_along(l, kWarp, axis);
+  int64_t groups = groups_along(l, kWarp, axis);
   if (groups == 1) return 0;
   const auto& shape = op.operands[0]->type.shape;
   int64_t slots = 1;
