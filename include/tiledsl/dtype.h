@@ -198,6 +198,12 @@ template <> struct dtype_of<float> { static constexpr DType value = DType::f32; 
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
 template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;
 
+// tiledsl's narrow floats as host values (f16, bf16, f8: `tl::bf16(2.0f)`),
+// whose float is exact: typed scalars in kernels (tile.h) and kernel
+// arguments (runtime.h's Arg).
+template <class V>
+concept narrow_float = std::is_class_v<V> && requires { dtype_of<V>::value; } && std::is_convertible_v<V, float>;
+
 namespace detail {
 // v rounded to float with round-to-odd: truncated toward zero, the last bit
 // set when anything was dropped. Rounding that float to a format of at

@@ -216,7 +216,7 @@ class Buffer {
 };
 
 // One kernel argument, type-erased. Built implicitly from a Buffer, an
-// integer or a floating-point value; checked against the kernel's signature
+// integer or a floating-point value (narrow floats too); checked against the kernel's signature
 // at launch.
 struct Arg {
   enum class Kind { Pointer, Int, Float } kind;
@@ -231,6 +231,9 @@ struct Arg {
   Arg(T v) : kind(Kind::Int), dtype(dtype_v<T>), i(int64_t(v)) {}
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Arg(T v) : kind(Kind::Float), dtype(dtype_v<T>), f(double(v)) {}
+  // tl::f16, tl::bf16, tl::f8e4m3, tl::f8e5m2 (their value is exact as a float).
+  template <narrow_float T>
+  Arg(T v) : kind(Kind::Float), dtype(dtype_v<T>), f(double(float(v))) {}
 };
 
 // A tensor of another library (PyTorch, CuPy, JAX, ...) as a Buffer,

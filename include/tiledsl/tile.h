@@ -85,11 +85,6 @@ constexpr ir::Type scalar_type_of() {
   return ir::Type{elem_info<E>::dtype, elem_info<E>::is_ptr, {}};
 }
 
-// tiledsl's narrow floats as host values (f16, bf16, f8: `tl::bf16(2.0f)`),
-// whose float is exact.
-template <class V>
-concept narrow_float = std::is_class_v<V> && requires { dtype_of<V>::value; } && std::is_convertible_v<V, float>;
-
 // Describes an operand type (tile<E> or a C++ number) for binary_result.
 template <class X>
 struct operand_of {

@@ -87,8 +87,9 @@ void refuse_tiles_not_lowered(ir::Function& fn, const GpuContext& c) {
       }
     };
     std::string why = c.num_ctas > 1       ? what + " in one CTA only (num_ctas = 1), so far"
-                      : !layable(v->type) ? std::string("with one dim that is not a power of two, so far (on 12 "
-                                                            "warps, one more with a factor 3)")
+                      : !layable(v->type) ? std::string("with at most one dim that is not a power of two, so far "
+                                                            "(a second only on 12 or 24 warps, where that dim's odd "
+                                                            "factor is a multiple of 3: the three warpgroups split it)")
                       : !lowered(*op)  ? what + " for creation, elementwise ops, broadcasts, loads, stores, "
                                               "reductions, transposes, reshapes of unit dims and warpgroup dots only, so far"
                                             : "";

@@ -17,8 +17,6 @@ using ir::Type;
 
 namespace {
 
-bool is_pow2(int64_t d) { return d > 0 && (d & (d - 1)) == 0; }
-
 std::string elem_str(const Type& t) { return t.scalar().str(); }
 
 OperandDesc describe(const Operand& o) {

@@ -259,9 +259,17 @@ TEST_CASE("runtime: scalar parameters of every kind", "[runtime]") {
   CHECK(o[3] == 1.0f);  // rounded to bf16 (a tie, to even)
   dev(k, {1}, out, 5, 3, 7, false, 2);  // ints are accepted for float parameters
   CHECK(out.download<float>() == std::vector<float>{8.0f, 7.0f, 0.0f, 2.0f});
+  // Narrow floats as host values, for a parameter of their type or another.
+  dev(k, {1}, out, 1, tl::f16(0.5f), 7, false, tl::bf16(1.5f));
+  CHECK(out.download<float>() == std::vector<float>{1.5f, 7.0f, 0.0f, 1.5f});
+  dev(k, {1}, out, 1, tl::bf16(0.25f), 7, false, tl::f16(1.00390625f));
+  CHECK(out.download<float>()[3] == 1.0f);  // the f16 value rounded to the bf16 parameter
   int line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 128, 0.1, 1, true, 1.0),
                       at(line) + "argument 2 of 'scalars': expected i8, found i32 value 128, which does not fit in i8");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, out, tl::f16(1.0f), 0.1, 1, true, 1.0),
+                      at(line) + "argument 2 of 'scalars': expected i8, found f16 value 1");
   line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 0.1, -1, true, 1.0),
                       at(line) + "argument 4 of 'scalars': expected u32, found i32 value -1, which does not fit in u32");
