@@ -12,12 +12,17 @@ using ir::Op;
 using ir::OpKind;
 
 LinearLayout row_major_buffer(const std::vector<int64_t>& shape) {
-  // A dimension c x 2^k is a repeat, which must be the offset's highest
-  // digit: the first dimension only (192 x 64, not 64 x 160).
-  for (size_t d = 1; d < shape.size(); ++d)
-    if (!std::has_single_bit(uint64_t(shape[d])))
-      throw Error("a row-major buffer of [" + std::to_string(shape[0]) + (shape.size() > 1 ? ", ..." : "") +
-                  "] with a dimension after the first that is not a power of two is not lowered yet");
+  // A dimension c x 2^k is a repeat, the offset's highest digit: row-major
+  // where it is the first (192 x 64), else c panels of its power-of-two
+  // part, each row-major (64 x 96: three [64, 32] panels). One such
+  // dimension (the offset has one repeat).
+  int odd = 0;
+  for (int64_t d : shape) odd += !std::has_single_bit(uint64_t(d));
+  if (odd > 1) {
+    std::string dims;
+    for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    throw Error("a buffer of [" + dims + "], with more than one dimension that is not a power of two, is not lowered yet");
+  }
   std::vector<LinearLayout::Coords> bases;
   LinearLayout::InDim off{kOffset, {}};
   for (int d = int(shape.size()) - 1; d >= 0; --d) {
