@@ -27,19 +27,26 @@ namespace {
 int g_line = 0;
 #define MARK g_line = __LINE__;
 
-// c = a b, a [M, K], b [K, N], c [M, N], all row-major; BM x BN x BK blocks.
-template <int BM, int BN, int BK>
-void gemm_ptrs(ptr<float> a, ptr<float> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
+// c = a b, a [M, K], b [K, N] of T, c [M, N] f32, all row-major; BM x BN
+// x BK blocks, ragged. ACCUMULATE: c += a b, c read back in the epilogue
+// by a plain load; where N leaves c's rows unaligned that load keeps its
+// own layout and the accumulator is converted to it through shared memory
+// (on sm_90a a [64, 96] one: a buffer of three [64, 32] panels).
+template <class T, int BM, int BN, int BK, bool ACCUMULATE = false>
+void gemm_ptrs(ptr<T> a, ptr<T> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
   auto rows = program_id(0) * BM + arange(0, BM);                     // [BM] i32
   auto cols = program_id(1) * BN + arange(0, BN);                     // [BN] i32
   auto acc = zeros<float>({BM, BN});                                  // [BM, BN] f32
   for (auto k : range(0, K, BK)) {
     auto ks = k + arange(0, BK);                                      // [BK] i32
-    auto at = load(a + col(rows) * K + row(ks), col(rows < M) & row(ks < K), 0.0f);  // [BM, BK]
-    auto bt = load(b + col(ks) * N + row(cols), col(ks < K) & row(cols < N), 0.0f);  // [BK, BN]
+    auto at = load(a + col(rows) * K + row(ks), col(rows < M) & row(ks < K), T(0.0f));  // [BM, BK]
+    auto bt = load(b + col(ks) * N + row(cols), col(ks < K) & row(cols < N), T(0.0f));  // [BK, BN]
     acc = dot(at, bt, acc);
   }
-  store(c + col(rows) * N + row(cols), acc, col(rows < M) & row(cols < N));
+  auto cp = c + col(rows) * N + row(cols);                            // [BM, BN] ptr
+  auto ok = col(rows < M) & row(cols < N);                            // [BM, BN] i1
+  if constexpr (ACCUMULATE) store(cp, acc + load(cp, ok, 0.0f), ok);
+  else store(cp, acc, ok);
 }
 
 // The same through tensor descriptors, of T (f32, or bf16 for sm_90a's
@@ -53,27 +60,6 @@ void gemm_desc(ptr<T> a, ptr<T> b, ptr<float> c, scalar<int32_t> M, scalar<int32
   auto acc = zeros<float>({BM, BN});                                  // [BM, BN] f32
   for (auto k : range(0, K, BK)) acc = dot(da.load({m0, k}), db.load({k, n0}), acc);
   dc.store({m0, n0}, acc);
-}
-
-// c += a b (a [M, K], b [K, N] bf16, c [M, N] f32, row-major; ragged):
-// C read back in the epilogue by a plain load. Where N leaves c's rows
-// unaligned, that load keeps its own layout and the accumulator is
-// converted to it through shared memory: on sm_90a a [64, 96] buffer of
-// three [64, 32] panels.
-template <int BM, int BN, int BK>
-void gemm_accumulate(ptr<bf16> a, ptr<bf16> b, ptr<float> c, scalar<int32_t> M, scalar<int32_t> N, scalar<int32_t> K) {
-  auto rows = program_id(0) * BM + arange(0, BM);                     // [BM] i32
-  auto cols = program_id(1) * BN + arange(0, BN);                     // [BN] i32
-  auto acc = zeros<float>({BM, BN});                                  // [BM, BN] f32
-  for (auto k : range(0, K, BK)) {
-    auto ks = k + arange(0, BK);                                      // [BK] i32
-    auto at = load(a + col(rows) * K + row(ks), col(rows < M) & row(ks < K), bf16(0.0f));  // [BM, BK]
-    auto bt = load(b + col(ks) * N + row(cols), col(ks < K) & row(cols < N), bf16(0.0f));  // [BK, BN]
-    acc = dot(at, bt, acc);
-  }
-  auto cp = c + col(rows) * N + row(cols);                            // [BM, BN] ptr
-  auto ok = col(rows < M) & row(cols < N);                            // [BM, BN] i1
-  store(cp, acc + load(cp, ok, 0.0f), ok);
 }
 
 // Per row of x [R, 96]: its sum, and its maximum through a reshape to
@@ -185,7 +171,7 @@ TEST_CASE("tile dims: c x 2^k is a tile dim, up to c = 15", "[frontend]") {
 }
 
 TEST_CASE("tile dims: a gemm on 48 x 40 x 24 blocks, ragged, on the interpreter", "[frontend][run]") {
-  check_gemm(gemm_ptrs<48, 40, 24>, 48, 40);
+  check_gemm(gemm_ptrs<float, 48, 40, 24>, 48, 40);
 }
 
 TEST_CASE("tile dims: a gemm through tensor descriptors on 48 x 40 x 24 blocks", "[frontend][run][descriptor]") {
@@ -295,7 +281,7 @@ TEST_CASE("tile dims: a 64 x 96 accumulator read back by a load of unaligned row
   // Once refused ("a row-major buffer of [64, ...] with a dimension after
   // the first that is not a power of two is not lowered yet").
   // (sm_80 lowers dots of such tiles on no instruction yet.)
-  Kernel k = compile(gemm_accumulate<64, 96, 32>);
+  Kernel k = compile(gemm_ptrs<bf16, 64, 96, 32, true>);
   codegen::Specialization spec = codegen_checks::aligned(k);
   spec.args[4] = codegen::int_arg_facts(380);  // N: rows of 1520 bytes
   auto c = codegen::compile(*k.impl(), spec, "sm_90a");
@@ -369,36 +355,35 @@ TEST_CASE("tile dims: a 192 x 160 x 64 gemm on sm_90a: tensor copies in and out,
   codegen_checks::check_assembles(c.assembly, "sm_90a");
 }
 
-TEST_CASE("tile dims: c += a b on 64 x 96 blocks, rows aligned or not, the same on the GPU as on the interpreter", "[gpu]") {
-  REQUIRE_GPU();
-  Kernel k = compile(gemm_accumulate<64, 96, 32>);
-  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{256, 384, 96}, {200, 380, 70}, {64, 97, 32}}) {
-    INFO(M << " x " << N << " x " << K);
+namespace {
+// Kernel `k` (gemm_ptrs or gemm_desc over bf16, BM x BN blocks) on each
+// M x N x K of `shapes`, c first filled with `c0`: the same c on the GPU as
+// on the interpreter.
+void same_gemm_on_both(const Kernel& k, int bm, int bn, const std::vector<std::array<int, 3>>& shapes,
+                       float c0_scale) {
+  for (auto [M, N, K] : shapes) {
+    INFO(k.name() << " at " << M << " x " << N << " x " << K);
     std::vector<bf16> ha(size_t(M * K)), hb(size_t(K * N));
     for (size_t i = 0; i < ha.size(); ++i) ha[i] = bf16(float(int(i * 7 % 13) - 6) * 0.25f);
     for (size_t i = 0; i < hb.size(); ++i) hb[i] = bf16(float(int(i * 5 % 11) - 5) * 0.5f);
     gpu_oracle::same_on_both<float>([&](Device& d) {
-      Buffer a = d.upload(ha), b = d.upload(hb), cb = d.upload(ramp(size_t(M * N), 0.125f, 29));
-      d(k, Grid{uint32_t((M + 63) / 64), uint32_t((N + 95) / 96)}, a, b, cb, M, N, K);
+      Buffer a = d.upload(ha), b = d.upload(hb), cb = d.upload(ramp(size_t(M * N), c0_scale, 29));
+      d(k, Grid{uint32_t((M + bm - 1) / bm), uint32_t((N + bn - 1) / bn)}, a, b, cb, M, N, K);
       d.synchronize();
       return std::vector<std::vector<float>>{cb.download<float>()};
     }, 1e-5, 1e-4);
   }
 }
+}  // namespace
+
+TEST_CASE("tile dims: c += a b on 64 x 96 blocks, rows aligned or not, the same on the GPU as on the interpreter", "[gpu]") {
+  REQUIRE_GPU();
+  same_gemm_on_both(compile(gemm_ptrs<bf16, 64, 96, 32, true>), 64, 96, {{256, 384, 96}, {200, 380, 70}, {64, 97, 32}},
+                    0.125f);
+}
 
 TEST_CASE("tile dims: a 192 x 160 x 64 gemm, the same on the GPU as on the interpreter", "[gpu]") {
   REQUIRE_GPU();
-  Kernel k = compile(gemm_desc<bf16, 192, 160, 64>, {.num_warps = 12});
-  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{192, 160, 64}, {400, 333, 200}, {200, 480, 16}}) {
-    INFO(M << " x " << N << " x " << K);
-    std::vector<bf16> ha(size_t(M * K)), hb(size_t(K * N));
-    for (size_t i = 0; i < ha.size(); ++i) ha[i] = bf16(float(int(i * 7 % 13) - 6) * 0.25f);
-    for (size_t i = 0; i < hb.size(); ++i) hb[i] = bf16(float(int(i * 5 % 11) - 5) * 0.5f);
-    gpu_oracle::same_on_both<float>([&](Device& d) {
-      Buffer a = d.upload(ha), b = d.upload(hb), cb = d.upload(std::vector<float>(size_t(M * N), -1.0f));
-      d(k, Grid{uint32_t((M + 191) / 192), uint32_t((N + 159) / 160)}, a, b, cb, M, N, K);
-      d.synchronize();
-      return std::vector<std::vector<float>>{cb.download<float>()};
-    }, 1e-5, 1e-4);
-  }
+  same_gemm_on_both(compile(gemm_desc<bf16, 192, 160, 64>, {.num_warps = 12}), 192, 160,
+                    {{192, 160, 64}, {400, 333, 200}, {200, 480, 16}}, 1.0f);
 }
