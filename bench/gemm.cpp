@@ -17,7 +17,7 @@
 //                        sm_90; :ws / :nows demand or forbid warp
 //                        specialization; :persistent the persistent
 //                        kernel; :streamk it with the last round's tiles
-//                        split along K (not tuned: it takes a workspace); :cN a program over a cluster of N CTAs; :xN N
+//                        split along K; :cN a program over a cluster of N CTAs; :xN N
 //                        programs a multiprocessor); default the example's, then it through
 //                        descriptors at 4 stages without and with warp
 //                        specialization, then the persistent kernel at 3
@@ -207,9 +207,7 @@ void gemm_tiledsl(benchmark::State& state, Shape s, kernels::GemmConfig cfg) {
 // (TILEDSL_GEMM_CONFIG or the defaults) and the example's candidates for
 // this GPU (kernels::gemm_tune_configs: narrow tiles among them).
 std::vector<kernels::GemmConfig> tune_configs(const std::vector<kernels::GemmConfig>& timed) {
-  std::vector<kernels::GemmConfig> list;
-  for (const auto& c : timed)  // the tuner launches without a workspace
-    if (!c.streamk) list.push_back(c);
+  std::vector<kernels::GemmConfig> list = timed;  // stream-K's workspace comes from the tuner
   for (const auto& c : kernels::gemm_tune_configs(device().target()))
     if (std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.str() == c.str(); }) == list.end())
       list.push_back(c);

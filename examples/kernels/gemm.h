@@ -22,6 +22,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -386,7 +389,8 @@ inline std::string gemm_tiles_list() {
 // Parses "BMxBNxBK:warps:stages[:desc|:persistent|:streamk][:cN][:xN][:ws|:nows]";
 // ":stages" or ":warps:stages" may be left out (the defaults: 8 warps, 4
 // stages); ":desc" picks gemm_desc, ":persistent" gemm_persistent,
-// ":streamk" gemm_streamk (which takes a workspace: launch_gemm), ":cN"
+// ":streamk" gemm_streamk (which takes a workspace: launch_gemm, or a
+// gemm_tuner's), ":cN"
 // a program over a cluster of N CTAs (2 or 4; sm_90a, descriptors), ":xN"
 // N programs a multiprocessor (2 to 8; a persistent grid grows with it),
 // ":ws" / ":nows" demand or forbid warp specialization. Throws tl::Error on
@@ -456,8 +460,9 @@ tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
 // as Triton's matmul perf model does. Counted:
 // - tiles are whole programs (a tile past M or N costs its full product),
 //   spread evenly over the multiprocessors: the busiest one runs
-//   ceil(tiles / sms) of them (wave quantization); a program over a
-//   cluster of num_ctas CTAs takes that many multiprocessors;
+//   ceil(tiles / sms) of them (wave quantization; stream-K splits the
+//   last round's over all of them, for a few K steps' summing); a program
+//   over a cluster of num_ctas CTAs takes that many multiprocessors;
 // - a program's products run at a share of its multiprocessor's peak that
 //   grows with its warps' tiles (operand reuse in registers): BM * BN /
 //   warps elements a warp, at half the peak for 2048 of them;
@@ -468,7 +473,14 @@ tl::Kernel compile_gemm(const GemmConfig& c, const std::string& name = "gemm") {
 inline double gemm_estimate_us(const GemmConfig& c, int64_t M, int64_t N, int64_t K, int sms,
                                double peak_tflops = 790, double peak_tbps = 3.8) {
   const int64_t tiles_m = tl::cdiv(M, int64_t(c.bm)), tiles_n = tl::cdiv(N, int64_t(c.bn));
-  const double busiest = std::ceil(double(tiles_m * tiles_n) / std::max(1, sms / c.num_ctas));  // a program's tiles
+  // A program's tiles: whole rounds, or with stream-K the last round's
+  // tiles split over every program (each split share summed through
+  // memory: about kStreamKSumSteps K steps a partial, written and read).
+  const double programs = std::max(1, sms / c.num_ctas), tiles = double(tiles_m * tiles_n);
+  const double iters = double(tl::cdiv(K, int64_t(c.bk)));
+  const double busiest = c.streamk && std::fmod(tiles, programs) != 0
+                             ? tiles / programs + 2.0 * kStreamKSumSteps / iters
+                             : std::ceil(tiles / programs);
   const double warp_tile = double(c.bm) * c.bn / c.num_warps / c.num_ctas;
   const double efficiency = warp_tile / (warp_tile + 2048);
   const double tile_flops = 2.0 * c.bm * c.bn * double(tl::cdiv(K, int64_t(c.bk)) * c.bk) / c.num_ctas;  // a CTA's
@@ -494,8 +506,9 @@ inline tl::Grid gemm_grid(const GemmConfig& c, int M, int N, const tl::Device& d
 
 // The configurations a tuned gemm chooses from on `target`: its default
 // (default_gemm_config, so tuning never loses to it but by the timing
-// noise), other tile shapes and depths of the same kernel form, and small
-// and 16-row tiles for narrow problems (a few rows against a wide weight is
+// noise), other tile shapes and depths of the same kernel form, stream-K
+// on sm_90a (few tiles over long K: up to 1.9x, docs/perf.md run 89), and
+// small and 16-row tiles for narrow problems (a few rows against a wide weight is
 // memory-bound: many programs along N read it at once). A configuration
 // whose pipeline does not fit the GPU fails to compile and is dropped by
 // the tuner with that reason.
@@ -503,7 +516,7 @@ inline std::vector<GemmConfig> gemm_tune_configs(const std::string& target) {
   std::vector<std::string> names;
   if (target == "sm_90a")
     names = {"128x256x64:8:3:persistent", "256x256x64:8:3:persistent:c2", "256x128x64:8:3:persistent",
-             "128x128x64:8:4:persistent",
+             "128x128x64:8:4:persistent", "128x256x64:8:3:streamk", "128x128x64:8:4:streamk",
              "128x256x64:8:4:desc", "128x128x64:4:4:desc", "64x64x64:4:4", "16x64x128:4:4"};
   else if (target == "sm_80" || target == "sm_90")
     names = {"128x256x64:8:3", "128x128x64:8:4", "128x128x32:4:4", "64x64x64:4:4", "16x64x128:4:4"};
@@ -516,33 +529,6 @@ inline std::vector<GemmConfig> gemm_tune_configs(const std::string& target) {
       out.push_back(c);
   }
   return out;
-}
-
-// An autotuner of gemm<T> over `configs` (tl::Autotuner, named `name` for
-// its results file), keyed by every integer argument (the sizes and the
-// strides), ranking the configurations by gemm_estimate_us on a GPU of
-// `sms` multiprocessors before measuring all of them. Launch it with
-// gemm_tune_grid's grid and the kernel's arguments:
-//   tuner(dev, kernels::gemm_tune_grid(M, N, dev), a, b, c, M, N, K, ...);
-template <class T>
-tl::Autotuner gemm_tuner(const std::string& name, const std::vector<GemmConfig>& configs, int sms) {
-  std::vector<tl::TuneConfig> list;
-  for (const auto& c : configs) {
-    if (c.streamk)
-      throw tl::Error("gemm_tuner: configuration " + c.str() +
-                      " takes a workspace (launch_gemm), which a tuned launch does not pass; expected configurations "
-                      "without :streamk");
-    list.push_back({c.str(), [c] { return compile_gemm<T>(c); }, {}});
-  }
-  return tl::Autotuner(name, list,
-                       {.cost_model = [sms](const tl::TuneConfig& c, const std::vector<tl::Arg>& a) {
-                         return gemm_estimate_us(parse_gemm_config(c.name), a[3].i, a[4].i, a[5].i, sms);
-                       }});
-}
-
-// The grid of each configuration of a gemm_tuner launch of M x N on `dev`.
-inline tl::TuneGrid gemm_tune_grid(int M, int N, const tl::Device& dev) {
-  return [M, N, &dev](const tl::TuneConfig& c) { return gemm_grid(parse_gemm_config(c.name), M, N, dev); };
 }
 
 // gemm_streamk's workspace, grown as needed and kept between launches
@@ -561,6 +547,46 @@ struct GemmWorkspace {
     }
   }
 };
+
+// An autotuner of gemm<T> over `configs` (tl::Autotuner, named `name` for
+// its results file), keyed by every integer argument (the sizes and the
+// strides), ranking the configurations by gemm_estimate_us on a GPU of
+// `sms` multiprocessors before measuring all of them. Launch it with
+// gemm_tune_grid's grid and the kernel's arguments:
+//   tuner(dev, kernels::gemm_tune_grid(M, N, dev), a, b, c, M, N, K, ...);
+// A stream-K configuration's workspace comes from the tuner (its extra
+// arguments), so one launch form serves every configuration.
+template <class T>
+tl::Autotuner gemm_tuner(const std::string& name, const std::vector<GemmConfig>& configs, int sms) {
+  // The stream-K configurations' workspace (TuneConfig::extra_args), one a
+  // device, shared by them: each launch leaves its counters zero.
+  struct Workspaces {
+    std::mutex mutex;
+    std::map<std::string, GemmWorkspace> of;  // by device name
+  };
+  auto spaces = std::make_shared<Workspaces>();
+  std::vector<tl::TuneConfig> list;
+  for (const auto& c : configs) {
+    list.push_back({c.str(), [c] { return compile_gemm<T>(c); }, {}});
+    if (c.streamk)
+      list.back().extra_args = [c, spaces](tl::Device& dev, const std::vector<tl::Arg>& a) {
+        std::lock_guard lock(spaces->mutex);
+        GemmWorkspace& ws = spaces->of[dev.name()];
+        const int M = int(a[3].i), N = int(a[4].i), K = int(a[5].i);
+        ws.reserve(dev, gemm_streamk_workspace(c.bm, c.bn, c.bk, M, N, K, gemm_grid(c, M, N, dev).x));
+        return std::vector<tl::Arg>{ws.partials, ws.arrivals};
+      };
+  }
+  return tl::Autotuner(name, list,
+                       {.cost_model = [sms](const tl::TuneConfig& c, const std::vector<tl::Arg>& a) {
+                         return gemm_estimate_us(parse_gemm_config(c.name), a[3].i, a[4].i, a[5].i, sms);
+                       }});
+}
+
+// The grid of each configuration of a gemm_tuner launch of M x N on `dev`.
+inline tl::TuneGrid gemm_tune_grid(int M, int N, const tl::Device& dev) {
+  return [M, N, &dev](const tl::TuneConfig& c) { return gemm_grid(parse_gemm_config(c.name), M, N, dev); };
+}
 
 // Launches kernel `k` of configuration `c` (compile_gemm) on C = A @ B of
 // M x N x K with the given strides, on gemm_grid's grid; a stream-K

@@ -61,6 +61,13 @@ struct TuneConfig {
   std::string name;
   std::function<Kernel()> compile;
   std::map<std::string, int64_t> meta{};
+  // Arguments this configuration's kernel takes after the launch's own
+  // (a workspace sized from them: a stream-K gemm's partial sums), made
+  // from the launch's device and arguments before each launch of it, the
+  // tuning runs included; they are not part of the key, and what the
+  // kernel writes through them is not put back after a tuning run (a
+  // workspace's contents are the kernel's). Empty: none.
+  std::function<std::vector<Arg>(Device&, const std::vector<Arg>&)> extra_args{};
 };
 
 // The grid of a launch under one configuration.

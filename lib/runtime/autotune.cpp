@@ -59,13 +59,13 @@ std::vector<bool> written_params(const KernelImpl& k) {
 }
 
 // Compiles of an autotuner's configurations for one launch's arguments
-// (Device::prepare), on up to hardware_concurrency() threads (at most 8),
+// (each configuration's: Device::prepare), on up to hardware_concurrency() threads (at most 8),
 // in the order they will be measured. Configurations already dropped are
 // skipped.
 class Compiles {
  public:
   Compiles(Device& dev, const std::vector<Kernel>& kernels, const std::vector<std::string>& dropped,
-           const std::vector<size_t>& order, const std::vector<Arg>& args, std::source_location where)
+           const std::vector<size_t>& order, const std::vector<std::vector<Arg>>& args, std::source_location where)
       : errors_(kernels.size()), done_(kernels.size()) {
     std::vector<bool> skip;
     for (const auto& why : dropped) skip.push_back(!why.empty());
@@ -78,7 +78,7 @@ class Compiles {
           const size_t c = order[i];
           if (!skip[c]) {
             try {
-              dev.prepare(kernels[c], args, where);
+              dev.prepare(kernels[c], args[c], where);
             } catch (const std::exception& e) {
               errors_[c] = e.what();
             }
@@ -220,6 +220,21 @@ struct AutotunerImpl {
     out << k << '\t' << configs[c].name << '\t' << ms << '\n';
   }
 
+  // The arguments of a launch of configuration `c`: the launch's, then
+  // the configuration's extra ones.
+  std::vector<Arg> with_extra_args(const TuneConfig& c, Device& dev, const std::vector<Arg>& args) const {
+    if (!c.extra_args) return args;
+    std::vector<Arg> extra;
+    try {
+      extra = c.extra_args(dev, args);
+    } catch (const std::exception& e) {
+      throw Error("autotune " + name + ": TuneConfig::extra_args failed on configuration '" + c.name + "': " + e.what());
+    }
+    std::vector<Arg> full = args;
+    full.insert(full.end(), extra.begin(), extra.end());
+    return full;
+  }
+
   size_t tune(Device& dev, const TuneGrid& grid, const std::vector<Arg>& args, const std::string& k,
               std::source_location where) {
     const bool print = print_autotuning();
@@ -273,10 +288,14 @@ struct AutotunerImpl {
         reasons[c] = "does not compile: " + compile_errors[c];
       }
     }
-    // Every configuration is compiled (and loaded) for this launch's
-    // arguments on worker threads, while the loop below measures them in
-    // order, each once its compile is done.
-    Compiles compiles(dev, kernels, reasons, order, args, where);
+    // Each configuration's arguments: the launch's, then its extra ones.
+    std::vector<std::vector<Arg>> full(configs.size());
+    for (size_t c : order)
+      if (reasons[c].empty()) full[c] = with_extra_args(configs[c], dev, args);
+    // Every configuration is compiled (and loaded) for its arguments on
+    // worker threads, while the loop below measures them in order, each
+    // once its compile is done.
+    Compiles compiles(dev, kernels, reasons, order, full, where);
     std::vector<std::vector<char>> saved(args.size());
     for (size_t i = 0; i < args.size(); ++i)
       if (written[i] && args[i].kind == Arg::Kind::Pointer && args[i].buffer) {
@@ -307,7 +326,7 @@ struct AutotunerImpl {
         Grid g = grid(configs[c]);
         std::vector<double> times;
         for (int s = 0; s < samples; ++s)
-          times.push_back(dev.time_ms([&] { dev.launch(kernels[c], g, args, where); }, reps));
+          times.push_back(dev.time_ms([&] { dev.launch(kernels[c], g, full[c], where); }, reps));
         ms = median(times);
         ++measured;
       } catch (const Error& e) {
@@ -392,7 +411,7 @@ const TuneConfig& Autotuner::pick(Device& dev, const TuneGrid& grid, const std::
 void Autotuner::launch(Device& dev, const TuneGrid& grid, const std::vector<Arg>& args, std::source_location where) {
   const TuneConfig& c = pick(dev, grid, args, where);
   size_t index = size_t(&c - impl_->configs.data());
-  dev.launch(impl_->kernels[index], grid(c), args, where);
+  dev.launch(impl_->kernels[index], grid(c), impl_->with_extra_args(c, dev, args), where);
 }
 
 int64_t Autotuner::measured() const {

@@ -30,6 +30,14 @@ void bump(tl::ptr<float> x, tl::scalar<int32_t> n) {
   tl::store(x + offs, tl::load(x + offs, mask) + 1.0f, mask);
 }
 
+// bump, and a count of the programs that ran added to calls[0]: a kernel
+// with an argument of its own beside the launch's (TuneConfig::extra_args).
+template <int BLOCK>
+void bump_counted(tl::ptr<float> x, tl::scalar<int32_t> n, tl::ptr<int32_t> calls) {
+  bump<BLOCK>(x, n);
+  tl::atomic_add(calls, 1);
+}
+
 // A cache folder of its own for the test, removed after it.
 struct TempCacheDir {
   std::filesystem::path dir;
@@ -110,6 +118,45 @@ TEST_CASE("autotune: the tuned launch writes its input once; winners persist per
   again(dev, grid_for(1000), y, 1000);
   CHECK(y.download<float>() == std::vector<float>(1000, 3.0f));
   CHECK((picked.name == "32" || picked.name == "64" || picked.name == "128"));
+}
+
+TEST_CASE("autotune: a configuration's extra arguments follow the launch's, outside the key", "[runtime][autotune]") {
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  tl::Buffer calls;  // the counted configuration's workspace, made on first use
+  std::vector<size_t> seen_args;
+  tl::TuneConfig counted{"counted-64", [] { return tl::compile(bump_counted<64>, {.name = "bump"}); }, {{"BLOCK", 64}},
+                         [&](tl::Device& d, const std::vector<tl::Arg>& args) {
+                           seen_args.push_back(args.size());
+                           if (!calls.impl()) calls = d.upload(std::vector<int32_t>{0});
+                           return std::vector<tl::Arg>{calls};
+                         }};
+  tl::Autotuner tuner("bump-extra", {counted});
+  auto x = dev.upload(std::vector<float>(100, 0.0f));
+  tuner(dev, grid_for(100), x, 100);
+  CHECK(x.download<float>() == std::vector<float>(100, 1.0f));  // x put back after the tuning run
+  // Two programs a launch, the tuning runs and the launch: the workspace is
+  // the kernel's, not put back.
+  const int32_t tuned = calls.download<int32_t>()[0];
+  CHECK(tuned >= 4);
+  CHECK(seen_args == std::vector<size_t>{2, 2});  // the launch's own arguments: tuning, launch
+  tuner(dev, grid_for(100), x, 100);  // the key again: one launch
+  CHECK(calls.download<int32_t>()[0] == tuned + 2);
+  // Beside a configuration without extra arguments, under the same key.
+  std::atomic<int> compiles{0};
+  tl::Autotuner both("bump-extra-both", {bump_config<32>(compiles), counted});
+  both(dev, grid_for(100), x, 100);
+  CHECK(x.download<float>() == std::vector<float>(100, 3.0f));
+  CHECK(both.measured() == 2);
+  // An extra_args that throws is named.
+  tl::TuneConfig broken = counted;
+  broken.name = "broken";
+  broken.extra_args = [](tl::Device&, const std::vector<tl::Arg>&) -> std::vector<tl::Arg> {
+    throw tl::Error("no workspace");
+  };
+  tl::Autotuner bad("bump-extra-bad", {broken});
+  REQUIRE_THROWS_WITH(bad(dev, grid_for(100), x, 100),
+                      Contains("autotune bump-extra-bad: TuneConfig::extra_args failed on configuration 'broken': no workspace"));
 }
 
 TEST_CASE("autotune: configurations that do not compile or launch are dropped, with why", "[runtime][autotune]") {

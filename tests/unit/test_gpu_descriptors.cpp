@@ -651,7 +651,7 @@ TEST_CASE("a persistent gemm on a cluster of two multicasts B's block and releas
   auto small = compile(kernels::gemm_persistent<bf16, 64, 64, 64, kernels::kGemmGroupM>,
                        {.name = "gemm_persistent", .num_warps = 4, .num_ctas = 2});
   CHECK_THROWS_WITH(codegen::compile(*small.impl(), row_major, "sm_90a"),
-                    Catch::Contains("gemm.h:125: 'dot' with num_ctas = 2 splits its rows over the CTAs: expected M a "
+                    Catch::Contains("gemm.h:128: 'dot' with num_ctas = 2 splits its rows over the CTAs: expected M a "
                                     "multiple of 128 (2 CTAs x 64 rows x 1 warpgroup), found M = 64"));
 }
 
@@ -1216,6 +1216,47 @@ TEST_CASE("the stream-K gemm is warp-specialized, sums partial tiles in the accu
   std::string gpu = codegen::emit_stage(*k128.impl(), rm128, "sm_90a", codegen::Stage::Gpu);
   CHECK(count(gpu, R"(schedule = "loads read into registers left in place)") == 1);
   CHECK_NOTHROW(codegen::compile(*k128.impl(), rm128, "sm_90a"));
+}
+
+namespace {
+// C = A B through kernels::gemm_tuner over `configs` (the tuner gives a
+// stream-K configuration its workspace), launched twice; exact on small
+// integers. C of the second launch, as floats.
+std::vector<float> run_tuned_gemm(Device& d, const std::vector<kernels::GemmConfig>& configs, const std::string& name,
+                                  int M, int N, int K) {
+  tl::Autotuner tuner = kernels::gemm_tuner<bf16>(name, configs, d.processor_count());
+  auto a = d.upload(small_ints(size_t(M) * K + 1, 61)), b = d.upload(small_ints(size_t(K) * N + 1, 62));
+  std::vector<float> out;
+  for (int launch = 0; launch < 2; ++launch) {
+    auto c = d.upload(std::vector<bf16>(size_t(M) * N, bf16(-1.0f)));
+    tuner(d, kernels::gemm_tune_grid(M, N, d), a, b, c, M, N, K, K, 1, N, 1, N, 1);
+    d.synchronize();
+    out.clear();
+    for (bf16 x : c.download<bf16>()) out.push_back(float(x));
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a tuned gemm may pick stream-K: the tuner passes its workspace", "[descriptor][streamk][autotune]") {
+  // The interpreter (one program: no split), the stream-K form alone and
+  // beside the plain one.
+  Device interp = Device::get("interp");
+  const int M = 200, N = 136, K = 32 * 9;
+  auto want = run_tuned_gemm(interp, {kernels::parse_gemm_config("64x64x32:4:3")}, "tuned-plain", M, N, K);
+  CHECK(run_tuned_gemm(interp, {kernels::parse_gemm_config("64x64x32:4:3:streamk")}, "tuned-streamk", M, N, K) == want);
+  CHECK(run_tuned_gemm(interp,
+                       {kernels::parse_gemm_config("64x64x32:4:3"), kernels::parse_gemm_config("64x64x32:4:3:streamk")},
+                       "tuned-both", M, N, K) == want);
+}
+
+TEST_CASE("a tuned gemm that picks stream-K matches the interpreter", "[gpu][descriptor][streamk][autotune]") {
+  REQUIRE_GPU();
+  // 4 tiles of 128 x 128 over 64 K steps on every multiprocessor: split.
+  const auto configs = std::vector<kernels::GemmConfig>{kernels::parse_gemm_config("128x128x64:8:4:streamk")};
+  same_on_both<float>([&](Device& d) {
+    return std::vector<std::vector<float>>{run_tuned_gemm(d, configs, "tuned-streamk-gpu", 256, 256, 64 * 64)};
+  }, 0, 0);
 }
 
 TEST_CASE("stream-K gemms match the interpreter", "[gpu][descriptor][streamk]") {
