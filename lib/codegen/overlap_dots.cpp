@@ -322,25 +322,84 @@ class OverlapDots {
         if (read) cross.push_back(res.get());
       }
 
+    std::unordered_map<int, Value*> yielded;  // B's carried values as the body made them
+    for (int k : updated) yielded[k] = yield->operands[size_t(k)];
     // Iteration lo's B before the loop, on the product made there.
     std::unordered_map<const Value*, Value*> pre{{index, loop.operands[0]}, {s, s0}};
     for (int k : updated) pre[body.args[size_t(k) + 1].get()] = loop.operands[size_t(k) + 3];
     for (Op* o : order) r.insert(it, ir::clone_op(*o, pre));
-    // Iteration j + 1's B after D2, on the product issued at the top.
-    std::unordered_map<const Value*, Value*> next{{index, iv_next}, {s, s_next}};
-    auto at = std::next(body.find(d2));
-    for (Op* o : order) body.insert(at, ir::clone_op(*o, next));
 
     // B's values D2's side reads go around the loop.
+    std::vector<Value*> cross_args;
     for (Value* x : cross) {
       loop.operands.push_back(pre.at(x));
       loop.add_result(x->type);
       Value* a = body.add_arg(x->type);
+      cross_args.push_back(a);
       for (Op* o : c_side)
         ir::walk(*o, [&](Op* n) { std::replace(n->operands.begin(), n->operands.end(), x, a); });
-      yield->operands.push_back(next.at(x));
     }
-    // B's carried values: the new one where its iteration exists.
+    // Iteration j + 1's B after D2, on the product issued at the top, in
+    // a branch taken where that iteration exists: the last iteration does
+    // no softmax for a block past the end (one of hi / step + 1 before).
+    // A carried value B makes by a cast (P, D2's A operand) is cast after
+    // the branch, where async-dots moves the cast past D2's wait; the
+    // branch yields the cast's operand.
+    auto cast_after = [&](const Value* x) {
+      const Op* d = x->def;
+      if (d->kind != OpKind::Cast && d->kind != OpKind::ConvertLayout) return false;
+      const Value* from = d->operands[0];
+      if (from->is_arg() || !in_b.count(from->def)) return false;
+      for (Op* u : users[x])
+        if (!c_side.count(u)) return false;
+      return true;
+    };
+    std::vector<Value*> then_vals;
+    std::vector<ir::Type> types;
+    std::unordered_map<const Value*, Value*> next{{index, iv_next}, {s, s_next}};
+    ir::Builder in_body(&body, std::next(body.find(d2)));
+    in_body.loc = loop.loc;
+    Op* branch = in_body.create(OpKind::If, {more}, {});
+    ir::Builder then_b(branch->add_region());
+    then_b.loc = loop.loc;
+    for (Op* o : order) {
+      bool later = false;
+      for (Value* x : cross) later = later || (x->def == o && cast_after(x));
+      if (!later) then_b.region()->append(ir::clone_op(*o, next));
+    }
+    ir::Builder else_b(branch->add_region());
+    else_b.loc = loop.loc;
+    std::vector<Value*> else_vals;
+    for (int k : updated) {
+      then_vals.push_back(next.at(yielded.at(k)));
+      else_vals.push_back(body.args[size_t(k) + 1].get());
+    }
+    for (size_t i = 0; i < cross.size(); ++i) {
+      if (cast_after(cross[i])) {
+        const Value* from = cross[i]->def->operands[0];
+        then_vals.push_back(next.at(from));
+        // Not read: the product's own registers where it has the type
+        // (P made from S in place), else zeros.
+        else_vals.push_back(from->type == s_next->type ? s_next : else_b.constant_float(from->type, 0.0));
+      } else {
+        then_vals.push_back(next.at(cross[i]));
+        else_vals.push_back(cross_args[i]);
+      }
+    }
+    then_b.create(OpKind::Yield, then_vals, {});
+    else_b.create(OpKind::Yield, else_vals, {});
+    for (Value* v : then_vals) branch->add_result(v->type);
+    size_t res = 0;
+    for (int k : updated) yield->operands[size_t(k)] = branch->result(int(res++));
+    for (Value* x : cross) {
+      Value* v = branch->result(int(res++));
+      if (cast_after(x)) {
+        std::unordered_map<const Value*, Value*> m{{x->def->operands[0], v}};
+        v = in_body.region()->insert(in_body.pos(), ir::clone_op(*x->def, m))->result();
+      }
+      yield->operands.push_back(v);
+    }
+    // Before the loop, B's carried values where iteration lo exists.
     auto choose = [](ir::Builder& bld, Value* cond, Value* yes, Value* no) {
       Value* c = cond;
       if (yes->type.is_tile()) c = bld.create1(OpKind::Splat, {cond}, ir::Type{DType::i1, false, yes->type.shape});
@@ -348,13 +407,10 @@ class OverlapDots {
     };
     ir::Builder before(&r, it);
     before.loc = loop.loc;
-    ir::Builder end(&body, body.find(yield));
-    end.loc = loop.loc;
     for (int k : updated) {
-      Value* v = yield->operands[size_t(k)];
+      Value* v = yielded.at(k);
       Value*& init = loop.operands[size_t(k) + 3];
       init = choose(before, first, pre.at(v), init);
-      yield->operands[size_t(k)] = choose(end, more, next.at(v), body.args[size_t(k) + 1].get());
     }
     // The originals nothing reads now: B and what only it read (the
     // caller removes the product's slice).

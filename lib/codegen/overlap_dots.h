@@ -23,15 +23,19 @@
 //   for %j ... (%m, %acc, %a = %a0, %p = %p0) {   (%m: select(lo < hi, %m0, init))
 //     %sn = dot %q, trans(load K[%j + st]), 0
 //     %o = dot %p, V[%j], %acc * col(%a)
-//     B(%sn, %j + st) -> %pn, %an, %mn
-//     yield select(%j + st < hi, %mn, %m), %o, %an, %pn
+//     %pn', %an, %mn = if %j + st < hi { B(%sn, %j + st) } else { %sn, %a, %m }
+//     yield %mn, %o, %an, cast(%pn')
 //   }
 //
 // so both products are issued back to back and B runs while the second
 // is in flight; the loop carries B's values that D2's side reads (P, the
 // [BM] rescale; shape ops only D2's side reads stay with it) instead of
-// the product, and B's own carried values take the new value only where
-// iteration j + st exists. B, and what it reads of the body's other ops,
+// the product, and B runs only where iteration j + st exists: the last
+// iteration computes no softmax of a block past the end (its S product is
+// still issued: a predicated wgmma makes ptxas serialize them all). A
+// value B makes by a cast (P) is cast after the `if`, which yields the
+// cast's operand, so that async-dots can still move the cast past D2's
+// wait (docs/perf.md run 101: +1-3 % at d 64). B, and what it reads of the body's other ops,
 // must not read carried values but the index and B's own, nothing outside
 // B may read the ones it updates, and B neither loads nor multiplies;
 // otherwise only the first step is done. async-dots then
