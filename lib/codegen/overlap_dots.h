@@ -35,10 +35,11 @@
 // still issued: a predicated wgmma makes ptxas serialize them all). A
 // value B makes by a cast (P) is cast after the `if`, which yields the
 // cast's operand, so that async-dots can still move the cast past D2's
-// wait (docs/perf.md run 101: +1-3 % at d 64). B, and what it reads of the body's other ops,
-// must not read carried values but the index and B's own, nothing outside
-// B may read the ones it updates, and B neither loads nor multiplies;
-// otherwise only the first step is done. async-dots then
+// wait (docs/perf.md run 100: +1-3 % at d 64). B, and what it reads of
+// the body's other ops, must not read carried values but the index and
+// B's own, nothing outside B may read the ones it updates, and B neither
+// loads nor multiplies; otherwise only the first step is done. async-dots
+// then
 // issues both products without waiting, waits for %sn before B with the
 // second still pending, and retires it before the yield (async_dots.h):
 // FlashAttention-3's intra-warpgroup overlap, found in the kernel rather
