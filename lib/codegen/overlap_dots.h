@@ -39,9 +39,8 @@
 // the body's other ops, must not read carried values but the index and
 // B's own, nothing outside B may read the ones it updates, and B neither
 // loads nor multiplies; otherwise only the first step is done. async-dots
-// then
-// issues both products without waiting, waits for %sn before B with the
-// second still pending, and retires it before the yield (async_dots.h):
+// then issues both products without waiting, waits for %sn before B with
+// the second still pending, and retires it before the yield (async_dots.h):
 // FlashAttention-3's intra-warpgroup overlap, found in the kernel rather
 // than written in it.
 //
