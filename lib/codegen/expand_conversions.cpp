@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codegen/pipeline_plan.h"
+#include "ir/verifier_rules.h"
 
 namespace tl::codegen {
 
@@ -18,11 +19,9 @@ LinearLayout row_major_buffer(const std::vector<int64_t>& shape) {
   // dimension (the offset has one repeat).
   int odd = 0;
   for (int64_t d : shape) odd += !std::has_single_bit(uint64_t(d));
-  if (odd > 1) {
-    std::string dims;
-    for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    throw Error("a buffer of [" + dims + "], with more than one dimension that is not a power of two, is not lowered yet");
-  }
+  if (odd > 1)
+    throw Error("a buffer of " + ir::verify_rules::shape_str(shape) +
+                ", with more than one dimension that is not a power of two, is not lowered yet");
   std::vector<LinearLayout::Coords> bases;
   LinearLayout::InDim off{kOffset, {}};
   for (int d = int(shape.size()) - 1; d >= 0; --d) {
