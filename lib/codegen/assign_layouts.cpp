@@ -126,6 +126,9 @@ std::optional<LinearLayout> required_operand_layout(const Op& op, int i, const L
       return trans_layout(res(0), inv);
     }
     case OpKind::Reshape:
+      // A scalar from a one-element tile: every thread holds the element.
+      if (!is_tile(op.results[0].get()))
+        return default_layout(v->type.shape, 1, plan.num_warps, plan.warp_size, -1, plan.num_ctas);
       return reshape_layout(res(0), v->type.shape);
     case OpKind::Join:
       // The result is built from the first operand's layout; the second

@@ -78,6 +78,14 @@ class Expander {
     ir::Value* y = conv.result();
     ir::Builder b(&r, it);
     b.loc = conv.loc;
+    // Buffers hold numbers: a pointer tile goes through as its addresses.
+    const bool ptrs = x->type.is_ptr;
+    auto as_address = [](ir::Type t) {
+      t.is_ptr = false;
+      t.dtype = DType::i64;
+      return t;
+    };
+    if (ptrs) x = b.create1(OpKind::Bitcast, {x}, as_address(x->type));
     ir::Type buf{x->type.dtype, x->type.is_ptr, x->type.shape};
     buf.kind = ir::TypeKind::shared;
     try {
@@ -86,7 +94,8 @@ class Expander {
       throw Error(conv.loc.str() + ": 'convert_layout' of " + x->type.str() + " through shared memory: " + e.what());
     }
     ir::Value* mem = b.create1(OpKind::LocalAlloc, {x}, buf);
-    ir::Value* read = b.create1(OpKind::LocalLoad, {mem}, y->type);
+    ir::Value* read = b.create1(OpKind::LocalLoad, {mem}, ptrs ? as_address(y->type) : y->type);
+    if (ptrs) read = b.create1(OpKind::Bitcast, {read}, y->type);
     ir::replace_uses(r, y, read);
     auto last = std::prev(it);
     r.ops.erase(it);

@@ -7,6 +7,9 @@
 //                                                element offsets to coordinates)
 //   %y = local_load %b : tile<64x32xf32, #lJ>    in the layout needed
 //
+// A tile of pointers goes through as its addresses (bitcast to i64 and
+// back): buffers hold numbers.
+//
 // allocate-shared then places the buffer (its `scratch`), and
 // insert-barriers puts a barrier between the two (every write has landed)
 // and one before the first where earlier readers of its bytes need it. Conversions a

@@ -178,7 +178,7 @@ llvm::Value* Lowerer::scalar_op(const Op& op, std::vector<llvm::Value*> a) {
   bool in_ptr = !op.operands.empty() && op.operands[0]->type.is_ptr;
   switch (op.kind) {
     case OpKind::Cast: return cast(a[0], op.operands[0]->type.dtype, rt.dtype, op);
-    case OpKind::Bitcast: return b_.CreateBitCast(a[0], value_type(rt));
+    case OpKind::Bitcast: return b_.CreateBitOrPointerCast(a[0], value_type(rt));  // a pointer to or from i64 too
     case OpKind::Hint: return a[0];  // facts for the analysis; the values as they are
     case OpKind::AddPtr: {
       DType off = op.operands[1]->type.dtype;

@@ -327,8 +327,9 @@ class Verifier : public Rules {
         results(op, 1);
         const Type &in = opnd(op, 0), &out = res(op);
         same_shapes(op);
-        require(in.is_ptr == out.is_ptr, op, "pointer to pointer or value to value", in.str() + " -> " + out.str());
-        if (!in.is_ptr)
+        require(in.is_ptr == out.is_ptr || (in.is_ptr ? out.dtype : in.dtype) == DType::i64, op,
+                "pointer to pointer, value to value, or pointer to and from i64", in.str() + " -> " + out.str());
+        if (!in.is_ptr && !out.is_ptr)
           require(bit_width(in.dtype) == bit_width(out.dtype), op,
                   "a result of the operand's bit width " + std::to_string(bit_width(in.dtype)), out.str());
         break;

@@ -189,9 +189,21 @@ void long_cumsum(ptr<double> out, ptr<double> in) {
   store(out + offs, cumsum(load(in + offs), 0, true));
 }
 
+// Pointer tiles reordered through shared memory (flip, cat, interleave:
+// the buffer held pointers, which the GPU IR refused), and one-element
+// tiles squeezed to scalars (reshape to []: no layout for the scalar).
+void shuffled_ptrs(ptr<float> out, ptr<float> x) {
+  auto o = arange(0, 16);                                        // [16] i32
+  store(out + o, load(flip(x + o, 0)));                          // x reversed
+  store(out + 16 + arange(0, 32), load(cat(x + o, x + 16 + o, 0)));
+  store(out + 48 + arange(0, 32), load(interleave(x + o, x + 16 + o)));
+  auto one = load(x + arange(0, 1));                             // [1] f32
+  store(out + 80, reshape(one, {}) + reshape(reshape(load(x + 1), {1, 1}) * 2.0f, {}));
+}
+
 }  // namespace
 
-TEST_CASE("argmax of bf16, join/reshape into a dot, split to and join of scalars, loops found by the random kernels compile for every target", "[codegen]") {
+TEST_CASE("argmax of bf16, join/reshape into a dot, split to and join of scalars, loops found by the random kernels, shuffled pointer tiles and squeezes to scalars compile for every target", "[codegen]") {
   Kernel argmax_k = compile(column_argmax, {.name = "column_argmax"});
   Kernel dot_k = compile(joined_dot, {.name = "joined_dot"});
   Kernel split_k = compile(split_pair, {.name = "split_pair"});
@@ -199,8 +211,9 @@ TEST_CASE("argmax of bf16, join/reshape into a dot, split to and join of scalars
   Kernel copy_k = compile(copy_in_loop, {.name = "copy_in_loop"});
   Kernel carried_k = compile(carried_twice, {.name = "carried_twice"});
   Kernel narrow_k = compile(wide_to_narrow, {.name = "wide_to_narrow"});
+  Kernel ptrs_k = compile(shuffled_ptrs, {.name = "shuffled_ptrs"});
   for (std::string arch : {"sm_80", "sm_90a", "gfx90a", "gfx942", "gfx1100"}) {
-    for (const Kernel* k : {&argmax_k, &dot_k, &split_k, &join_k, &copy_k, &carried_k, &narrow_k}) {
+    for (const Kernel* k : {&argmax_k, &dot_k, &split_k, &join_k, &copy_k, &carried_k, &narrow_k, &ptrs_k}) {
       INFO(arch << " " << k->name());
       auto spec = aligned(*k);
       if (k == &carried_k)  // as the random kernel had them: n 9, m 57, trips 4

@@ -153,6 +153,15 @@ void split_scalars(ptr<int64_t> out, ptr<int64_t> in) {
   store(out, lo * 1000 + hi);
 }
 
+// Pointer tiles reordered through shared memory, and squeezes to scalars.
+void shuffled_ptrs(ptr<float> out, ptr<float> x) {
+  auto o = arange(0, 16);  // [16] i32
+  store(out + o, load(flip(x + o, 0)));
+  store(out + 16 + arange(0, 32), load(cat(x + o, x + 16 + o, 0)));
+  store(out + 48 + arange(0, 32), load(interleave(x + o, x + 16 + o)));
+  store(out + 80, reshape(load(x + arange(0, 1)), {}) + reshape(reshape(load(x + 1), {1, 1}) * 2.0f, {}));
+}
+
 // 2^x of 128 floats.
 void exp2_of(ptr<float> out, ptr<float> a) {
   auto offs = arange(0, 128);  // [128] i32
@@ -190,7 +199,7 @@ TEST_CASE("flush_denormals flushes subnormal exp2 results on the GPU, the interp
   }
 }
 
-TEST_CASE("bf16 argmax, join/reshape into a dot and split to scalars match the interpreter", "[gpu]") {
+TEST_CASE("bf16 argmax, join/reshape into a dot, split to scalars and shuffled pointer tiles match the interpreter", "[gpu]") {
   REQUIRE_GPU();
   auto am = compile(bf16_argmax, {.name = "bf16_argmax"});
   std::vector<std::vector<int32_t>> idx;
@@ -228,6 +237,23 @@ TEST_CASE("bf16 argmax, join/reshape into a dot and split to scalars match the i
     got.push_back(out.download<int64_t>()[0]);
   }
   CHECK(got == std::vector<int64_t>{7042, 7042});
+
+  auto sh = compile(shuffled_ptrs, {.name = "shuffled_ptrs"});
+  std::vector<std::vector<float>> outs;
+  for (const char* name : {"interp", "cuda"}) {
+    Device d = Device::get(name);
+    std::vector<float> hx(32);
+    for (int i = 0; i < 32; ++i) hx[size_t(i)] = float(i);
+    auto x = d.upload(hx);
+    auto out = d.alloc<float>(81);
+    d(sh, Grid{1}, out, x);
+    d.synchronize();
+    outs.push_back(out.download<float>());
+  }
+  CHECK(outs[0] == outs[1]);
+  CHECK(outs[1][0] == 15.0f);
+  CHECK(outs[1][49] == 16.0f);  // interleave: x0, x16, x1, ...
+  CHECK(outs[1][80] == 2.0f);   // x0 + 2 x1
 }
 
 TEST_CASE("loads after stores and atomics to the same addresses see them", "[gpu]") {

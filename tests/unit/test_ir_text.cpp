@@ -327,6 +327,12 @@ TEST_CASE("ir verifier: accepts well-formed IR", "[ir][verify]") {
   %f = reshape %e : tile<1x1xf32>
 }
 )")));
+  // A pointer to its address and back (a pointer tile through shared memory).
+  CHECK_NOTHROW(verify(*parse(R"(func @f(%p: ptr<f32>) {
+  %a = bitcast %p : i64
+  %b = bitcast %a : ptr<f32>
+}
+)")));
 }
 
 TEST_CASE("ir verifier: each rule reports its message", "[ir][verify][errors]") {
@@ -442,6 +448,8 @@ TEST_CASE("ir verifier: each rule reports its message", "[ir][verify][errors]") 
        "t.cpp:44: 'addptr' expects an integer offset, found tile<16xf32>"},
       {"bitcast width", "%a = bitcast %x : tile<16xf16> loc(\"t.cpp\":45)",
        "t.cpp:45: 'bitcast' expects a result of the operand's bit width 32, found tile<16xf16>"},
+      {"bitcast of a pointer", "%a = bitcast %p : i32 loc(\"t.cpp\":45)",
+       "t.cpp:45: 'bitcast' expects pointer to pointer, value to value, or pointer to and from i64, found ptr<f32> -> i32"},
       {"select condition", "%a = select %x, %x, %x : tile<16xf32> loc(\"t.cpp\":46)",
        "t.cpp:46: 'select' expects an i1 condition, found tile<16xf32>"},
       {"unknown loc", "%a = neg %p : ptr<f32>", "<unknown>: 'neg' expects a numeric operand, found ptr<f32>"},
