@@ -56,10 +56,15 @@ inline std::optional<PtxasRun> run_ptxas(const std::string& ptx, const std::stri
 }
 
 // Assembles PTX with ptxas; returns its output, or nullopt when absent.
+// Checks that ptxas has no note of lost performance (C75xx "Performance
+// Loss": wgmma serialized, for one), which it prints among the -v lines,
+// not as a warning.
 inline std::optional<std::string> ptxas(const std::string& ptx, const std::string& arch) {
   auto run = run_ptxas(ptx, arch);
   if (!run) return std::nullopt;
   if (!run->ok) FAIL("ptxas rejected the PTX:\n" << run->log);
+  INFO(run->log);
+  CHECK(run->log.find("Performance Loss") == std::string::npos);
   return run->log;
 }
 
