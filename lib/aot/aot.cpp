@@ -24,6 +24,7 @@
 
 #include "aot/aot.h"
 #include "codegen/target_info.h"
+#include "ir/ir.h"
 #include "runtime/kernel_cache.h"
 
 namespace tl::aot {
@@ -34,9 +35,19 @@ std::string device_of(const std::string& target) {
 
 namespace {
 
+// A name the generated C++ can declare: an identifier and no keyword.
 bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  static const std::set<std::string, std::less<>> keywords = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+      "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+      "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+      "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+  return ir::is_identifier(s) && !keywords.count(s);
 }
 
 std::string signature(const detail::KernelImpl& k) {
@@ -195,7 +206,7 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
     std::stringstream in(options.name_space);
     for (std::string part; std::getline(in, part, ':');)
       if (!part.empty() && !is_identifier(part))
-        throw Error("aot: namespace '" + options.name_space + "' is not a C++ namespace name");
+        throw Error("aot: namespace '" + options.name_space + "' is not a C++ namespace name (identifiers, no keywords)");
   }
   for (const auto& t : options.targets)
     if (device_of(t).empty()) {
@@ -211,7 +222,7 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
   for (size_t i = 0; i < kernels.size(); ++i) {
     const KernelSpec& ks = kernels[i];
     if (!is_identifier(ks.symbol))
-      throw Error("aot: kernel symbol '" + ks.symbol + "' is not a C++ identifier");
+      throw Error("aot: kernel symbol '" + ks.symbol + "' is not a C++ identifier (or is a keyword)");
     if (!symbols.insert(ks.symbol).second) throw Error("aot: kernel symbol '" + ks.symbol + "' is given twice");
     if (!ks.kernel.impl()) throw Error("aot: kernel '" + ks.symbol + "' is empty (give it tl::compile(...))");
     if (!ks.kernel.impl()->precompiled.empty())

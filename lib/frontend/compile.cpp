@@ -31,6 +31,11 @@ void check_options(const std::string& kernel, const CompileOptions& opts, const 
   if (opts.num_ctas != 1 && opts.num_ctas != 2 && opts.num_ctas != 4 && opts.num_ctas != 8)
     bad("num_ctas", "1, 2, 4 or 8", opts.num_ctas);
   if (opts.programs_per_sm < 1 || opts.programs_per_sm > 8) bad("programs_per_sm", "1 to 8", opts.programs_per_sm);
+  // The name becomes the binary's entry symbol: an identifier, as a C or
+  // PTX one (LLVM's NVPTX back end aborts the process on anything else).
+  if (!ir::is_identifier(kernel))
+    throw Error(where.str() + ": kernel name must be an identifier (letters, digits and '_', not starting with a " +
+                "digit), found '" + kernel + "'");
 }
 
 // A loop's own num_stages (tl::RangeOptions), at the loop's line.

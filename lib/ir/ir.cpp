@@ -26,6 +26,12 @@ std::optional<OpKind> op_from_name(std::string_view name) {
     if (i.name == name) return i.kind;
   return std::nullopt;
 }
+bool is_identifier(std::string_view s) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (s.empty() || !letter(s[0])) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
 bool op_is_pure(OpKind k) { return has_trait(k, 'P'); }
 bool op_is_elementwise(OpKind k) { return has_trait(k, 'E'); }
 bool op_is_terminator(OpKind k) { return has_trait(k, 'T'); }

@@ -36,6 +36,10 @@ class Region;
 // stack; real kernels nest a handful of levels.
 inline constexpr int kMaxRegionDepth = 128;
 
+// Whether `s` is an identifier (letters, digits and '_', not starting with
+// a digit): a function's name, which becomes a binary's entry symbol.
+bool is_identifier(std::string_view s);
+
 // Op kind metadata, from ops.def.
 std::string_view op_name(OpKind k);
 std::optional<OpKind> op_from_name(std::string_view name);

@@ -121,6 +121,7 @@ TEST_CASE("aot: bad generator input is an error naming the kernel, and writes no
              Catch::Contains("entry 1 of parameter type ptr<f32>: expected 16 or -, found '1'"));
   CHECK_THAT(error({{"s", k, {"16,16,8"}}}, opts()), Catch::Contains("expected 16, 1 or -, found '8'"));
   CHECK_THAT(error({{"1s", k}}, opts()), Catch::Contains("kernel symbol '1s' is not a C++ identifier"));
+  CHECK_THAT(error({{"int", k}}, opts()), Catch::Contains("kernel symbol 'int' is not a C++ identifier (or is a keyword)"));
   CHECK_THAT(error({{"s", k}, {"s", k}}, opts()), Catch::Contains("kernel symbol 's' is given twice"));
   CHECK_THAT(error({{"s", k, {}, {"sm_90a"}}}, opts()),
              Catch::Contains("names target 'sm_90a', which is not among --targets"));

@@ -405,7 +405,7 @@ TEST_CASE("errors: a tile holds at most tl::max_tile_elements", "[frontend][erro
                    "tile<32768x32768xf32> in kernel 'kernel'");
 }
 
-TEST_CASE("errors: num_warps, num_stages and num_ctas are checked by tl::compile", "[frontend][errors][limits]") {
+TEST_CASE("errors: num_warps, num_stages, num_ctas and the name are checked by tl::compile", "[frontend][errors][limits]") {
   int line = 0;
   for (int w : {0, 3, 6, -4, 64, 48, 36}) {
     std::string msg = options_error({.name = "k", .num_warps = w}, line);
@@ -422,6 +422,13 @@ TEST_CASE("errors: num_warps, num_stages and num_ctas are checked by tl::compile
   for (int p : {0, 9, -1}) {
     msg = options_error({.name = "k", .programs_per_sm = p}, line);
     CHECK(msg == at_line(line) + "kernel 'k': programs_per_sm must be 1 to 8, found " + std::to_string(p));
+  }
+  // The name is the binary's entry symbol (NVPTX's back end aborted the
+  // process on a space).
+  for (std::string n : {"my kernel", "9lives", "a-b", "k\"", "\u00e9t\u00e9"}) {
+    msg = options_error({.name = n}, line);
+    CHECK(msg == at_line(line) + "kernel name must be an identifier (letters, digits and '_', not starting with a "
+                                 "digit), found '" + n + "'");
   }
   for (int w : {1, 2, 4, 8, 16, 32}) CHECK_NOTHROW(compile(plain_store, {.name = "k", .num_warps = w}));
   CHECK_NOTHROW(compile(plain_store, {.name = "k", .num_stages = 1}));
