@@ -196,6 +196,17 @@ template <> struct dtype_of<f16> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<bf16> { static constexpr DType value = DType::bf16; };
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+// Every other C++ integer (long long where int64_t is long, char,
+// char16_t, ...): the fixed-width type of its size and signedness.
+template <class T>
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
+struct dtype_of<T> {
+  static_assert(sizeof(T) <= 8, "tiledsl has integers of up to 64 bits");
+  static constexpr DType value = sizeof(T) == 1   ? (std::is_signed_v<T> ? DType::i8 : DType::u8)
+                                 : sizeof(T) == 2 ? (std::is_signed_v<T> ? DType::i16 : DType::u16)
+                                 : sizeof(T) == 4 ? (std::is_signed_v<T> ? DType::i32 : DType::u32)
+                                                  : (std::is_signed_v<T> ? DType::i64 : DType::u64);
+};
 template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;
 
 // tiledsl's narrow floats as host values (f16, bf16, f8: `tl::bf16(2.0f)`),

@@ -137,6 +137,10 @@ struct BufferImpl {
   BufferImpl(const BufferImpl&) = delete;
   ~BufferImpl();
   size_t bytes() const { return size * size_t(byte_size(dtype)); }
+  // A copy of `bytes` between `host` and this buffer fits it and has a
+  // host pointer (`what`: the caller, for the message; `direction`: "into"
+  // or "out of").
+  void check_host_copy(const void* host, size_t bytes, const char* what, const char* direction) const;
 };
 
 struct StreamImpl {

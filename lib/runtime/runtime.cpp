@@ -52,21 +52,37 @@ DType Buffer::dtype() const { return buffer_impl(impl_).dtype; }
 size_t Buffer::size() const { return buffer_impl(impl_).size; }
 size_t Buffer::bytes() const { return buffer_impl(impl_).bytes(); }
 
+void detail::BufferImpl::check_host_copy(const void* host, size_t n, const char* what, const char* direction) const {
+  std::string copy = std::string(what) + ": copy of " + std::to_string(n) + " bytes " + direction + " a buffer of " +
+                     std::to_string(bytes()) + " bytes (" + std::to_string(size) + " x " +
+                     std::string(dtype_name(dtype)) + ")";
+  if (n > bytes()) throw Error(copy);
+  if (n && !host) throw Error(copy + ": expected a host pointer, found null");
+}
+
 void Buffer::copy_from_host(const void* src, size_t bytes) {
   const auto& b = buffer_impl(impl_);
-  if (bytes > b.bytes())
-    throw Error("copy of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(b.bytes()) +
-                " bytes (" + std::to_string(b.size) + " x " + std::string(dtype_name(b.dtype)) + ")");
+  b.check_host_copy(src, bytes, "Buffer::copy_from_host", "into");
   b.device->copy_to_device(b.address, src, bytes);
 }
 
 void Buffer::copy_to_host(void* dst, size_t bytes) const {
   const auto& b = buffer_impl(impl_);
-  if (bytes > b.bytes())
-    throw Error("copy of " + std::to_string(bytes) + " bytes out of a buffer of " + std::to_string(b.bytes()) +
-                " bytes (" + std::to_string(b.size) + " x " + std::string(dtype_name(b.dtype)) + ")");
+  b.check_host_copy(dst, bytes, "Buffer::copy_to_host", "out of");
   b.device->copy_to_host(dst, b.address, bytes);
 }
+
+namespace {
+
+// What is wrong with `count` elements of `dtype` as a buffer, else "".
+std::string buffer_size_error(DType dtype, size_t count) {
+  if (dtype > DType::f64) return "expected an element type, found DType " + std::to_string(int(dtype));
+  if (count > SIZE_MAX / size_t(byte_size(dtype)))
+    return "the count times " + std::to_string(byte_size(dtype)) + " bytes does not fit in size_t";
+  return "";
+}
+
+}  // namespace
 
 Buffer Buffer::wrap(const Device& device, DType dtype, void* pointer, size_t count, std::source_location where) {
   ir::Loc loc{where.file_name(), int(where.line())};
@@ -77,8 +93,7 @@ Buffer Buffer::wrap(const Device& device, DType dtype, void* pointer, size_t cou
   if (!device.impl()) fail("expected a device, found an empty tl::Device (get one with tl::Device::get())");
   if (!pointer) fail("expected a pointer to the memory, found a null pointer");
   if (count == 0) fail("expected a count of at least 1 element, found 0");
-  if (count > SIZE_MAX / size_t(byte_size(dtype)))
-    fail("the count times " + std::to_string(byte_size(dtype)) + " bytes does not fit in size_t");
+  if (auto why = buffer_size_error(dtype, count); !why.empty()) fail(why);
   try {
     return Buffer(std::make_shared<detail::BufferImpl>(device.impl(), dtype, count, pointer));
   } catch (const Error& e) {
@@ -128,6 +143,8 @@ int Device::processor_count() const { return device_impl(impl_).processor_count(
 
 Buffer Device::alloc(DType dtype, size_t n) {
   device_impl(impl_);
+  if (auto why = buffer_size_error(dtype, n); !why.empty())
+    throw Error("Device::alloc of " + std::to_string(n) + " x " + std::string(dtype_name(dtype)) + ": " + why);
   return Buffer(std::make_shared<detail::BufferImpl>(impl_, dtype, n));
 }
 

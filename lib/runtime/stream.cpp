@@ -34,12 +34,9 @@ void check_same_device(const detail::DeviceImpl& want, const detail::DeviceImpl&
 }
 
 // The checks of an asynchronous copy of `bytes` between `b` and the host.
-void check_async_copy(const detail::BufferImpl& b, const detail::StreamImpl& s, size_t bytes, const char* what,
-                      const char* direction) {
-  if (bytes > b.bytes())
-    throw Error(std::string(what) + ": copy of " + std::to_string(bytes) + " bytes " + direction +
-                " a buffer of " + std::to_string(b.bytes()) + " bytes (" + std::to_string(b.size) + " x " +
-                std::string(dtype_name(b.dtype)) + ")");
+void check_async_copy(const detail::BufferImpl& b, const detail::StreamImpl& s, const void* host, size_t bytes,
+                      const char* what, const char* direction) {
+  b.check_host_copy(host, bytes, what, direction);
   check_same_device(*b.device, *s.device, what, "a stream");
 }
 
@@ -128,14 +125,14 @@ double Event::elapsed_ms(const Event& start, const Event& end) {
 void Buffer::copy_from_host_async(const void* src, size_t bytes, const Stream& stream) {
   const auto& b = buffer_of(impl());
   const auto& s = stream_of(stream.impl(), "Buffer::copy_from_host_async");
-  check_async_copy(b, s, bytes, "Buffer::copy_from_host_async", "into");
+  check_async_copy(b, s, src, bytes, "Buffer::copy_from_host_async", "into");
   if (bytes) b.device->copy_to_device_async(b.address, src, bytes, s.native);
 }
 
 void Buffer::copy_to_host_async(void* dst, size_t bytes, const Stream& stream) const {
   const auto& b = buffer_of(impl());
   const auto& s = stream_of(stream.impl(), "Buffer::copy_to_host_async");
-  check_async_copy(b, s, bytes, "Buffer::copy_to_host_async", "out of");
+  check_async_copy(b, s, dst, bytes, "Buffer::copy_to_host_async", "out of");
   if (bytes) b.device->copy_to_host_async(dst, b.address, bytes, s.native);
 }
 

@@ -91,8 +91,18 @@ TEST_CASE("runtime: buffers copy with type and size checks", "[runtime]") {
   REQUIRE_THROWS_WITH(h.upload(std::vector<float>{1, 2}), "buffer holds bf16, host vector is f32");
   REQUIRE_THROWS_WITH(b.upload(std::vector<float>(5)), "buffer holds 10 elements, host vector has 5");
   std::vector<char> big(41);
-  REQUIRE_THROWS_WITH(b.copy_from_host(big.data(), 41), "copy of 41 bytes into a buffer of 40 bytes (10 x f32)");
-  REQUIRE_THROWS_WITH(b.copy_to_host(big.data(), 41), "copy of 41 bytes out of a buffer of 40 bytes (10 x f32)");
+  REQUIRE_THROWS_WITH(b.copy_from_host(big.data(), 41),
+                      "Buffer::copy_from_host: copy of 41 bytes into a buffer of 40 bytes (10 x f32)");
+  REQUIRE_THROWS_WITH(b.copy_to_host(big.data(), 41),
+                      "Buffer::copy_to_host: copy of 41 bytes out of a buffer of 40 bytes (10 x f32)");
+  REQUIRE_THROWS_WITH(b.copy_from_host(nullptr, 16), "Buffer::copy_from_host: copy of 16 bytes into a buffer of 40 "
+                                                     "bytes (10 x f32): expected a host pointer, found null");
+  REQUIRE_THROWS_WITH(b.copy_to_host(nullptr, 4), "Buffer::copy_to_host: copy of 4 bytes out of a buffer of 40 "
+                                                  "bytes (10 x f32): expected a host pointer, found null");
+  b.copy_from_host(nullptr, 0);  // nothing to copy
+  REQUIRE_THROWS_WITH(dev.alloc<float>(size_t(1) << 62),
+                      "Device::alloc of 4611686018427387904 x f32: the count times 4 bytes does not fit in size_t");
+  REQUIRE_THROWS_WITH(dev.alloc(DType(99), 4), "Device::alloc of 4 x ?: expected an element type, found DType 99");
   b.copy_to_host(big.data(), 8);  // a prefix is fine
   float first;
   std::memcpy(&first, big.data(), 4);
@@ -264,6 +274,9 @@ TEST_CASE("runtime: scalar parameters of every kind", "[runtime]") {
   CHECK(out.download<float>() == std::vector<float>{1.5f, 7.0f, 0.0f, 1.5f});
   dev(k, {1}, out, 1, tl::bf16(0.25f), 7, false, tl::f16(1.00390625f));
   CHECK(out.download<float>()[3] == 1.0f);  // the f16 value rounded to the bf16 parameter
+  // C++ integers of every spelling: long long, unsigned long long, char.
+  dev(k, {1}, out, char(-3), 1LL, 9ULL, false, 2LL);
+  CHECK(out.download<float>() == std::vector<float>{-2.0f, 9.0f, 0.0f, 2.0f});
   int line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 128, 0.1, 1, true, 1.0),
                       at(line) + "argument 2 of 'scalars': expected i8, found i32 value 128, which does not fit in i8");
