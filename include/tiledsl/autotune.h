@@ -129,9 +129,15 @@ class Autotuner {
   // first if the key is new), over `grid(config)`.
   void launch(Device& dev, const TuneGrid& grid, const std::vector<Arg>& args,
               std::source_location where = std::source_location::current());
+  // The device of a launch and the caller's line (as Device::Site).
+  struct Site {
+    Device& dev;
+    std::source_location where;
+    Site(Device& d, std::source_location w = std::source_location::current()) : dev(d), where(w) {}
+  };
   template <class... A>
-  void operator()(Device& dev, const TuneGrid& grid, A&&... args) {
-    launch(dev, grid, std::vector<Arg>{Arg(std::forward<A>(args))...});
+  void operator()(Site d, const TuneGrid& grid, A&&... args) {
+    launch(d.dev, grid, std::vector<Arg>{Arg(std::forward<A>(args))...}, d.where);
   }
 
   // The configuration the key of `args` resolves to on `dev`, tuning if the

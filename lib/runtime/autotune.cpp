@@ -160,8 +160,18 @@ struct AutotunerImpl {
     return dir.empty() ? dir : dir / ("autotune-" + name + ".tsv");
   }
 
-  // The key of a launch of `args` on `dev` (one line of text, no tabs).
-  std::string key(const Device& dev, const std::vector<Arg>& args) const {
+  // The key of a launch of `args` on `dev` (one line of text, no tabs);
+  // key_args must name integer arguments of it.
+  std::string key(const Device& dev, const std::vector<Arg>& args, const std::source_location& where) const {
+    for (int i : options.key_args) {
+      std::string at = std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": Autotuner " + name +
+                       ": key_args names argument " + std::to_string(i);
+      if (i < 0 || size_t(i) >= args.size())
+        throw Error(at + ", expected an index below the launch's " + std::to_string(args.size()) + " arguments");
+      if (args[size_t(i)].kind != Arg::Kind::Int)
+        throw Error(at + ", expected an integer argument, found " +
+                    (args[size_t(i)].kind == Arg::Kind::Pointer ? "a buffer" : "a float"));
+    }
     std::ostringstream k;
     k << dev.target() << ' ' << dev.hardware() << ' ' << runtime::compiler_version();
     for (size_t i = 0; i < args.size(); ++i) {
@@ -402,7 +412,7 @@ const TuneConfig& Autotuner::pick(Device& dev, const TuneGrid& grid, const std::
   auto& t = *impl_;
   std::lock_guard lock(t.mutex);
   if (!t.disk_read) t.read_results();
-  std::string k = t.key(dev, args);
+  std::string k = t.key(dev, args, where);
   auto it = t.winners.find(k);
   if (it == t.winners.end() || !t.kernel(it->second)) it = t.winners.insert_or_assign(k, t.tune(dev, grid, args, k, where)).first;
   return t.configs[it->second];

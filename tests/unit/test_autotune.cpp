@@ -257,6 +257,25 @@ TEST_CASE("autotune: names and configuration lists are checked", "[runtime][auto
   REQUIRE_THROWS_WITH(tl::Autotuner("x", {bump_config<32>(compiles), bump_config<32>(compiles)}),
                       "Autotuner x: expected unique configuration names without tabs or newlines, found '32'");
   CHECK(compiles == 0);  // nothing compiles before a launch
+  // key_args must name integer arguments of the launch, and the launch's
+  // errors name the caller's line.
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  auto x = dev.upload(std::vector<float>(100, 0.0f));
+  auto at = [](int line) { return std::string(__FILE__) + ":" + std::to_string(line) + ": "; };
+  tl::Autotuner past("past", {bump_config<32>(compiles)}, {.key_args = {7}});
+  int line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(past(dev, grid_for(100), x, 100),
+                      at(line) + "Autotuner past: key_args names argument 7, expected an index below the launch's 2 "
+                                 "arguments");
+  tl::Autotuner buffer("buffer", {bump_config<32>(compiles)}, {.key_args = {0}});
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(buffer(dev, grid_for(100), x, 100),
+                      at(line) + "Autotuner buffer: key_args names argument 0, expected an integer argument, found a "
+                                 "buffer");
+  tl::Autotuner typed("typed", {bump_config<32>(compiles)});
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(typed(dev, grid_for(100), x, 1.5f), Contains(at(line) + "argument 2 of 'bump': expected i32"));
 }
 
 TEST_CASE("autotune on the GPU: timed with device events, writes its input once, reused by a second tuner",
