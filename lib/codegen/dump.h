@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <mutex>
 #include <string>
 
 namespace tl::codegen {
@@ -28,21 +29,49 @@ inline bool dump_listed(const char* list, const std::string& item) {
   return (std::string(",") + list + ",").find("," + item + ",") != std::string::npos;
 }
 
+// Says on stderr, once for each value TILEDSL_DUMP takes, which of its
+// items mean nothing (a typo would otherwise look like nothing to print).
+inline void warn_unknown_dump_items(const char* list) {
+  static std::mutex mutex;
+  static std::string checked;
+  std::lock_guard lock(mutex);
+  if (checked == list) return;
+  checked = list;
+  std::string items = checked + ",";
+  for (size_t at = 0, comma; (comma = items.find(',', at)) != std::string::npos; at = comma + 1) {
+    std::string item = items.substr(at, comma - at);
+    if (item.empty() || item.rfind("after-", 0) == 0 || dump_listed("tile,gpu,llvm,asm,all,notes,ptxas", item))
+      continue;
+    std::cerr << "tiledsl: TILEDSL_DUMP: unknown item '" << item
+              << "' (expected tile, gpu, llvm, asm, all, notes, ptxas, after-<pass> or after-all)\n";
+  }
+}
+
 inline void dump(const std::string& kernel, const std::string& target, const std::string& stage,
                  const std::function<std::string()>& text_of) {
   const char* want = std::getenv("TILEDSL_DUMP");
   if (!want) return;
+  warn_unknown_dump_items(want);
   bool pass = stage.rfind("after-", 0) == 0;
   if (!dump_listed(want, stage) && !dump_listed(want, pass ? "after-all" : "all") &&
       !(stage == "ptxas" && dump_listed(want, "notes")))
     return;
   if (const char* only = std::getenv("TILEDSL_DUMP_KERNEL"); only && *only && !dump_listed(only, kernel)) return;
+  std::string text = text_of();
   if (const char* dir = std::getenv("TILEDSL_DUMP_DIR")) {
-    std::filesystem::create_directories(dir);
-    std::ofstream(std::filesystem::path(dir) / (kernel + "." + target + "." + stage)) << text_of();
-  } else {
-    std::cerr << "// ----- " << kernel << " [" << target << "] " << stage << "\n" << text_of() << "\n";
+    // A folder that cannot be written costs the dump its file, not the
+    // compile: the text goes to stderr, saying why.
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    auto path = std::filesystem::path(dir) / (kernel + "." + target + "." + stage);
+    if (!ec) {
+      std::ofstream f(path);
+      if (f << text) return;
+    }
+    std::cerr << "tiledsl: TILEDSL_DUMP_DIR: cannot write " << path.string() << (ec ? " (" + ec.message() + ")" : "")
+              << "; the dump follows here\n";
   }
+  std::cerr << "// ----- " << kernel << " [" << target << "] " << stage << "\n" << text << "\n";
 }
 
 }  // namespace tl::codegen

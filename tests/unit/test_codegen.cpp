@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -316,6 +318,26 @@ TEST_CASE("TILEDSL_DUMP_KERNEL keeps the dumps of the kernels it names", "[codeg
   std::sort(files.begin(), files.end());
   CHECK(files == std::vector<std::string>{"dumped.sm_90a.asm", "dumped.sm_90a.tile"});
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a TILEDSL_DUMP_DIR that cannot be written sends the dump to stderr; the compile goes on", "[codegen]") {
+  auto file = std::filesystem::temp_directory_path() / ("tiledsl-dump-file-" + std::to_string(::getpid()));
+  std::ofstream(file) << "a file, not a folder";
+  ::setenv("TILEDSL_DUMP", "tile,bogus", 1);
+  ::setenv("TILEDSL_DUMP_DIR", (file / "sub").c_str(), 1);
+  Kernel a = compile(vector_add<256>, {.name = "dumped"});
+  std::ostringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  std::string ptx;
+  CHECK_NOTHROW(ptx = codegen::compile(*a.impl(), aligned(a), "sm_90a").assembly);
+  std::cerr.rdbuf(old);
+  ::unsetenv("TILEDSL_DUMP");
+  ::unsetenv("TILEDSL_DUMP_DIR");
+  std::filesystem::remove(file);
+  CHECK(!ptx.empty());
+  CHECK_THAT(err.str(), Catch::Contains("tiledsl: TILEDSL_DUMP_DIR: cannot write ") &&
+                            Catch::Contains("; the dump follows here") && Catch::Contains("func @dumped(") &&
+                            Catch::Contains("tiledsl: TILEDSL_DUMP: unknown item 'bogus'"));
 }
 
 // A's block through a map of its arguments, B's through a stride the
