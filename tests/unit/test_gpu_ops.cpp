@@ -201,21 +201,19 @@ TEST_CASE("flush_denormals flushes subnormal exp2 results on the GPU, the interp
 
 TEST_CASE("bf16 argmax, join/reshape into a dot, split to scalars and shuffled pointer tiles match the interpreter", "[gpu]") {
   REQUIRE_GPU();
-  auto am = compile(bf16_argmax, {.name = "bf16_argmax"});
-  std::vector<std::vector<int32_t>> idx;
-  for (const char* name : {"interp", "cuda"}) {
-    Device d = Device::get(name);
-    // Distinct values, so the winner is unique.
-    std::vector<float> vals(512);
-    for (int i = 0; i < 512; ++i) vals[i] = float((i * 37) % 512) - 256.0f;
-    std::vector<bf16> hx(vals.begin(), vals.end());
-    auto x = d.upload(hx);
-    auto out = d.alloc<int32_t>(48);
-    d(am, Grid{1}, out, x);
+  // One launch of k(out, in) on `d`: out's n elements.
+  auto once = []<class O>(Device& d, const Kernel& k, const Buffer& in, size_t n, O) {
+    auto out = d.alloc<O>(n);
+    d(k, Grid{1}, out, in);
     d.synchronize();
-    idx.push_back(out.download<int32_t>());
-  }
-  CHECK(idx[0] == idx[1]);
+    return std::vector<std::vector<O>>{out.template download<O>()};
+  };
+  Device interp = Device::get("interp");
+  auto am = compile(bf16_argmax, {.name = "bf16_argmax"});
+  std::vector<float> vals(512);  // distinct values, so the winner is unique
+  for (int i = 0; i < 512; ++i) vals[i] = float((i * 37) % 512) - 256.0f;
+  const std::vector<bf16> hx(vals.begin(), vals.end());
+  same_on_both<int32_t>([&](Device& d) { return once(d, am, d.upload(hx), 48, int32_t()); }, 0, 0);
 
   auto jd = compile(joined_dot, {.name = "joined_dot"});
   same_on_both<float>([&](Device& d) {
@@ -227,33 +225,18 @@ TEST_CASE("bf16 argmax, join/reshape into a dot, split to scalars and shuffled p
   }, 1e-4, 1e-4);  // tf32 inputs on both; the f32 sums differ in order only
 
   auto sp = compile(split_scalars, {.name = "split_scalars"});
-  std::vector<int64_t> got;
-  for (const char* name : {"interp", "cuda"}) {
-    Device d = Device::get(name);
-    auto in = d.upload(std::vector<int64_t>{7, 42});
-    auto out = d.alloc<int64_t>(1);
-    d(sp, Grid{1}, out, in);
-    d.synchronize();
-    got.push_back(out.download<int64_t>()[0]);
-  }
-  CHECK(got == std::vector<int64_t>{7042, 7042});
+  const std::vector<int64_t> pair{7, 42};
+  same_on_both<int64_t>([&](Device& d) { return once(d, sp, d.upload(pair), 1, int64_t()); }, 0, 0);
+  CHECK(once(interp, sp, interp.upload(pair), 1, int64_t())[0][0] == 7042);
 
   auto sh = compile(shuffled_ptrs, {.name = "shuffled_ptrs"});
-  std::vector<std::vector<float>> outs;
-  for (const char* name : {"interp", "cuda"}) {
-    Device d = Device::get(name);
-    std::vector<float> hx(32);
-    for (int i = 0; i < 32; ++i) hx[size_t(i)] = float(i);
-    auto x = d.upload(hx);
-    auto out = d.alloc<float>(81);
-    d(sh, Grid{1}, out, x);
-    d.synchronize();
-    outs.push_back(out.download<float>());
-  }
-  CHECK(outs[0] == outs[1]);
-  CHECK(outs[1][0] == 15.0f);
-  CHECK(outs[1][49] == 16.0f);  // interleave: x0, x16, x1, ...
-  CHECK(outs[1][80] == 2.0f);   // x0 + 2 x1
+  std::vector<float> x32(32);
+  for (int i = 0; i < 32; ++i) x32[size_t(i)] = float(i);
+  same_on_both<float>([&](Device& d) { return once(d, sh, d.upload(x32), 81, 0.0f); }, 0, 0);
+  auto want = once(interp, sh, interp.upload(x32), 81, 0.0f)[0];
+  CHECK(want[0] == 15.0f);
+  CHECK(want[49] == 16.0f);  // interleave: x0, x16, x1, ...
+  CHECK(want[80] == 2.0f);   // x0 + 2 x1
 }
 
 TEST_CASE("loads after stores and atomics to the same addresses see them", "[gpu]") {
