@@ -21,6 +21,15 @@ namespace tl::detail {
 // function's counter would be one per library.
 TILEDSL_SHARED uint64_t next_kernel_id();
 
+// Checks the options a kernel is compiled with (num_warps, num_stages,
+// num_ctas, programs_per_sm, the name), before any device sees them, so
+// that a bad value fails the same way on the interpreter as on a GPU, and
+// for a precompiled kernel as for a traced one; `where` begins the
+// message (the kernel's line). The target-dependent part of num_warps
+// (threads per block) is checked by the GPU compile.
+TILEDSL_SHARED void check_compile_options(const std::string& kernel, const CompileOptions& opts,
+                                          const std::string& where);
+
 // A binary compiled ahead of time (tiledsl/precompiled.h): its names
 // copied (the caller's may be temporaries), its payload the caller's, and
 // its specialization split into one entry per parameter ("d16", "v1",

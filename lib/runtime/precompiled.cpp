@@ -51,6 +51,11 @@ Kernel load_precompiled(const PrecompiledKernel& k) {
   } catch (const Error& e) {
     fail(std::string("its Tile IR does not verify: ") + e.what());
   }
+  try {
+    detail::check_compile_options(name, k.options, fn->loc.str());
+  } catch (const Error& e) {
+    fail(std::string("its options: ") + e.what());
+  }
 
   auto impl = std::make_shared<detail::KernelImpl>();
   impl->name = name;

@@ -28,6 +28,26 @@ detail::DeviceImpl& device_impl(const std::shared_ptr<detail::DeviceImpl>& d) {
 
 }  // namespace
 
+void detail::check_compile_options(const std::string& kernel, const CompileOptions& opts, const std::string& where) {
+  auto bad = [&](const std::string& option, const std::string& expected, int found) {
+    throw Error(where + ": kernel '" + kernel + "': " + option + " must be " + expected + ", found " +
+                std::to_string(found));
+  };
+  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!(pow2(opts.num_warps) || (opts.num_warps % 12 == 0 && pow2(opts.num_warps / 12))) || opts.num_warps > 32)
+    bad("num_warps", "a power of two from 1 to 32 (1024 threads of 32 lanes), or 12 or 24 (warpgroups in threes)",
+        opts.num_warps);
+  if (opts.num_stages < 1) bad("num_stages", "at least 1 (1: no software pipelining)", opts.num_stages);
+  if (opts.num_ctas != 1 && opts.num_ctas != 2 && opts.num_ctas != 4 && opts.num_ctas != 8)
+    bad("num_ctas", "1, 2, 4 or 8", opts.num_ctas);
+  if (opts.programs_per_sm < 1 || opts.programs_per_sm > 8) bad("programs_per_sm", "1 to 8", opts.programs_per_sm);
+  // The name becomes the binary's entry symbol: an identifier, as a C or
+  // PTX one (LLVM's NVPTX back end aborts the process on anything else).
+  if (!ir::is_identifier(kernel))
+    throw Error(where + ": kernel name must be an identifier (letters, digits and '_', not starting with a " +
+                "digit), found '" + kernel + "'");
+}
+
 uint64_t detail::next_kernel_id() {
   static std::atomic<uint64_t> last{0};
   return ++last;
@@ -125,7 +145,13 @@ void Buffer::check_host_type(DType host, size_t n) const {
 Device Device::get(std::string_view name) {
   if (name.empty()) {
     const char* env = std::getenv("TILEDSL_DEVICE");
-    if (env && *env) return Device(detail::get_device(env));
+    if (env && *env) {
+      try {
+        return Device(detail::get_device(env));
+      } catch (const Error& e) {
+        throw Error(std::string("TILEDSL_DEVICE=") + env + ": " + e.what());
+      }
+    }
     auto names = detail::available_devices();
     if (names.empty()) throw Error("no device is available");
     return Device(detail::get_device(names.front()));

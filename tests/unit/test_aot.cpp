@@ -222,6 +222,12 @@ TEST_CASE("aot: load_precompiled rejects a damaged description", "[aot]") {
   CHECK_THAT(load("func @aot_scale(", {}), Catch::Contains("precompiled kernel 'aot_scale': its Tile IR does not parse") &&
                                                  Catch::Contains("generate it again"));
   CHECK_THAT(load(ir, {}, "other"), Catch::Contains("is not one function named 'other'"));
+  tl::PrecompiledKernel warps;  // options tl::compile would refuse
+  warps.options = {.name = "aot_scale", .num_warps = 3};
+  warps.tile_ir = ir;
+  CHECK_THAT(message_of([&] { tl::load_precompiled(warps); }),
+             Catch::Contains("precompiled kernel 'aot_scale': its options: ") &&
+                 Catch::Contains("kernel 'aot_scale': num_warps must be a power of two"));
   CHECK_THAT(load(ir, {{"cuda", "sm_90a", "d16,d16", bin}}),
              Catch::Contains("its binary for sm_90a [d16,d16] has 2 argument entries for 3 parameters"));
   CHECK_THAT(load(ir, {{"cuda", "sm_90a", "d16,d8,d1", bin}}), Catch::Contains("has the entry 'd8'"));
