@@ -378,8 +378,11 @@ class Stream {
   // stream.
   template <class... A>
   void operator()(Device::Site k, Grid grid, A&&... args) const {
-    device().launch(k.kernel, grid, std::vector<Arg>{Arg(std::forward<A>(args))...}, *this, k.where);
+    launch(k.kernel, grid, std::vector<Arg>{Arg(std::forward<A>(args))...}, k.where);
   }
+  // That launch (on an empty stream an error naming `where`).
+  void launch(const Kernel& k, Grid grid, const std::vector<Arg>& args,
+              std::source_location where = std::source_location::current()) const;
 
   const std::shared_ptr<detail::StreamImpl>& impl() const { return impl_; }
 

@@ -197,6 +197,8 @@ struct AutotunerImpl {
         if (!kernels[c].impl()) compile_errors[c] = "its compile function returned an empty kernel";
       } catch (const Error& e) {
         compile_errors[c] = e.what();
+      } catch (const std::exception& e) {  // the user's own: the configuration is dropped all the same
+        compile_errors[c] = std::string("its compile function threw: ") + e.what();
       }
     }
     return kernels[c].impl() ? &kernels[c] : nullptr;

@@ -72,6 +72,12 @@ Stream Stream::wrap(const Device& device, void* native) {
 
 Device Stream::device() const { return Device(stream_of(impl_, "Stream::device").device); }
 
+void Stream::launch(const Kernel& k, Grid grid, const std::vector<Arg>& args, std::source_location where) const {
+  // Device::launch names `where` for an empty stream before it asks for
+  // the device.
+  (impl_ ? device() : Device()).launch(k, grid, args, *this, where);
+}
+
 void* Stream::native() const {
   const auto& s = stream_of(impl_, "Stream::native");
   return s.device->addresses_are_device_pointers() ? s.native : nullptr;

@@ -167,6 +167,7 @@ TEST_CASE("autotune: configurations that do not compile or launch are dropped, w
       {"bad-warps", [] { return tl::compile(bump<64>, {.name = "bump", .num_warps = 3}); }, {{"BLOCK", 64}}},
       bump_config<64>(compiles),
       {"huge-grid", [] { return tl::compile(bump<32>, {.name = "bump"}); }, {{"BLOCK", 0}}},
+      {"throws", []() -> tl::Kernel { throw std::runtime_error("no such variant"); }, {{"BLOCK", 64}}},
   };
   tl::Autotuner tuner("bump-dropped", configs);
   auto grid = [](const tl::TuneConfig& c) {
@@ -178,10 +179,11 @@ TEST_CASE("autotune: configurations that do not compile or launch are dropped, w
   CHECK(x.download<float>() == std::vector<float>(100, 1.0f));
   CHECK(tuner.measured() == 1);
   // None left: the error lists each configuration's reason.
-  tl::Autotuner none("bump-none", {configs[0], configs[2]});
-  REQUIRE_THROWS_WITH(none(dev, grid, x, 100), Contains("autotune bump-none: no configuration runs for key") &&
-                                                   Contains("bad-warps: it does not compile: ") &&
-                                                   Contains("huge-grid: it does not launch: "));
+  tl::Autotuner none("bump-none", {configs[0], configs[2], configs[3]});
+  REQUIRE_THROWS_WITH(none(dev, grid, x, 100),
+                      Contains("autotune bump-none: no configuration runs for key") &&
+                          Contains("bad-warps: it does not compile: ") && Contains("huge-grid: it does not launch: ") &&
+                          Contains("throws: it does not compile: its compile function threw: no such variant"));
   CHECK(x.download<float>() == std::vector<float>(100, 1.0f));  // untouched
 }
 

@@ -336,6 +336,9 @@ TEST_CASE("interop: stream and event misuse names the expected and the found", "
   line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev.launch(scale_kernel(), tl::Grid{1}, {x, 8}, tl::Stream()),
                       at(line) + "launch on an empty tl::Stream: make one with Device::create_stream or Stream::wrap");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(tl::Stream()(scale_kernel(), tl::Grid{1}, x, 8),
+                      at(line) + "launch on an empty tl::Stream: make one with Device::create_stream or Stream::wrap");
   // Launch errors on a stream name the caller's line like any launch.
   line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(s(scale_kernel(), tl::Grid{1}, x), StartsWith(at(line) + "kernel 'interop_scale' expects 2 arguments"));

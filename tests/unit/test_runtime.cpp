@@ -64,7 +64,8 @@ TEST_CASE("runtime: devices by name, by environment, and the best available", "[
   }
   {
     EnvVar env("TILEDSL_DEVICE", "tpu");
-    REQUIRE_THROWS_WITH(tl::Device::get(), StartsWith("unknown device 'tpu' (available: ") && Contains("interp"));
+    REQUIRE_THROWS_WITH(tl::Device::get(),
+                        StartsWith("TILEDSL_DEVICE=tpu: unknown device 'tpu' (available: ") && Contains("interp"));
   }
   REQUIRE_THROWS_WITH(tl::Device::get("nope"), StartsWith("unknown device 'nope' (available: ") && Contains("interp"));
   REQUIRE_THROWS_WITH(tl::Device().name(), "empty tl::Device: get one with tl::Device::get()");
