@@ -152,9 +152,16 @@ void assign_layouts_pass(GpuContext& c) {
   c.plan->fp_fusion = c.fp_fusion;
   c.plan->flush_denormals = c.flush_denormals;
   c.plan->programs_per_sm = c.programs_per_sm;
+  // Kernel options the target cannot take, at the kernel's line.
+  const std::string kernel = c.fn.loc.str() + ": kernel '" + c.fn.name + "': ";
   if (c.programs_per_sm > 1 && !c.target.block_registers)
-    throw Error("@" + c.fn.name + ": programs_per_sm = " + std::to_string(c.programs_per_sm) + " is not supported on " +
+    throw Error(kernel + "programs_per_sm = " + std::to_string(c.programs_per_sm) + " is not supported on " +
                 c.target.name + " yet (NVIDIA targets only: expected programs_per_sm = 1)");
+  if (c.num_ctas > c.target.max_cluster_ctas)
+    throw Error(kernel + "num_ctas = " + std::to_string(c.num_ctas) + " needs thread-block clusters of that many CTAs, " +
+                c.target.name + " has " + (c.target.max_cluster_ctas > 1 ? "clusters of at most " +
+                std::to_string(c.target.max_cluster_ctas) : std::string("none")) +
+                " (they are on sm_90 and later; expected num_ctas = 1 here)");
   // The kernel options the lowering reads, so that the text is all it needs.
   c.fn.attrs["num_stages"] = int64_t(c.num_stages);
   c.fn.attrs["fp_fusion"] = int64_t(c.fp_fusion);

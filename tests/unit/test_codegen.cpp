@@ -512,14 +512,26 @@ TEST_CASE("flush_denormals gives f32 operations their flushing forms", "[codegen
 TEST_CASE("programs_per_sm caps registers at a program's share", "[codegen]") {
   Kernel one = compile(exp2_add, {.name = "exp2_add"});
   CHECK(codegen::compile(*one.impl(), aligned(one), "sm_90a").assembly.find(".maxnreg") == std::string::npos);
+  const int four_line = __LINE__ + 1;
   Kernel four = compile(exp2_add, {.name = "exp2_add", .programs_per_sm = 4});
   auto c = codegen::compile(*four.impl(), aligned(four), "sm_90a");
   CHECK(count(c.assembly, R"(\.maxnreg 128)") == 1);
   check_assembles(c.assembly, "sm_90a");
   CHECK(codegen::emit_stage(*four.impl(), aligned(four), "sm_90a", codegen::Stage::Gpu).find("programs_per_sm = 4") !=
         std::string::npos);
+  const std::string at = std::string(__FILE__) + ":" + std::to_string(four_line) + ": kernel 'exp2_add': ";
   CHECK_THROWS_WITH(codegen::compile(*four.impl(), aligned(four), "gfx942"),
-                    Catch::Contains("programs_per_sm = 4 is not supported on gfx942 yet"));
+                    at + "programs_per_sm = 4 is not supported on gfx942 yet (NVIDIA targets only: expected "
+                         "programs_per_sm = 1)");
+  // So is a cluster where the target has none, or not so large.
+  const int pair_line = __LINE__ + 1;
+  Kernel pair = compile(exp2_add, {.name = "exp2_add", .num_ctas = 2});
+  const std::string pair_at = std::string(__FILE__) + ":" + std::to_string(pair_line) + ": kernel 'exp2_add': ";
+  CHECK_THROWS_WITH(codegen::compile(*pair.impl(), aligned(pair), "sm_80"),
+                    pair_at + "num_ctas = 2 needs thread-block clusters of that many CTAs, sm_80 has none (they "
+                              "are on sm_90 and later; expected num_ctas = 1 here)");
+  CHECK_THROWS_WITH(codegen::compile(*pair.impl(), aligned(pair), "gfx942"),
+                    Catch::StartsWith(pair_at + "num_ctas = 2 needs thread-block clusters"));
   // Registers go to warps in fours: a block of 13 warps of 152 registers
   // (65536 / 416) failed its launch on the H100 (CUDA_ERROR_LAUNCH_OUT_OF_
   // RESOURCES); it is charged 16 warps', so 128 a thread.
