@@ -1,7 +1,8 @@
 // The end of tl::compile (include/tiledsl/compile.h): check the options the
-// IR does not (check_compile_options, and each loop's own num_stages), verify the traced function, run the target-independent
-// simplification, verify again (a pass that breaks the IR is caught here,
-// not as a wrong result), and wrap it in a Kernel.
+// IR does not (check_compile_options, and each loop's own num_stages),
+// verify the traced function, run the target-independent simplification,
+// verify again (a pass that breaks the IR is caught here, not as a wrong
+// result), and wrap it in a Kernel.
 #include <memory>
 
 #include "ir/verifier.h"

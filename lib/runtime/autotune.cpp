@@ -164,13 +164,15 @@ struct AutotunerImpl {
   // key_args must name integer arguments of it.
   std::string key(const Device& dev, const std::vector<Arg>& args, const std::source_location& where) const {
     for (int i : options.key_args) {
-      std::string at = std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": Autotuner " + name +
-                       ": key_args names argument " + std::to_string(i);
+      auto fail = [&](const std::string& expected) {
+        throw Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": Autotuner " + name +
+                    ": key_args names argument " + std::to_string(i) + ", expected " + expected);
+      };
       if (i < 0 || size_t(i) >= args.size())
-        throw Error(at + ", expected an index below the launch's " + std::to_string(args.size()) + " arguments");
+        fail("an index below the launch's " + std::to_string(args.size()) + " arguments");
       if (args[size_t(i)].kind != Arg::Kind::Int)
-        throw Error(at + ", expected an integer argument, found " +
-                    (args[size_t(i)].kind == Arg::Kind::Pointer ? "a buffer" : "a float"));
+        fail(std::string("an integer argument, found ") +
+             (args[size_t(i)].kind == Arg::Kind::Pointer ? "a buffer" : "a float"));
     }
     std::ostringstream k;
     k << dev.target() << ' ' << dev.hardware() << ' ' << runtime::compiler_version();

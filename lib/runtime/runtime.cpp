@@ -73,11 +73,13 @@ size_t Buffer::size() const { return buffer_impl(impl_).size; }
 size_t Buffer::bytes() const { return buffer_impl(impl_).bytes(); }
 
 void detail::BufferImpl::check_host_copy(const void* host, size_t n, const char* what, const char* direction) const {
-  std::string copy = std::string(what) + ": copy of " + std::to_string(n) + " bytes " + direction + " a buffer of " +
-                     std::to_string(bytes()) + " bytes (" + std::to_string(size) + " x " +
-                     std::string(dtype_name(dtype)) + ")";
-  if (n > bytes()) throw Error(copy);
-  if (n && !host) throw Error(copy + ": expected a host pointer, found null");
+  auto fail = [&](const std::string& why) {  // the message is made only for an error
+    throw Error(std::string(what) + ": copy of " + std::to_string(n) + " bytes " + direction + " a buffer of " +
+                std::to_string(bytes()) + " bytes (" + std::to_string(size) + " x " + std::string(dtype_name(dtype)) +
+                ")" + why);
+  };
+  if (n > bytes()) fail("");
+  if (n && !host) fail(": expected a host pointer, found null");
 }
 
 void Buffer::copy_from_host(const void* src, size_t bytes) {
