@@ -173,6 +173,9 @@ class OverlapDots {
       ir::replace_uses(body, dot->result(), s);
       body.ops.back()->operands.push_back(s_next);
     }
+    // Its last iteration issues a product nothing reads: peel-last-iteration
+    // runs that iteration after the loop without it.
+    loop.attrs["peel_last"] = int64_t(1);
     // The originals nothing reads now.
     for (auto o = slice.rbegin(); o != slice.rend(); ++o) {
       bool used = false;

@@ -32,8 +32,9 @@
 // [BM] rescale; shape ops only D2's side reads stay with it) instead of
 // the product, and B runs only where iteration j + st exists: the last
 // iteration computes no softmax of a block past the end (its S product is
-// still issued: a predicated wgmma makes ptxas serialize them all). A
-// value B makes by a cast (P) is cast after the `if`, which yields the
+// still issued: a predicated wgmma makes ptxas serialize them all; the
+// loop is marked {peel_last = 1}, and peel-last-iteration, where it runs,
+// moves that iteration after the loop without the product). A value B makes by a cast (P) is cast after the `if`, which yields the
 // cast's operand, so that async-dots can still move the cast past D2's
 // wait (docs/perf.md run 100: +1-3 % at d 64). B, and what it reads of
 // the body's other ops, must not read carried values but the index and

@@ -3,6 +3,7 @@
 #include "codegen/pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
@@ -13,6 +14,7 @@
 #include "codegen/expand_pipelines.h"
 #include "codegen/insert_barriers.h"
 #include "codegen/overlap_dots.h"
+#include "codegen/peel_last_iteration.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -238,6 +240,13 @@ void warp_specialize_pass(GpuContext& c) {
   c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
+// An overlapped loop's last iteration after it, without the product past
+// the end.
+void peel_last_iteration_pass(GpuContext& c) {
+  expect_gpu_ir(c, "peel-last-iteration");
+  if (peel_last_iteration(c.fn, *c.plan)) c.axis.emplace(c.fn, c.args);  // the new ops' values too
+}
+
 // A persistent program's next tile's one-shot copies issued while a tile ends.
 void prefetch_tile_copies_pass(GpuContext& c) {
   expect_gpu_ir(c, "prefetch-tile-copies");
@@ -283,16 +292,18 @@ const std::vector<GpuPass>& gpu_passes() {
   static const std::vector<GpuPass> passes = {
       {"lower-descriptors", &lower_descriptors_pass},
       {"select-dot-instructions", &select_dot_instructions_pass},
-      {"overlap-dots", &overlap_dots_pass},
+      {"overlap-dots", &overlap_dots_pass, true},
       {"assign-layouts", &assign_layouts_pass},
       {"schedule-loops", &schedule_loops_pass},
       {"expand-conversions", &expand_conversions_pass},
       {"expand-pipelines", &expand_pipelines_pass},
       {"tma-descriptors", &tma_descriptors_pass},
-      {"async-dots", &async_dots_pass},
-      {"warp-specialize", &warp_specialize_pass},
-      {"prefetch-tile-copies", &prefetch_tile_copies_pass},
-      {"defer-store-waits", &defer_store_waits_pass},
+      {"async-dots", &async_dots_pass, true},
+      {"warp-specialize", &warp_specialize_pass, true},
+      // Off until timed on a GPU (docs/hopper-plan.md).
+      {"peel-last-iteration", &peel_last_iteration_pass, true, false},
+      {"prefetch-tile-copies", &prefetch_tile_copies_pass, true},
+      {"defer-store-waits", &defer_store_waits_pass, true},
       {"allocate-shared", &allocate_shared_pass},
       {"insert-barriers", &insert_barriers_pass},
   };
@@ -316,10 +327,44 @@ void run_gpu_pass(GpuContext& ctx, const GpuPass& pass) {
   }
 }
 
+std::string gpu_pass_changes() {
+  const char* env = std::getenv("TILEDSL_GPU_PASSES");
+  return env ? env : "";
+}
+
+namespace {
+// Whether each pass runs, as TILEDSL_GPU_PASSES leaves them.
+std::vector<bool> passes_on() {
+  const std::vector<GpuPass>& passes = gpu_passes();
+  std::vector<bool> on;
+  for (const GpuPass& p : passes) on.push_back(p.on_by_default);
+  const std::string changes = gpu_pass_changes();
+  for (size_t at = 0; at <= changes.size();) {
+    size_t end = std::min(changes.find(',', at), changes.size());
+    std::string item = changes.substr(at, end - at);
+    at = end + 1;
+    if (item.empty()) continue;
+    size_t k = 0;
+    while (k < passes.size() && (item.size() < 2 || passes[k].name != std::string_view(item).substr(1))) ++k;
+    if ((item[0] != '-' && item[0] != '+') || k == passes.size() || !passes[k].optional) {
+      std::string optional;
+      for (const GpuPass& p : passes)
+        if (p.optional) optional += std::string(optional.empty() ? "" : ", ") + std::string(p.name);
+      throw Error("TILEDSL_GPU_PASSES: expected -name or +name of an optional GPU pass (" + optional + "), found '" +
+                  item + "'");
+    }
+    on[k] = item[0] == '+';
+  }
+  return on;
+}
+}  // namespace
+
 void run_gpu_passes(GpuContext& ctx, const std::function<void(const GpuPass&)>& after) {
-  for (const GpuPass& p : gpu_passes()) {
-    run_gpu_pass(ctx, p);
-    if (after) after(p);
+  const std::vector<bool> on = passes_on();
+  for (size_t k = 0; k < gpu_passes().size(); ++k) {
+    if (!on[k]) continue;
+    run_gpu_pass(ctx, gpu_passes()[k]);
+    if (after) after(gpu_passes()[k]);
   }
 }
 

@@ -35,6 +35,9 @@
 //                    split into a producer warpgroup and the consumers,
 //                    joined by rings of full and empty mbarriers
 //                    (warp_specialize.cpp)
+//   peel-last-iteration  an overlapped loop's last iteration run after it,
+//                    without the product of the block past the end; off
+//                    until timed on a GPU (peel_last_iteration.cpp)
 //   prefetch-tile-copies  a persistent program's one-shot copies of a tile
 //                    (attention's Q) issued by the tile before, while it
 //                    ends (prefetch_tile_copies.cpp)
@@ -91,11 +94,23 @@ struct GpuContext {
 struct GpuPass {
   std::string_view name;
   void (*run)(GpuContext&);
+  // An optimization the code is correct without, which TILEDSL_GPU_PASSES
+  // may switch off (or on, where it is off by default: a pass not yet
+  // measured on a GPU is in the list, tested, and off until it is).
+  bool optional = false;
+  bool on_by_default = true;
 };
 
 // The passes in the order they run.
 const std::vector<GpuPass>& gpu_passes();
 const GpuPass* find_gpu_pass(std::string_view name);  // null if unknown
+
+// TILEDSL_GPU_PASSES, for timing one pass in a package as it is: a comma
+// list of `-name` (an optional pass skipped) and `+name` (an optional pass
+// run that is off by default), read at each compile and part of the kernel
+// cache key ("" when unset). A name that is no optional pass is an error
+// naming those that are.
+std::string gpu_pass_changes();
 
 // A context for `fn` on a target named as the registry knows it ("sm_90a");
 // throws tl::Error for an unknown one.
@@ -104,7 +119,8 @@ GpuContext gpu_context(ir::Function& fn, const std::string& target);
 // Runs one pass and verifies the IR after it (the pass is named in the
 // error).
 void run_gpu_pass(GpuContext& ctx, const GpuPass& pass);
-// Runs every pass; `after` sees the IR after each.
+// Runs every pass that is on (by default, or as TILEDSL_GPU_PASSES says);
+// `after` sees the IR after each.
 void run_gpu_passes(GpuContext& ctx, const std::function<void(const GpuPass&)>& after = {});
 
 // The plan of GPU IR read back from its types and attributes (a dot's

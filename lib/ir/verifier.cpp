@@ -630,6 +630,7 @@ class Verifier : public Rules {
     yields(op, body, carried, "body");
     optional_int(op, "num_stages");
     optional_int(op, "warp_specialize");
+    optional_int(op, "peel_last");
   }
 
   void while_op(const Op& op) const {

@@ -2,6 +2,7 @@
 // text's digest and every compile option, with the specialization and the
 // target. Apart from kernel_cache.cpp because it needs the IR printer, while
 // the cache itself (and the fuzzer that drives its entry reader) does not.
+#include <cstdlib>
 #include <mutex>
 
 #include "ir/printer.h"
@@ -40,6 +41,9 @@ CacheKey kernel_cache_key(const detail::KernelImpl& kernel, std::string_view spe
                         (o.warp_specialize ? std::to_string(*o.warp_specialize) : std::string("auto")) +
                         (o.flush_denormals ? ";flush_denormals=1" : "") +
                         (o.programs_per_sm != 1 ? ";programs_per_sm=" + std::to_string(o.programs_per_sm) : "");
+  // A GPU pass switched off or on for timing it (TILEDSL_GPU_PASSES, read
+  // by the compiler's codegen::gpu_pass_changes) changes the code too.
+  if (const char* passes = std::getenv("TILEDSL_GPU_PASSES"); passes && *passes) options += ";gpu_passes=" + std::string(passes);
   return CacheKey::make(ir_digest, options, specialization, target);
 }
 

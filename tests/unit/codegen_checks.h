@@ -21,6 +21,30 @@ namespace codegen_checks {
 
 using namespace tl;
 
+// An environment variable set while it lives, then as it was.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The GPU pass lists a test of generated code runs its kernels under
+// (TILEDSL_GPU_PASSES): as they are, and with the optional passes that are
+// off by default (not yet timed on a GPU) on.
+inline const char* const kPassLists[] = {"", "+peel-last-iteration"};
+
 // Every pointer 256-byte aligned, every integer 4096 (divisible by 16).
 inline codegen::Specialization aligned(const Kernel& k) {
   codegen::Specialization s;

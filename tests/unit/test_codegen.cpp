@@ -21,6 +21,7 @@
 #include "codegen/pipeline.h"
 #include "codegen/target_info.h"
 #include "runtime/kernel.h"
+#include "runtime/kernel_cache.h"
 #include "tiledsl/tiledsl.h"
 
 using namespace tl;
@@ -382,14 +383,49 @@ TEST_CASE("TILEDSL_DUMP=after-all prints the IR after each GPU pass", "[codegen]
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::vector<std::string> want;
-  for (const auto& p : codegen::gpu_passes()) want.push_back("passes.sm_90a.after-" + std::string(p.name));
+  for (const auto& p : codegen::gpu_passes())
+    if (p.on_by_default) want.push_back("passes.sm_90a.after-" + std::string(p.name));
   std::sort(files.begin(), files.end());
   std::sort(want.begin(), want.end());
-  CHECK(files == want);  // the passes only: not the stages
+  CHECK(files == want);  // the passes that ran only: not the stages
   std::ifstream in(dir / "passes.sm_90a.after-assign-layouts");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("tile<256xf32, #l1>") != std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+// TILEDSL_GPU_PASSES switches optional GPU passes off (-name) or on
+// (+name, those off by default), is part of the kernel cache key, and
+// names the optional passes when an item is not one of them.
+TEST_CASE("TILEDSL_GPU_PASSES changes which optional GPU passes run, and the cache key", "[codegen]") {
+  auto dir = std::filesystem::temp_directory_path() / ("tiledsl-gpu-passes-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  Kernel k = compile(vector_add<256>, {.name = "passes"});
+  const auto plain_key = runtime::kernel_cache_key(*k.impl(), "s", "sm_90a");
+  {
+    ScopedEnv dump("TILEDSL_DUMP", "after-all"), to("TILEDSL_DUMP_DIR", dir.c_str());
+    ScopedEnv passes("TILEDSL_GPU_PASSES", "-prefetch-tile-copies,,+peel-last-iteration");
+    codegen::compile(*k.impl(), aligned(k), "sm_90a");
+    CHECK(runtime::kernel_cache_key(*k.impl(), "s", "sm_90a") != plain_key);
+  }
+  CHECK(runtime::kernel_cache_key(*k.impl(), "s", "sm_90a") == plain_key);
+  CHECK(std::filesystem::exists(dir / "passes.sm_90a.after-peel-last-iteration"));
+  CHECK_FALSE(std::filesystem::exists(dir / "passes.sm_90a.after-prefetch-tile-copies"));
+  CHECK(std::filesystem::exists(dir / "passes.sm_90a.after-allocate-shared"));
+  std::filesystem::remove_all(dir);
+  for (const char* bad : {"assign-layouts", "-assign-layouts", "+no-such-pass", "-", "peel-last-iteration"}) {
+    INFO(bad);
+    ScopedEnv passes("TILEDSL_GPU_PASSES", bad);
+    try {
+      codegen::compile(*k.impl(), aligned(k), "sm_90a");
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      std::string what = e.what();
+      CHECK(what.find("TILEDSL_GPU_PASSES: expected -name or +name of an optional GPU pass (overlap-dots, ") == 0);
+      CHECK(what.find("peel-last-iteration") != std::string::npos);
+      CHECK(what.find(std::string("found '") + bad + "'") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("every stage of the pipeline prints", "[codegen]") {

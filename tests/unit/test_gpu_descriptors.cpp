@@ -751,22 +751,32 @@ TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32,
 // in flight and P V retired before the step ends; each consumer warp lets
 // the slot's K buffer go after S's wait and its V buffer after P V's (two
 // rings of empty mbarriers in one), and on two warpgroups that last wait
-// is pinned behind the softmax (a CTA fence before it in the PTX).
+// is pinned behind the softmax (a CTA fence before it in the PTX). With
+// peel-last-iteration on (TILEDSL_GPU_PASSES; off until timed on a GPU),
+// the last step runs after the loop: P V alone, no S of a block past the
+// end, with its own waits, releases and turn.
 TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-specialized, two products a step",
           "[codegen][descriptor]") {
   using namespace codegen_checks;
   // 64 query rows on one consumer warpgroup, 128 on two.
-  auto check = [&]<int BM>(int warps) {
-    INFO(warps << " warps, " << BM << " rows");
+  auto check = [&]<int BM>(int warps, bool peel = false) {
+    INFO(warps << " warps, " << BM << " rows" << (peel ? ", the last step peeled" : ""));
+    std::optional<ScopedEnv> env;
+    if (peel) env.emplace("TILEDSL_GPU_PASSES", "+peel-last-iteration");
+    const int steps = peel ? 2 : 1;  // the loop's body, and the step after it
     Kernel k = compile(chained_heads<BM, 64, 64>, {.name = "chained_heads", .num_warps = warps});
     std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
+    // S in the loop alone (the one before it is synchronous), P V in each step.
+    CHECK(count(gpu, R"(= dot [^\n]*\{async = 1, input)") == 1);
+    CHECK(count(gpu, R"(= dot [^\n]*\{a_in = "registers", async = 1)") == steps);
+    CHECK(count(gpu, R"(peel_last)") == (peel ? 0 : 1));
     CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 64, 64\])") == (BM == 64 ? 3 : 2));  // K, V (and Q)
     CHECK(count(gpu, R"(tensor_map [^\n]*\{box = \[1, 128, 64\])") == (BM == 64 ? 0 : 1));  // Q
     CHECK(count(gpu, R"(warp_specialize \{registers)") == 1);
-    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0, pinned = 1\})") == (warps == 8 ? 1 : 0));
-    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0[,}])") == 1);
+    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0, pinned = 1\})") == (warps == 8 ? steps : 0));
+    CHECK(count(gpu, R"(dot_wait [^\n]*\{pending = 0[,}])") == steps);
     CHECK(count(gpu, R"(local_alloc [^\n]*smem<6x1xi64)") == 1);  // three stages: K's empty slots, then V's
-    CHECK(count(gpu, R"(mbarrier_arrive [^\n]*\{per_warp = 1\})") == 2);
+    CHECK(count(gpu, R"(mbarrier_arrive [^\n]*\{per_warp = 1\})") == 2 * steps);
     auto c = codegen::compile(*k.impl(), aligned(k), "sm_90a");
     CHECK(c.threads == (warps + 4) * 32);
     const std::string& ptx = c.assembly;
@@ -777,13 +787,13 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
     // Two consumer warpgroups take turns issuing their products: each
     // waits on its own barrier (3 or 4) and hands over on the other's;
     // the second starts the first, the first takes the last turn.
-    CHECK(count(ptx, R"(bar\.sync \t%r\d+, 256;)") == (warps == 8 ? 1 : 0));
-    CHECK(count(ptx, R"(bar\.arrive \t%r\d+, 256;)") == (warps == 8 ? 1 : 0));
+    CHECK(count(ptx, R"(bar\.sync \t%r\d+, 256;)") == (warps == 8 ? steps : 0));
+    CHECK(count(ptx, R"(bar\.arrive \t%r\d+, 256;)") == (warps == 8 ? steps : 0));
     CHECK(count(ptx, R"(bar\.arrive \t3, 256;)") == (warps == 8 ? 1 : 0));
     CHECK(count(ptx, R"(bar\.sync \t3, 256;)") == (warps == 8 ? 1 : 0));
     // The next S waited for with P V in flight, then P V before the yield.
     CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);
-    CHECK(count(ptx, R"(fence\.acq_rel\.cta;\s+wgmma\.wait_group\.sync\.aligned 0;)") == (warps == 8 ? 1 : 0));
+    CHECK(count(ptx, R"(fence\.acq_rel\.cta;\s+wgmma\.wait_group\.sync\.aligned 0;)") == (warps == 8 ? steps : 0));
     CHECK(count(ptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
     // A product's K steps share one descriptor (each step's offset added
     // in its statement), and S = Q K^T's zero accumulator is not set: its
@@ -809,6 +819,8 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
   };
   check.template operator()<64>(4);
   check.template operator()<128>(8);
+  check.template operator()<64>(4, true);
+  check.template operator()<128>(8, true);
   // Rank 4 ([B, H, n, D], Triton's habit): 4-D copies of [1, 1, rows, D] boxes.
   {
     Kernel k4 = compile(chained_heads<128, 64, 64, true, 4>, {.name = "heads_4d", .num_warps = 8});
@@ -901,15 +913,19 @@ TEST_CASE("attention in 256-row blocks: four consumer warpgroups within the regi
           "[codegen][descriptor]") {
   using namespace codegen_checks;
   CompileOptions options{.name = "attention", .num_warps = 16, .num_stages = 3, .flush_denormals = true};
+  for (const char* passes : kPassLists)
   for (Kernel k : {compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, false>, options),
                    compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, true>, options)}) {
+    ScopedEnv env("TILEDSL_GPU_PASSES", passes);
+    INFO("passes '" << passes << "'");
+    const int steps = *passes ? 2 : 1;  // a turn in the loop, and one in its last step after it (peeled)
     std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
     for (const char* turn : {"start", "wait", "pass", "finish"})
       CHECK(count(gpu, std::string(R"(named_barrier \{groups = 4, id = 3, pingpong = ")") + turn + R"(", threads = 256\})") ==
-            1);
+            (turn[0] == 'w' || turn[0] == 'p' ? steps : 1));
     std::string ptx = codegen::compile(*k.impl(), aligned(k), "sm_90a").assembly;
-    CHECK(count(ptx, R"(bar\.sync \t%r\d+, 256;)") == 1);    // its own
-    CHECK(count(ptx, R"(bar\.arrive \t%r\d+, 256;)") == 1);  // the next one's
+    CHECK(count(ptx, R"(bar\.sync \t%r\d+, 256;)") == steps);    // its own
+    CHECK(count(ptx, R"(bar\.arrive \t%r\d+, 256;)") == steps);  // the next one's
     CHECK(count(ptx, R"(bar\.arrive \t3, 256;)") == 1);       // start
     CHECK(count(ptx, R"(bar\.sync \t3, 256;)") == 1);         // finish
     CHECK(count(ptx, R"(\.maxnreg 96\b)") == 1);
@@ -1021,10 +1037,13 @@ TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 
   constexpr int BM = 128, H = 3;
   auto run = [&]<int BN, int D, bool CAUSAL>() {
     CompileOptions options{.name = "attention_persistent", .num_warps = 8, .num_stages = 2};
+    for (const char* passes : codegen_checks::kPassLists) {
+    codegen_checks::ScopedEnv env("TILEDSL_GPU_PASSES", passes);  // read when a new kernel first compiles
     Kernel k = compile(kernels::attention_persistent<bf16, BM, BN, D, CAUSAL>, options);
     for (int n : {1, 100, 128, 300})
     for (uint32_t programs : {2u, 8u}) {
-      INFO(n << " queries, " << programs << " programs, BN " << BN << ", D " << D << (CAUSAL ? ", causal" : ""));
+      INFO(n << " queries, " << programs << " programs, BN " << BN << ", D " << D << (CAUSAL ? ", causal" : "") << ", passes '"
+             << passes << "'");
       same_on_both<float>([&](Device& d) {
         auto q = d.upload(small_ints(size_t(H) * n * D, 71)), kk = d.upload(small_ints(size_t(H) * n * D, 72));
         auto v = d.upload(small_ints(size_t(H) * n * D, 73));
@@ -1035,6 +1054,7 @@ TEST_CASE("the persistent attention matches the interpreter: programs with 0, 1 
         for (bf16 x : o.download<bf16>()) out.push_back(float(x));
         return std::vector<std::vector<float>>{out};
       }, 2e-2, 2e-2);
+    }
     }
   };
   run.template operator()<64, 64, false>();
@@ -1055,9 +1075,12 @@ TEST_CASE("attention at d 64, three programs a multiprocessor or 256-row blocks 
   auto run = [&]<int BM, bool CAUSAL>(int warps, int programs_per_sm, int stages = 3) {
     CompileOptions options{.name = "attention_d64", .num_warps = warps, .num_stages = stages, .flush_denormals = true,
                            .programs_per_sm = programs_per_sm};
+    for (const char* passes : codegen_checks::kPassLists) {
+    codegen_checks::ScopedEnv env("TILEDSL_GPU_PASSES", passes);  // read when a new kernel first compiles
     Kernel k = compile(kernels::attention_fwd_desc<bf16, BM, BN, D, CAUSAL>, options);
     for (int n : {1, 100, 128, 300}) {
-      INFO(n << " queries, BM " << BM << ", " << stages << " stages" << (CAUSAL ? ", causal" : ""));
+      INFO(n << " queries, BM " << BM << ", " << stages << " stages" << (CAUSAL ? ", causal" : "") << ", passes '" << passes
+             << "'");
       same_on_both<float>([&](Device& d) {
         auto q = d.upload(small_ints(size_t(H) * n * D, 81)), kk = d.upload(small_ints(size_t(H) * n * D, 82));
         auto v = d.upload(small_ints(size_t(H) * n * D, 83));
@@ -1068,6 +1091,7 @@ TEST_CASE("attention at d 64, three programs a multiprocessor or 256-row blocks 
         for (bf16 x : o.download<bf16>()) out.push_back(float(x));
         return std::vector<std::vector<float>>{out};
       }, 2e-2, 2e-2);
+    }
     }
   };
   run.template operator()<64, false>(4, 3);
@@ -1084,15 +1108,18 @@ TEST_CASE("attention's loop on rank-3 descriptors matches the interpreter: keys 
           "[gpu][descriptor]") {
   REQUIRE_GPU();
   constexpr int BM = 128, D = 64, H = 3;
+  for (const char* passes : codegen_checks::kPassLists)
   for (int warps : {4, 8})
   for (int variant : {0, 1, 2}) {  // 0: plain, 1: online softmax, 2: that through rank-4 descriptors
+    codegen_checks::ScopedEnv env("TILEDSL_GPU_PASSES", passes);  // read when a new kernel first compiles
     const bool softmax = variant > 0;
     const int batches = variant == 2 ? 2 : 1;
     Kernel k = variant == 2 ? compile(chained_heads<BM, 64, D, true, 4>, {.name = "heads_4d", .num_warps = warps})
                : softmax    ? compile(chained_heads<BM, 64, D, true>, {.name = "softmax_heads", .num_warps = warps})
                             : compile(chained_heads<BM, 64, D>, {.name = "chained_heads", .num_warps = warps});
     for (int n : {0, 1, 64, 100, 128, 187, 576}) {
-      INFO(warps << " warps, " << n << " keys" << (softmax ? ", online softmax" : "") << (batches > 1 ? ", 4-D" : ""));
+      INFO(warps << " warps, " << n << " keys" << (softmax ? ", online softmax" : "") << (batches > 1 ? ", 4-D" : "")
+                 << ", passes '" << passes << "'");
       // Each head's n rows, then the next head's (ragged: keys past n
       // belong to the next head and must read as zero). Q has BM rows a
       // head (n of them valid in the map: rows past n read as zero).

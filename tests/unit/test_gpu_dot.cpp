@@ -184,10 +184,12 @@ TEST_CASE("a dot's result feeds another dot; trans operands", "[gpu]") {
 
 TEST_CASE("a loop's chain of products overlapped across iterations: trip counts 0, 1, 2, 3 and many", "[gpu]") {
   REQUIRE_GPU();
+  for (const char* passes : codegen_checks::kPassLists)
   for (int warps : {4, 8}) {
+    codegen_checks::ScopedEnv env("TILEDSL_GPU_PASSES", passes);  // read when a new kernel first compiles
     auto k = compile(chained_loop<128, 64, 64>, {.name = "chained_loop", .num_warps = warps});
     for (int n : {0, 1, 64, 100, 128, 187, 576}) {
-      INFO(warps << " warps, " << n << " keys");
+      INFO(warps << " warps, " << n << " keys, passes '" << passes << "'");
       same_on_both<float>([&](Device& d) {
         auto q = d.upload(small_ints<bf16>(128 * 64, 41, 1));
         auto kk = d.upload(small_ints<bf16>(size_t(n) * 64 + 1, 42, 1));
@@ -263,6 +265,17 @@ TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
   check_assembles(cptx, "sm_90a");
   if (auto log = ptxas(cptx, "sm_90a")) CHECK(count(*log, "C7514") == 0);
+  // With peel-last-iteration on, the last iteration runs after the loop with
+  // its second product alone (4 more, and their wait_group 0), no first
+  // product of an iteration past the end (peel_last_iteration.h).
+  {
+    ScopedEnv env("TILEDSL_GPU_PASSES", "+peel-last-iteration");
+    std::string pptx = codegen::emit_stage(*chain.impl(), aligned(chain), "sm_90a", codegen::Stage::Asm);
+    CHECK(count(pptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16)") == 16);
+    CHECK(count(pptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 3);
+    CHECK(count(pptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);
+    check_assembles(pptx, "sm_90a");
+  }
   // f8 needs sm_89: on sm_80 the FMA form stands in.
   Kernel f8 = compile(dot_tile<f8e4m3, 64, 64, 64, false>, {.name = "dot_f8"});
   CHECK(count(codegen::emit_stage(*f8.impl(), aligned(f8), "sm_90a", codegen::Stage::Asm), R"(m16n8k32\.row\.col\.f32\.e4m3)") > 0);
