@@ -85,6 +85,10 @@ class Peeler {
             if (v == results[k]) v = guard->result(int(k));
         });
     guards_.push_back(guard);
+    // In the loop every step has a next one (j + st <= last < hi): what
+    // that condition guards runs unconditionally there.
+    fold_next_exists(body);
+    loop.attrs["peeled"] = int64_t(1);
   }
 
   // After dce: in each peeled iteration, a product whose only reader is a
@@ -154,6 +158,25 @@ class Peeler {
       register_dots(*o, *c);
     }
     return {};
+  }
+
+  // The top-level `if`s of the loop's body on whether the next step
+  // exists, replaced by their first branch's ops.
+  void fold_next_exists(ir::Region& body) {
+    for (auto it = body.ops.begin(); it != body.ops.end();) {
+      Op* o = it->get();
+      const Value* c = o->kind == OpKind::If ? o->operands[0] : nullptr;
+      if (!c || c->is_arg() || c->def->parent != &body || !next_exists(*c->def)) {
+        ++it;
+        continue;
+      }
+      ir::Region& then = *o->regions[0];
+      const Op* yield = then.ops.back().get();
+      for (size_t k = 0; k < o->results.size(); ++k) ir::replace_uses(body, o->result(int(k)), yield->operands[k]);
+      for (auto& m : then.ops) m->parent = &body;
+      body.ops.splice(it, then.ops, then.ops.begin(), std::prev(then.ops.end()));
+      it = body.ops.erase(it);
+    }
   }
 
   // Whether `o` is `cmp (index + step), hi {lt}`: whether iteration j + st

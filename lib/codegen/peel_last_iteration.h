@@ -22,6 +22,11 @@
 //                       `cmp (%last + st), hi {lt}` as false, folded }
 //           else { the loop's results }
 //
+// In the loop itself that condition is true (j + st <= last < hi): the
+// `if`s on it there are replaced by their first branch, so the softmax is
+// straight-line code between the products' issue and P V's wait. The loop
+// is marked {peeled = 1} for prescale-accumulator (prescale_accumulator.h).
+//
 // It reads the ring's slot and phase the loop carried, so the producer's
 // loop (warp-specialize's partition), which still runs every iteration,
 // needs no change. A product and its `dot_wait` go where the product's

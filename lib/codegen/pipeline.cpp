@@ -15,6 +15,7 @@
 #include "codegen/insert_barriers.h"
 #include "codegen/overlap_dots.h"
 #include "codegen/peel_last_iteration.h"
+#include "codegen/prescale_accumulator.h"
 #include "codegen/schedule_loops.h"
 #include "codegen/select_dot_instructions.h"
 #include "codegen/target_info.h"
@@ -247,6 +248,15 @@ void peel_last_iteration_pass(GpuContext& c) {
   if (peel_last_iteration(c.fn, *c.plan)) c.axis.emplace(c.fn, c.args);  // the new ops' values too
 }
 
+// A peeled loop's accumulator carried already updated for the next step.
+void prescale_accumulator_pass(GpuContext& c) {
+  expect_gpu_ir(c, "prescale-accumulator");
+  if (prescale_accumulator(c.fn)) {
+    transforms::dce(c.fn);
+    c.axis.emplace(c.fn, c.args);  // the new ops' values too
+  }
+}
+
 // A persistent program's next tile's one-shot copies issued while a tile ends.
 void prefetch_tile_copies_pass(GpuContext& c) {
   expect_gpu_ir(c, "prefetch-tile-copies");
@@ -302,6 +312,7 @@ const std::vector<GpuPass>& gpu_passes() {
       {"warp-specialize", &warp_specialize_pass, true},
       // Off until timed on a GPU (docs/hopper-plan.md).
       {"peel-last-iteration", &peel_last_iteration_pass, true, false},
+      {"prescale-accumulator", &prescale_accumulator_pass, true, false},
       {"prefetch-tile-copies", &prefetch_tile_copies_pass, true},
       {"defer-store-waits", &defer_store_waits_pass, true},
       {"allocate-shared", &allocate_shared_pass},

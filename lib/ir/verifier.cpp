@@ -631,6 +631,7 @@ class Verifier : public Rules {
     optional_int(op, "num_stages");
     optional_int(op, "warp_specialize");
     optional_int(op, "peel_last");
+    optional_int(op, "peeled");
   }
 
   void while_op(const Op& op) const {

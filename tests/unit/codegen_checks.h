@@ -43,7 +43,7 @@ class ScopedEnv {
 // The GPU pass lists a test of generated code runs its kernels under
 // (TILEDSL_GPU_PASSES): as they are, and with the optional passes that are
 // off by default (not yet timed on a GPU) on.
-inline const char* const kPassLists[] = {"", "+peel-last-iteration"};
+inline const char* const kPassLists[] = {"", "+peel-last-iteration", "+peel-last-iteration,+prescale-accumulator"};
 
 // Every pointer 256-byte aligned, every integer 4096 (divisible by 16).
 inline codegen::Specialization aligned(const Kernel& k) {
