@@ -31,7 +31,8 @@ bool print_autotuning() {
 }
 
 // The parameters of `k` its stores and atomics may write through: every
-// argument their address is computed from.
+// argument their address is computed from, through loops' carried values
+// (a pointer advanced each iteration) and the values regions yield.
 std::vector<bool> written_params(const KernelImpl& k) {
   std::vector<bool> written(k.fn->body.args.size(), false);
   std::vector<const ir::Value*> work;
@@ -50,10 +51,33 @@ std::vector<bool> written_params(const KernelImpl& k) {
     work.pop_back();
     if (!seen.insert(v).second) continue;
     if (v->is_arg()) {
-      if (v->owner == &k.fn->body) written[size_t(v->index)] = true;
+      if (v->owner == &k.fn->body) {
+        written[size_t(v->index)] = true;
+        continue;
+      }
+      // A region's argument: a loop's carried value comes from its initial
+      // value and what each iteration yields; others (a combine function's)
+      // from the op's operands.
+      const ir::Op* op = v->owner->parent;
+      if (!op) continue;
+      bool carried = false;
+      if (ir::is_loop(*op))
+        for (size_t c = 0; c < op->results.size() && !carried; ++c)
+          for (const ir::Value* a : ir::carried_args(*op, c))
+            if (a == v) {
+              carried = true;
+              work.push_back(op->operands[ir::carried_init_index(*op) + c]);
+              if (const ir::Value* y = ir::carried_yield(*op, c)) work.push_back(y);
+            }
+      if (!carried)
+        for (const ir::Value* x : op->operands) work.push_back(x);
       continue;
     }
     for (const ir::Value* x : v->def->operands) work.push_back(x);
+    // An op with regions (if, loops) gives what they yield.
+    for (const auto& r : v->def->regions)
+      if (const ir::Op* t = r->terminator())
+        for (const ir::Value* x : t->operands) work.push_back(x);
   }
   return written;
 }
@@ -337,7 +361,12 @@ struct AutotunerImpl {
       }
       double ms = 0;
       try {
-        Grid g = grid(configs[c]);
+        Grid g;
+        try {
+          g = grid(configs[c]);
+        } catch (const std::exception& e) {  // the caller's code: any exception (a meta key it lacks: map::at)
+          throw Error(std::string("its grid (the TuneGrid function) failed: ") + e.what());
+        }
         std::vector<double> times;
         for (int s = 0; s < samples; ++s)
           times.push_back(dev.time_ms([&] { dev.launch(kernels[c], g, full[c], where); }, reps));

@@ -38,6 +38,23 @@ void bump_counted(tl::ptr<float> x, tl::scalar<int32_t> n, tl::ptr<int32_t> call
   tl::atomic_add(calls, 1);
 }
 
+// y[i] += x[i] over 256 elements a program, BLOCK at a time through
+// pointers the loop carries (and, when `pick`, a pointer chosen by an
+// `if_`): its stores write through no argument directly.
+template <int BLOCK>
+void accumulate(tl::ptr<float> x, tl::ptr<float> y, tl::scalar<int32_t> pick) {
+  auto o = tl::program_id(0) * 256 + tl::arange(0, BLOCK);  // [BLOCK] i32
+  auto px = x + o, py = y + o;
+  for (auto i : tl::range(0, 256 / BLOCK)) {
+    (void)i;
+    auto dst = px;
+    tl::if_(pick != 0, [&] { dst = py; });  // dst: py, assigned in a branch (an if result)
+    tl::store(dst, tl::load(py) + tl::load(px));
+    px = px + BLOCK;
+    py = py + BLOCK;
+  }
+}
+
 // A cache folder of its own for the test, removed after it.
 struct TempCacheDir {
   std::filesystem::path dir;
@@ -120,6 +137,21 @@ TEST_CASE("autotune: the tuned launch writes its input once; winners persist per
   CHECK((picked.name == "32" || picked.name == "64" || picked.name == "128"));
 }
 
+// The buffers put back after each configuration's runs are found through
+// loop-carried pointers and values an if_ yields (a tuned launch wrote y
+// once per configuration and run before).
+TEST_CASE("autotune: a buffer written through a loop-carried pointer is put back", "[runtime][autotune]") {
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  auto x = dev.upload(std::vector<float>(1024, 1.0f)), y = dev.upload(std::vector<float>(1024, 0.0f));
+  tl::Autotuner tuner("accumulate", {{"64", [] { return tl::compile(accumulate<64>, {.name = "accumulate"}); }},
+                                     {"128", [] { return tl::compile(accumulate<128>, {.name = "accumulate"}); }}});
+  tuner(dev, [](const tl::TuneConfig&) { return tl::Grid{4}; }, x, y, 1);
+  CHECK(tuner.measured() == 2);
+  CHECK(y.download<float>() == std::vector<float>(1024, 1.0f));
+  CHECK(x.download<float>() == std::vector<float>(1024, 1.0f));
+}
+
 TEST_CASE("autotune: a configuration's extra arguments follow the launch's, outside the key", "[runtime][autotune]") {
   TempCacheDir cache;
   auto dev = tl::Device::get("interp");
@@ -168,6 +200,7 @@ TEST_CASE("autotune: configurations that do not compile or launch are dropped, w
       bump_config<64>(compiles),
       {"huge-grid", [] { return tl::compile(bump<32>, {.name = "bump"}); }, {{"BLOCK", 0}}},
       {"throws", []() -> tl::Kernel { throw std::runtime_error("no such variant"); }, {{"BLOCK", 64}}},
+      {"typo", [] { return tl::compile(bump<32>, {.name = "bump"}); }, {{"BLCK", 32}}},  // the grid's map::at throws
   };
   tl::Autotuner tuner("bump-dropped", configs);
   auto grid = [](const tl::TuneConfig& c) {
@@ -179,11 +212,12 @@ TEST_CASE("autotune: configurations that do not compile or launch are dropped, w
   CHECK(x.download<float>() == std::vector<float>(100, 1.0f));
   CHECK(tuner.measured() == 1);
   // None left: the error lists each configuration's reason.
-  tl::Autotuner none("bump-none", {configs[0], configs[2], configs[3]});
+  tl::Autotuner none("bump-none", {configs[0], configs[2], configs[3], configs[4]});
   REQUIRE_THROWS_WITH(none(dev, grid, x, 100),
                       Contains("autotune bump-none: no configuration runs for key") &&
                           Contains("bad-warps: it does not compile: ") && Contains("huge-grid: it does not launch: ") &&
-                          Contains("throws: it does not compile: its compile function threw: no such variant"));
+                          Contains("throws: it does not compile: its compile function threw: no such variant") &&
+                          Contains("typo: it does not launch: its grid (the TuneGrid function) failed: "));
   CHECK(x.download<float>() == std::vector<float>(100, 1.0f));  // untouched
 }
 
