@@ -154,8 +154,12 @@ std::shared_ptr<DeviceImpl> get_device(std::string_view name) {
                 (count > 1 ? " to " + std::string(kind) + ":" + std::to_string(count - 1) : std::string()) + ")");
   // One device per kind and index: "cuda" and "cuda:0" are the same.
   std::string canonical = index == 0 ? std::string(kind) : std::string(kind) + ":" + std::to_string(index);
-  auto& dev = r.created[canonical];
-  if (!dev) dev = found->create(index);
+  // A device that fails to start is not kept: the next call tries again
+  // (and says why again) rather than finding an empty entry.
+  auto it_canonical = r.created.find(canonical);
+  std::shared_ptr<DeviceImpl> dev =
+      it_canonical != r.created.end() ? it_canonical->second : found->create(index);
+  r.created.emplace(canonical, dev);
   r.created.emplace(std::string(name), dev);
   return dev;
 }

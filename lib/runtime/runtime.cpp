@@ -286,7 +286,10 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
     if (p.is_ptr) {
       if (a.kind != Arg::Kind::Pointer || a.dtype != p.dtype) bad("");
       if (a.buffer->device.get() != &dev)
-        bad(" on device '" + a.buffer->device->name() + "', but the launch is on '" + dev.name() + "'");
+        bad(" on device '" + a.buffer->device->name() + "', but the launch is on " +
+            (a.buffer->device->name() == dev.name()
+                 ? "another device of that name (each tl::Device::inspector call makes a device of its own)"
+                 : "'" + dev.name() + "'"));
       out[j].address = a.buffer->address;
     } else if (is_int(p.dtype)) {
       if (a.kind != Arg::Kind::Int) bad("");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kernel_builder.h"
+#include "runtime/device.h"
 #include "tiledsl/runtime.h"
 
 using namespace kb;
@@ -74,6 +75,26 @@ TEST_CASE("runtime: devices by name, by environment, and the best available", "[
   CHECK(tl::Device::inspector("sm_90a", "asm").processor_count() == 1);
   if (std::find(names.begin(), names.end(), "cuda") != names.end())
     CHECK(tl::Device::get("cuda").processor_count() >= 1);
+}
+
+// A device that fails to start says why at every Device::get, not only the
+// first (the registry kept an empty entry: later calls returned an empty
+// tl::Device). Registered for this test alone: available only inside it.
+TEST_CASE("runtime: a device that fails to start fails every time, saying why", "[runtime]") {
+  static bool inside = false;
+  static int starts = 0;
+  tl::detail::register_device({"failing", [] { return inside; }, [](int) -> std::shared_ptr<tl::detail::DeviceImpl> {
+                                 ++starts;
+                                 throw tl::Error("cuDevicePrimaryCtxRetain failed: CUDA_ERROR_DEVICE_UNAVAILABLE (46)");
+                               }});
+  inside = true;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    INFO("attempt " << attempt);
+    REQUIRE_THROWS_WITH(tl::Device::get("failing"), Contains("CUDA_ERROR_DEVICE_UNAVAILABLE"));
+    REQUIRE_THROWS_WITH(tl::Device::get("failing:0"), Contains("CUDA_ERROR_DEVICE_UNAVAILABLE"));
+  }
+  CHECK(starts == 6);
+  inside = false;
 }
 
 TEST_CASE("runtime: buffers copy with type and size checks", "[runtime]") {
@@ -227,6 +248,14 @@ TEST_CASE("runtime: every device takes grids within CUDA's limits, the interpret
                         at(line) + "launch of kernel 'ids': grid.z must be at most 65535 (CUDA's limit, which every "
                                    "device applies), found 65536");
   }
+  // A buffer of another inspector of the same target: not "on 'inspect:sm_90a', but the launch is on
+  // 'inspect:sm_90a'".
+  auto other = tl::Device::inspector("sm_90a", "tile");
+  int line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(other(k, {1}, ibuf),
+                      at(line) + "argument 1 of 'ids': expected ptr<i32>, found buffer of i32 on device "
+                                 "'inspect:sm_90a', but the launch is on another device of that name (each "
+                                 "tl::Device::inspector call makes a device of its own)");
 }
 
 TEST_CASE("runtime: num_warps beyond a target's 1024 threads fails at its GPU compile", "[runtime][limits]") {
