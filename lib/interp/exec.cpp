@@ -66,7 +66,9 @@ void exec_for(Exec& ex, const Instr& in) {
   int64_t lo = ex.slots[size_t(in.in[0])].i[0];
   int64_t hi = ex.slots[size_t(in.in[1])].i[0];
   int64_t step = ex.slots[size_t(in.in[2])].i[0];
-  if (step <= 0 && hi > lo) ex.fail(in, "for loop step must be positive, found " + std::to_string(step));
+  // Checked whether or not the loop runs: a traced negative step (Python's
+  // descending range) would otherwise run no iterations without a word.
+  if (step <= 0) ex.fail(in, "for loop step must be positive, found " + std::to_string(step));
   uint64_t trips = 0;
   if (hi > lo) {
     uint64_t span = uint64_t(hi) - uint64_t(lo);

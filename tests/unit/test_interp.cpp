@@ -303,13 +303,19 @@ TEST_CASE("interp: nested loops and if with results", "[interp]") {
   CHECK(out.download<int32_t>() == std::vector<int32_t>{4, -4, 4});
 }
 
-TEST_CASE("interp: a zero step is an error when the loop would run", "[interp]") {
-  KernelBuilder kb("step0", {S(DType::i32)});
+// A step that is not positive is an error whether or not the loop would
+// run: a traced negative step (Python's range(hi, lo, -s) ported as it is)
+// from 10 down to 0 ran no iterations without a word.
+TEST_CASE("interp: a zero or negative traced step is an error, whether or not the loop would run", "[interp]") {
+  KernelBuilder kb("step0", {S(DType::i32), S(DType::i32), S(DType::i32)});
   kb.at(21);
-  Value* zero = kb.ci(S(DType::i32), 0);
-  kb.for_loop(zero, kb.ci(S(DType::i32), 4), kb.arg(0), {}, [&](Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
+  kb.for_loop(kb.arg(0), kb.arg(1), kb.arg(2), {}, [&](Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
   auto dev = interp();
-  REQUIRE_THROWS_WITH(dev(kb.kernel(), {1}, 0), "test.cpp:21: for loop step must be positive, found 0 in program (0, 0, 0)");
+  REQUIRE_THROWS_WITH(dev(kb.kernel(), {1}, 0, 4, 0), "test.cpp:21: for loop step must be positive, found 0 in program (0, 0, 0)");
+  REQUIRE_THROWS_WITH(dev(kb.kernel(), {1}, 10, 0, -3), "test.cpp:21: for loop step must be positive, found -3 in program (0, 0, 0)");
+  REQUIRE_THROWS_WITH(dev(kb.kernel(), {1}, 0, 10, -3), "test.cpp:21: for loop step must be positive, found -3 in program (0, 0, 0)");
+  REQUIRE_THROWS_WITH(dev(kb.kernel(), {1}, 4, 4, 0), "test.cpp:21: for loop step must be positive, found 0 in program (0, 0, 0)");
+  REQUIRE_NOTHROW(dev(kb.kernel(), {1}, 10, 0, 3));  // no iterations, as Python's range(10, 0, 3)
 }
 
 TEST_CASE("interp: the grid runs x fastest; program_id and num_programs", "[interp]") {
