@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
+#include <mutex>
 
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
@@ -368,9 +370,31 @@ std::vector<bool> passes_on() {
   }
   return on;
 }
+
+// TILEDSL_DUMP's after-<pass> items that name no GPU pass, said on stderr
+// once for each value it takes (dump.h checks the rest; it does not know
+// the passes).
+void warn_unknown_dump_passes() {
+  const char* want = std::getenv("TILEDSL_DUMP");
+  if (!want) return;
+  static std::mutex mutex;
+  static std::string checked;
+  std::lock_guard lock(mutex);
+  if (checked == want) return;
+  checked = want;
+  std::string items = checked + ",";
+  for (size_t at = 0, comma; (comma = items.find(',', at)) != std::string::npos; at = comma + 1) {
+    std::string item = items.substr(at, comma - at);
+    if (item.rfind("after-", 0) != 0 || item == "after-all" || find_gpu_pass(std::string_view(item).substr(6))) continue;
+    std::string names;
+    for (const GpuPass& p : gpu_passes()) names += std::string(names.empty() ? "" : ", ") + std::string(p.name);
+    std::cerr << "tiledsl: TILEDSL_DUMP: unknown item '" << item << "' (after-<pass> takes one of " << names << ")\n";
+  }
+}
 }  // namespace
 
 void run_gpu_passes(GpuContext& ctx, const std::function<void(const GpuPass&)>& after) {
+  warn_unknown_dump_passes();
   const std::vector<bool> on = passes_on();
   for (size_t k = 0; k < gpu_passes().size(); ++k) {
     if (!on[k]) continue;

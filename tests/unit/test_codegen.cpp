@@ -324,7 +324,7 @@ TEST_CASE("TILEDSL_DUMP_KERNEL keeps the dumps of the kernels it names", "[codeg
 TEST_CASE("a TILEDSL_DUMP_DIR that cannot be written sends the dump to stderr; the compile goes on", "[codegen]") {
   auto file = std::filesystem::temp_directory_path() / ("tiledsl-dump-file-" + std::to_string(::getpid()));
   std::ofstream(file) << "a file, not a folder";
-  ::setenv("TILEDSL_DUMP", "tile,bogus", 1);
+  ::setenv("TILEDSL_DUMP", "tile,bogus,after-asign-layouts,after-assign-layouts", 1);
   ::setenv("TILEDSL_DUMP_DIR", (file / "sub").c_str(), 1);
   Kernel a = compile(vector_add<256>, {.name = "dumped"});
   std::ostringstream err;
@@ -338,7 +338,10 @@ TEST_CASE("a TILEDSL_DUMP_DIR that cannot be written sends the dump to stderr; t
   CHECK(!ptx.empty());
   CHECK_THAT(err.str(), Catch::Contains("tiledsl: TILEDSL_DUMP_DIR: cannot write ") &&
                             Catch::Contains("; the dump follows here") && Catch::Contains("func @dumped(") &&
-                            Catch::Contains("tiledsl: TILEDSL_DUMP: unknown item 'bogus'"));
+                            Catch::Contains("tiledsl: TILEDSL_DUMP: unknown item 'bogus'") &&
+                            Catch::Contains("tiledsl: TILEDSL_DUMP: unknown item 'after-asign-layouts' (after-<pass> takes "
+                                            "one of lower-descriptors, ") &&
+                            !Catch::Contains("unknown item 'after-assign-layouts'"));
 }
 
 // A's block through a map of its arguments, B's through a stride the
