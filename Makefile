@@ -77,6 +77,11 @@ consumer: build
 	  -I$(BUILD)/consumer $$(PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/install/lib/pkgconfig pkg-config --cflags --libs tiledsl-runtime) \
 	  -Wl,-rpath,$(CURDIR)/$(BUILD)/install/lib
 	$(BUILD)/consumer/consumer_aot-pc
+	$(BUILD)/consumer/consumer_fallback
+	$(CXX) -o $(BUILD)/consumer/consumer_fallback-pc tests/consumer/consumer_fallback.cpp $(BUILD)/consumer/axpy_aot_kernels.cpp \
+	  -I$(BUILD)/consumer -Wl,--as-needed $$(PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/install/lib/pkgconfig pkg-config --cflags --libs tiledsl) \
+	  -Wl,-rpath,$(CURDIR)/$(BUILD)/install/lib
+	$(BUILD)/consumer/consumer_fallback-pc
 
 # libFuzzer targets (fuzz/CMakeLists.txt): built against the LLVM-free part
 # of the library, each run for FUZZ_SECONDS (all at once, one per core).

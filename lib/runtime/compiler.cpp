@@ -101,7 +101,9 @@ const Compiler* compiler() {
 const Compiler& require_compiler(const std::string& what) {
   if (const Compiler* c = compiler()) return *c;
   throw Error(what + " needs tiledsl's compiler, and this program has only its runtime library "
-              "(libtiledsl_runtime): link tiledsl::tiledsl (pkg-config tiledsl) to compile kernels at run time");
+              "(libtiledsl_runtime): link tiledsl::tiledsl (pkg-config tiledsl) to compile kernels at run time "
+              "(where the program calls nothing of it itself, with --no-as-needed: a linker with --as-needed, "
+              "GCC's default on Debian and Ubuntu, drops a library no file calls)");
 }
 
 bool known_target(const std::string& target) {
