@@ -155,6 +155,17 @@ struct Pipeline {
   LoweredKernel lower(llvm::LLVMContext& llvm_ctx, CompiledKernel::Times* times = nullptr) const {
     return lower_optimized(llvm_ctx, *gpu, *ctx.plan, *ctx.axis, target, times);
   }
+
+  // The passes' notes and the GPU IR, where TILEDSL_DUMP asks for them.
+  void dump_passes(const std::string& target_name) const {
+    if (!ctx.notes.empty())
+      dump(kernel.name, target_name, "notes", [&] {
+        std::string text;
+        for (const auto& n : ctx.notes) text += n + "\n";
+        return text;
+      });
+    dump(kernel.name, target_name, "gpu", [&] { return ir::print(*gpu); });
+  }
 };
 
 }  // namespace
@@ -167,13 +178,7 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
   StageClock clock;
   Pipeline p(kernel, spec, t, target);
   out.times.passes = clock.lap();
-  if (!p.ctx.notes.empty())
-    dump(kernel.name, target, "notes", [&] {
-      std::string text;
-      for (const auto& n : p.ctx.notes) text += n + "\n";
-      return text;
-    });
-  dump(kernel.name, target, "gpu", [&] { return ir::print(*p.gpu); });
+  p.dump_passes(target);
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx, &out.times);
   dump(kernel.name, target, "llvm", [&] { return module_text(*l.module); });
@@ -193,16 +198,23 @@ CompiledKernel compile(const detail::KernelImpl& kernel, const Specialization& s
   return out;
 }
 
+// The stages it goes through are dumped as a compile's are (TILEDSL_DUMP:
+// the inspector, a machine without a GPU, shows them too).
 std::string emit_stage(const detail::KernelImpl& kernel, const Specialization& spec, const std::string& target,
                        Stage stage) {
+  dump(kernel.name, target, "tile", [&] { return ir::print(*kernel.fn); });
   if (stage == Stage::Tile) return ir::print(*kernel.fn);
   const Target& t = get_target(target);
   check_num_warps(kernel, t);
   Pipeline p(kernel, spec, t, target);
+  p.dump_passes(target);
   if (stage == Stage::Gpu) return ir::print(*p.gpu);
   llvm::LLVMContext ctx;
   LoweredKernel l = p.lower(ctx);
-  return lowered_text(*l.module, stage, t);
+  dump(kernel.name, target, "llvm", [&] { return module_text(*l.module); });
+  std::string text = lowered_text(*l.module, stage, t);
+  if (stage == Stage::Asm) dump(kernel.name, target, "asm", [&] { return text; });
+  return text;
 }
 
 namespace {

@@ -397,6 +397,28 @@ TEST_CASE("TILEDSL_DUMP=after-all prints the IR after each GPU pass", "[codegen]
   std::filesystem::remove_all(dir);
 }
 
+// The inspector's compile (emit_stage: how a machine without a GPU sees
+// what a kernel becomes) dumps the stages it goes through, as a GPU
+// compile does: TILEDSL_DUMP=tile,gpu,llvm,asm printed nothing there.
+TEST_CASE("TILEDSL_DUMP prints the stages an inspector's compile goes through", "[codegen]") {
+  auto dir = std::filesystem::temp_directory_path() / ("tiledsl-dump-emit-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  Kernel k = compile(vector_add<256>, {.name = "emitted"});
+  {
+    ScopedEnv dump("TILEDSL_DUMP", "tile,gpu,llvm,asm"), to("TILEDSL_DUMP_DIR", dir.c_str());
+    codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
+    CHECK(std::filesystem::exists(dir / "emitted.sm_90a.tile"));
+    CHECK(std::filesystem::exists(dir / "emitted.sm_90a.gpu"));
+    CHECK_FALSE(std::filesystem::exists(dir / "emitted.sm_90a.llvm"));  // not lowered for the gpu stage
+    std::string ptx = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Asm);
+    CHECK(std::filesystem::exists(dir / "emitted.sm_90a.llvm"));
+    std::ifstream in(dir / "emitted.sm_90a.asm");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == ptx);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // TILEDSL_GPU_PASSES switches optional GPU passes off (-name) or on
 // (+name, those off by default), is part of the kernel cache key, and
 // names the optional passes when an item is not one of them.
