@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,7 +11,9 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/OptBisect.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/Timer.h>
 #include <llvm/Support/VirtualFileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -86,6 +89,11 @@ SkipPasses& skip_passes() {
 //   nary-reassociate, ...) skipped, for timing the back end without them (the
 //   NVPTX back end's strength reduction is a quarter of a gemm's LLVM
 //   time, docs/perf.md run 78). Not part of the cache key either.
+bool& llvm_args_given() {
+  static bool given = false;
+  return given;
+}
+
 void init_llvm_once() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -100,6 +108,7 @@ void init_llvm_once() {
     }
     const char* env = std::getenv("TILEDSL_LLVM_ARGS");
     if (!env || !*env) return;
+    llvm_args_given() = true;
     std::istringstream in(env);
     std::vector<std::string> words{"tiledsl"};
     for (std::string w; in >> w;) words.push_back(w);
@@ -112,11 +121,21 @@ void init_llvm_once() {
 
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
   init_llvm_once();
-  llvm::PassBuilder pb(&tm);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cam;
   llvm::ModuleAnalysisManager mam;
+  // With TILEDSL_LLVM_ARGS, the instrumentation its options act on in this
+  // pipeline (-time-passes' timers, -print-after ...); none otherwise, for
+  // the compile's time.
+  std::optional<llvm::PassInstrumentationCallbacks> pic;
+  std::optional<llvm::StandardInstrumentations> si;
+  if (llvm_args_given()) {
+    pic.emplace();
+    si.emplace(m.getContext(), false);
+    si->registerCallbacks(*pic, &mam);
+  }
+  llvm::PassBuilder pb(&tm, llvm::PipelineTuningOptions(), std::nullopt, pic ? &*pic : nullptr);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cam);
   pb.registerFunctionAnalyses(fam);
@@ -134,6 +153,9 @@ void emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& os,
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, os, nullptr, type)) throw Error("internal: the target cannot emit this file type");
   pm.run(m);
+  // -time-passes: the report of this compile's passes now (LLVM prints it
+  // at its shutdown, which a library's process never calls).
+  if (llvm::TimePassesIsEnabled) llvm::TimerGroup::printAll(llvm::errs());
 }
 }  // namespace
 
