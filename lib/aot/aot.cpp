@@ -205,8 +205,9 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
   if (!options.name_space.empty()) {
     std::stringstream in(options.name_space);
     for (std::string part; std::getline(in, part, ':');)
-      if (!part.empty() && !is_identifier(part))
-        throw Error("aot: namespace '" + options.name_space + "' is not a C++ namespace name (identifiers, no keywords)");
+      if (!part.empty() && (!is_identifier(part) || part == "std" || part == "tl"))
+        throw Error("aot: namespace '" + options.name_space +
+                    "' is not a C++ namespace name the generated file can use (identifiers, no keywords, not std or tl)");
   }
   for (const auto& t : options.targets)
     if (device_of(t).empty()) {
@@ -223,6 +224,11 @@ std::vector<Generated> generate(const std::vector<KernelSpec>& kernels, const Op
     const KernelSpec& ks = kernels[i];
     if (!is_identifier(ks.symbol))
       throw Error("aot: kernel symbol '" + ks.symbol + "' is not a C++ identifier (or is a keyword)");
+    // Functions of the global namespace the generated file cannot declare.
+    if (options.name_space.empty() && (ks.symbol == "main" || ks.symbol == "std" || ks.symbol == "tl"))
+      throw Error("aot: kernel symbol '" + ks.symbol + "' cannot be a function of the global namespace (it is " +
+                  (ks.symbol == "main" ? "the program's entry" : "a namespace the generated file uses") +
+                  "): give another, or a namespace (Options::name_space, --namespace=NS)");
     if (!symbols.insert(ks.symbol).second) throw Error("aot: kernel symbol '" + ks.symbol + "' is given twice");
     if (!ks.kernel.impl()) throw Error("aot: kernel '" + ks.symbol + "' is empty (give it tl::compile(...))");
     if (!ks.kernel.impl()->precompiled.empty())

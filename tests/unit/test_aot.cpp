@@ -123,6 +123,15 @@ TEST_CASE("aot: bad generator input is an error naming the kernel, and writes no
   CHECK_THAT(error({{"1s", k}}, opts()), Catch::Contains("kernel symbol '1s' is not a C++ identifier"));
   CHECK_THAT(error({{"int", k}}, opts()), Catch::Contains("kernel symbol 'int' is not a C++ identifier (or is a keyword)"));
   CHECK_THAT(error({{"s", k}, {"s", k}}, opts()), Catch::Contains("kernel symbol 's' is given twice"));
+  // Names the generated file cannot declare in the global namespace (it did,
+  // and did not compile), and namespaces it cannot use.
+  CHECK_THAT(error({{"main", k}}, opts()),
+             Catch::Contains("kernel symbol 'main' cannot be a function of the global namespace (it is the program's entry)"));
+  CHECK_THAT(error({{"std", k}}, opts()), Catch::Contains("kernel symbol 'std' cannot be a function of the global namespace"));
+  auto in_std = opts();
+  in_std.name_space = "app::std";
+  CHECK_THAT(error({{"s", k}}, in_std), Catch::Contains("namespace 'app::std' is not a C++ namespace name the generated "
+                                                         "file can use (identifiers, no keywords, not std or tl)"));
   CHECK_THAT(error({{"s", k, {}, {"sm_90a"}}}, opts()),
              Catch::Contains("names target 'sm_90a', which is not among --targets"));
   CHECK_THAT(error({{"s", tl::Kernel()}}, opts()), Catch::Contains("kernel 's' is empty"));
