@@ -14,6 +14,7 @@
 // The text is made only when it is wanted.
 #pragma once
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,8 @@
 #include <iostream>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace tl::codegen {
 
@@ -31,19 +34,30 @@ inline bool dump_listed(const char* list, const std::string& item) {
 
 // Says on stderr, once for each value TILEDSL_DUMP takes, which of its
 // items mean nothing (a typo would otherwise look like nothing to print).
-inline void warn_unknown_dump_items(const char* list) {
+// Without `passes`, the stage items; with the GPU passes' names (the
+// compiler's: a device's runtime does not know them), the after-<pass> ones.
+inline void warn_unknown_dump_items(const char* list, const std::vector<std::string_view>* passes = nullptr) {
   static std::mutex mutex;
-  static std::string checked;
+  static std::string checked[2];  // the last value each kind was checked for
   std::lock_guard lock(mutex);
-  if (checked == list) return;
-  checked = list;
-  std::string items = checked + ",";
+  std::string& seen = checked[passes ? 1 : 0];
+  if (seen == list) return;
+  seen = list;
+  std::string items = seen + ",";
   for (size_t at = 0, comma; (comma = items.find(',', at)) != std::string::npos; at = comma + 1) {
     std::string item = items.substr(at, comma - at);
-    if (item.empty() || item.rfind("after-", 0) == 0 || dump_listed("tile,gpu,llvm,asm,all,notes,ptxas", item))
+    bool after = item.rfind("after-", 0) == 0;
+    if (item.empty() || after != (passes != nullptr)) continue;
+    if (!passes) {
+      if (dump_listed("tile,gpu,llvm,asm,all,notes,ptxas", item)) continue;
+      std::cerr << "tiledsl: TILEDSL_DUMP: unknown item '" << item
+                << "' (expected tile, gpu, llvm, asm, all, notes, ptxas, after-<pass> or after-all)\n";
       continue;
-    std::cerr << "tiledsl: TILEDSL_DUMP: unknown item '" << item
-              << "' (expected tile, gpu, llvm, asm, all, notes, ptxas, after-<pass> or after-all)\n";
+    }
+    if (item == "after-all" || std::find(passes->begin(), passes->end(), item.substr(6)) != passes->end()) continue;
+    std::string names;
+    for (std::string_view p : *passes) names += (names.empty() ? "" : ", ") + std::string(p);
+    std::cerr << "tiledsl: TILEDSL_DUMP: unknown item '" << item << "' (after-<pass> takes one of " << names << ")\n";
   }
 }
 

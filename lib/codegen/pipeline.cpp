@@ -4,14 +4,14 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iostream>
-#include <mutex>
 
 #include "codegen/allocate_shared.h"
 #include "codegen/async_dots.h"
 #include "codegen/defer_store_waits.h"
+#include "codegen/dump.h"
 #include "codegen/prefetch_tile_copies.h"
 #include "codegen/convert_layouts.h"
+#include "codegen/dump.h"
 #include "codegen/expand_conversions.h"
 #include "codegen/expand_pipelines.h"
 #include "codegen/insert_barriers.h"
@@ -357,44 +357,30 @@ std::vector<bool> passes_on() {
     std::string item = changes.substr(at, end - at);
     at = end + 1;
     if (item.empty()) continue;
-    size_t k = 0;
-    while (k < passes.size() && (item.size() < 2 || passes[k].name != std::string_view(item).substr(1))) ++k;
-    if ((item[0] != '-' && item[0] != '+') || k == passes.size() || !passes[k].optional) {
+    const GpuPass* pass = find_gpu_pass(std::string_view(item).substr(1));
+    if ((item[0] != '-' && item[0] != '+') || !pass || !pass->optional) {
       std::string optional;
       for (const GpuPass& p : passes)
         if (p.optional) optional += std::string(optional.empty() ? "" : ", ") + std::string(p.name);
       throw Error("TILEDSL_GPU_PASSES: expected -name or +name of an optional GPU pass (" + optional + "), found '" +
                   item + "'");
     }
-    on[k] = item[0] == '+';
+    on[size_t(pass - passes.data())] = item[0] == '+';
   }
   return on;
 }
 
-// TILEDSL_DUMP's after-<pass> items that name no GPU pass, said on stderr
-// once for each value it takes (dump.h checks the rest; it does not know
-// the passes).
-void warn_unknown_dump_passes() {
-  const char* want = std::getenv("TILEDSL_DUMP");
-  if (!want) return;
-  static std::mutex mutex;
-  static std::string checked;
-  std::lock_guard lock(mutex);
-  if (checked == want) return;
-  checked = want;
-  std::string items = checked + ",";
-  for (size_t at = 0, comma; (comma = items.find(',', at)) != std::string::npos; at = comma + 1) {
-    std::string item = items.substr(at, comma - at);
-    if (item.rfind("after-", 0) != 0 || item == "after-all" || find_gpu_pass(std::string_view(item).substr(6))) continue;
-    std::string names;
-    for (const GpuPass& p : gpu_passes()) names += std::string(names.empty() ? "" : ", ") + std::string(p.name);
-    std::cerr << "tiledsl: TILEDSL_DUMP: unknown item '" << item << "' (after-<pass> takes one of " << names << ")\n";
-  }
-}
 }  // namespace
 
 void run_gpu_passes(GpuContext& ctx, const std::function<void(const GpuPass&)>& after) {
-  warn_unknown_dump_passes();
+  if (const char* want = std::getenv("TILEDSL_DUMP")) {
+    static const std::vector<std::string_view> names = [] {
+      std::vector<std::string_view> n;
+      for (const GpuPass& p : gpu_passes()) n.push_back(p.name);
+      return n;
+    }();
+    warn_unknown_dump_items(want, &names);
+  }
   const std::vector<bool> on = passes_on();
   for (size_t k = 0; k < gpu_passes().size(); ++k) {
     if (!on[k]) continue;
