@@ -36,11 +36,12 @@
 #   passes-ab the optional GPU passes timed in one package: the attention
 #             forward in turns with cuDNN (compare_attention_configs.py, the
 #             example's default configuration) under each TILEDSL_GPU_PASSES
-#             value of PASSES_AB (';'-separated; default: none, +peel,
-#             +peel+prescale), each in a process of its own, the list run
+#             value of PASSES_AB (';'-separated; default: the default,
+#             without prescale, without peel and prescale), each in a
+#             process of its own, the list run
 #             forward then backward; then the [gpu] tests of the attention
 #             and chained-product kernels (each under the lists they name)
-#             and the sweep under the last value
+#             and the sweep under the first value
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TL=${TL:-/tmp/tl}
@@ -216,7 +217,7 @@ for r in json.load(open(sys.argv[1])):
         echo "gpu tests rc=$?: $(tail -3 "$OUT/gpu-tests.log" | tr '\n' ' ') [$(( $(date +%s) - t0 )) s]"; }
       true ;;
     passes-ab)
-      IFS=';' read -r -a lists <<< "${PASSES_AB:-;+peel-last-iteration;+peel-last-iteration,+prescale-accumulator}"
+      IFS=';' read -r -a lists <<< "${PASSES_AB:-;-prescale-accumulator;-peel-last-iteration,-prescale-accumulator}"
       order=("${lists[@]}")
       for ((i = ${#lists[@]} - 1; i >= 0; i--)); do order+=("${lists[$i]}"); done
       round=0
@@ -227,8 +228,8 @@ for r in json.load(open(sys.argv[1])):
           timeout 150 python3 bench/compare_attention_configs.py > "$OUT/ab-$round.log" 2>&1
         echo "== round $round passes '$passes' rc=$?"; grep -v '^\s*$' "$OUT/ab-$round.log" | tail -8 | cut -c1-160
       done
-      TILEDSL_GPU_PASSES="${lists[-1]}" timeout 120 "$bin/attention" --device=cuda --sweep > "$OUT/sweep-attention.log" 2>&1
-      echo "attention sweep ('${lists[-1]}') rc=$?: $(grep -c PASS "$OUT/sweep-attention.log") PASS, $(grep -c FAIL "$OUT/sweep-attention.log") FAIL"
+      TILEDSL_GPU_PASSES="${lists[0]}" timeout 120 "$bin/attention" --device=cuda --sweep > "$OUT/sweep-attention.log" 2>&1
+      echo "attention sweep ('${lists[0]}') rc=$?: $(grep -c PASS "$OUT/sweep-attention.log") PASS, $(grep -c FAIL "$OUT/sweep-attention.log") FAIL"
       timeout 200 "$bin/tiledsl_tests" "*attention*,a loop's chain of products*" > "$OUT/gpu-tests-ab.log" 2>&1
       echo "gpu tests rc=$?: $(tail -3 "$OUT/gpu-tests-ab.log" | tr '\n' ' ')" ;;
     ncu-gemm)

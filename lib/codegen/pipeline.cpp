@@ -312,9 +312,8 @@ const std::vector<GpuPass>& gpu_passes() {
       {"tma-descriptors", &tma_descriptors_pass},
       {"async-dots", &async_dots_pass, true},
       {"warp-specialize", &warp_specialize_pass, true},
-      // Off until timed on a GPU (docs/hopper-plan.md).
-      {"peel-last-iteration", &peel_last_iteration_pass, true, false},
-      {"prescale-accumulator", &prescale_accumulator_pass, true, false},
+      {"peel-last-iteration", &peel_last_iteration_pass, true},
+      {"prescale-accumulator", &prescale_accumulator_pass, true},
       {"prefetch-tile-copies", &prefetch_tile_copies_pass, true},
       {"defer-store-waits", &defer_store_waits_pass, true},
       {"allocate-shared", &allocate_shared_pass},

@@ -36,12 +36,12 @@
 //                    joined by rings of full and empty mbarriers
 //                    (warp_specialize.cpp)
 //   peel-last-iteration  an overlapped loop's last iteration run after it,
-//                    without the product of the block past the end; off
-//                    until timed on a GPU (peel_last_iteration.cpp)
+//                    without the product of the block past the end
+//                    (peel_last_iteration.cpp)
 //   prescale-accumulator  a peeled loop's accumulator carried already
 //                    updated for the next step (attention's O rescale
-//                    after P V's wait, not between the products); off until
-//                    timed on a GPU (prescale_accumulator.cpp)
+//                    after P V's wait, not between the products)
+//                    (prescale_accumulator.cpp)
 //   prefetch-tile-copies  a persistent program's one-shot copies of a tile
 //                    (attention's Q) issued by the tile before, while it
 //                    ends (prefetch_tile_copies.cpp)

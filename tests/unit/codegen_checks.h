@@ -13,6 +13,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 
 #include "codegen/compile.h"
 #include "tiledsl/tiledsl.h"
@@ -41,9 +42,15 @@ class ScopedEnv {
 };
 
 // The GPU pass lists a test of generated code runs its kernels under
-// (TILEDSL_GPU_PASSES): as they are, and with the optional passes that are
-// off by default (not yet timed on a GPU) on.
-inline const char* const kPassLists[] = {"", "+peel-last-iteration", "+peel-last-iteration,+prescale-accumulator"};
+// (TILEDSL_GPU_PASSES): the default, and without the passes that reshape an
+// overlapped loop's last step (each can be switched off, so each form must
+// stay right): without prescale-accumulator, and without both.
+inline const char* const kPassLists[] = {"", "-prescale-accumulator", "-peel-last-iteration,-prescale-accumulator"};
+
+// Whether a list of kPassLists leaves peel-last-iteration on.
+inline bool peels(const char* passes) {
+  return std::string_view(passes).find("-peel-last-iteration") == std::string_view::npos;
+}
 
 // Every pointer 256-byte aligned, every integer 4096 (divisible by 16).
 inline codegen::Specialization aligned(const Kernel& k) {

@@ -752,18 +752,18 @@ TEST_CASE("descriptor idioms through tensor copies: a transposed B, f16 and f32,
 // the slot's K buffer go after S's wait and its V buffer after P V's (two
 // rings of empty mbarriers in one), and on two warpgroups that last wait
 // is pinned behind the softmax (a CTA fence before it in the PTX). With
-// peel-last-iteration on (TILEDSL_GPU_PASSES; off until timed on a GPU),
-// the last step runs after the loop: P V alone, no S of a block past the
-// end, with its own waits, releases and turn (and with prescale-accumulator
-// O's rescale moves after P V's wait: the same counts).
+// peel-last-iteration (on unless TILEDSL_GPU_PASSES says otherwise) the
+// last step runs after the loop: P V alone, no S of a block past the end,
+// with its own waits, releases and turn (and with prescale-accumulator O's
+// rescale moves after P V's wait: the same counts).
 TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-specialized, two products a step",
           "[codegen][descriptor]") {
   using namespace codegen_checks;
   // 64 query rows on one consumer warpgroup, 128 on two.
-  auto check = [&]<int BM>(int warps, const char* passes = "") {
+  auto check = [&]<int BM>(int warps, const char* passes) {
     INFO(warps << " warps, " << BM << " rows, passes '" << passes << "'");
     ScopedEnv env("TILEDSL_GPU_PASSES", passes);
-    const bool peel = *passes != 0;
+    const bool peel = peels(passes);
     const int steps = peel ? 2 : 1;  // the loop's body, and the step after it
     Kernel k = compile(chained_heads<BM, 64, 64>, {.name = "chained_heads", .num_warps = warps});
     std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
@@ -818,13 +818,10 @@ TEST_CASE("attention's loop on rank-3 descriptors: 3-D tensor copies, warp-speci
       CHECK(count(*log, R"( 0 bytes spill stores)") == 1);
     }
   };
-  check.template operator()<64>(4);
-  check.template operator()<128>(8);
-  for (const char* passes : kPassLists)
-    if (*passes) {
-      check.template operator()<64>(4, passes);
-      check.template operator()<128>(8, passes);
-    }
+  for (const char* passes : kPassLists) {
+    check.template operator()<64>(4, passes);
+    check.template operator()<128>(8, passes);
+  }
   // Rank 4 ([B, H, n, D], Triton's habit): 4-D copies of [1, 1, rows, D] boxes.
   {
     Kernel k4 = compile(chained_heads<128, 64, 64, true, 4>, {.name = "heads_4d", .num_warps = 8});
@@ -921,7 +918,7 @@ TEST_CASE("attention in 256-row blocks: four consumer warpgroups within the regi
   for (Kernel k : {compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, false>, options),
                    compile(kernels::attention_fwd_desc<bf16, 256, 64, 64, true>, options)}) {
     ScopedEnv env("TILEDSL_GPU_PASSES", passes);
-    const int steps = *passes ? 2 : 1;  // a turn in the loop, and one in its last step after it (peeled)
+    const int steps = peels(passes) ? 2 : 1;  // a turn in the loop, and one in its last step after it (peeled)
     std::string gpu = codegen::emit_stage(*k.impl(), aligned(k), "sm_90a", codegen::Stage::Gpu);
     for (const char* turn : {"start", "wait", "pass", "finish"})
       CHECK(count(gpu, std::string(R"(named_barrier \{groups = 4, id = 3, pingpong = ")") + turn + R"(", threads = 256\})") ==

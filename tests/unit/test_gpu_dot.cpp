@@ -250,7 +250,8 @@ TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   // V is stored N-major, so trans-b is 1).
   check(compile(chained<64, 64, 32>, {.name = "chained"}), R"(mma\.sync)",
         R"(wgmma\.mma_async\.sync\.aligned\.m64n32k16[^;]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;)");
-  // The loop of a chain on sm_90a (overlap_dots.h, async_dots.h): each
+  // The loop of a chain on sm_90a (overlap_dots.h, async_dots.h), without
+  // peel-last-iteration: each
   // warpgroup (64 rows) issues the first product once before the loop (4
   // instructions, K = 64), then in the body the next iteration's (4) and
   // this one's second (4), both asynchronous: the first retired by a
@@ -258,24 +259,27 @@ TEST_CASE("dot kernels lower to mma.sync and wgmma and assemble", "[codegen]") {
   // the second by a wait_group 0 before the yield; ptxas keeps them
   // asynchronous (no C7514).
   Kernel chain = compile(chained_loop<128, 64, 64>, {.name = "chained_loop", .num_warps = 8});
-  std::string cptx = codegen::emit_stage(*chain.impl(), aligned(chain), "sm_90a", codegen::Stage::Asm);
-  CHECK(count(cptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16)") == 12);  // 4 before, 4 + 4 in the body
-  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 2);          // the first product's, the body's
-  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);         // the next S, P V in flight
-  CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
-  check_assembles(cptx, "sm_90a");
-  if (auto log = ptxas(cptx, "sm_90a")) CHECK(count(*log, "C7514") == 0);
-  // With peel-last-iteration on, the last iteration runs after the loop with
-  // its second product alone (4 more, and their wait_group 0), no first
-  // product of an iteration past the end (peel_last_iteration.h).
   {
-    ScopedEnv env("TILEDSL_GPU_PASSES", "+peel-last-iteration");
-    std::string pptx = codegen::emit_stage(*chain.impl(), aligned(chain), "sm_90a", codegen::Stage::Asm);
-    CHECK(count(pptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16)") == 16);
-    CHECK(count(pptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 3);
-    CHECK(count(pptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);
-    check_assembles(pptx, "sm_90a");
+    ScopedEnv env("TILEDSL_GPU_PASSES", "-peel-last-iteration");
+    std::string cptx = codegen::emit_stage(*chain.impl(), aligned(chain), "sm_90a", codegen::Stage::Asm);
+    CHECK(count(cptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16)") == 12);  // 4 before, 4 + 4 in the body
+    CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 2);          // the first product's, the body's
+    CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);         // the next S, P V in flight
+    CHECK(count(cptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
+    check_assembles(cptx, "sm_90a");
+    if (auto log = ptxas(cptx, "sm_90a")) CHECK(count(*log, "C7514") == 0);
   }
+  // With peel-last-iteration (the default), the last iteration runs after
+  // the loop with its second product alone (4 more, and their wait_group
+  // 0), no first product of an iteration past the end
+  // (peel_last_iteration.h).
+  std::string pptx = codegen::emit_stage(*chain.impl(), aligned(chain), "sm_90a", codegen::Stage::Asm);
+  CHECK(count(pptx, R"(wgmma\.mma_async\.sync\.aligned\.m64n64k16)") == 16);
+  CHECK(count(pptx, R"(wgmma\.wait_group\.sync\.aligned 0)") == 3);
+  CHECK(count(pptx, R"(wgmma\.wait_group\.sync\.aligned 1;)") == 1);
+  CHECK(count(pptx, R"(wgmma\.wait_group\.sync\.aligned [2-9])") == 0);
+  check_assembles(pptx, "sm_90a");
+  if (auto log = ptxas(pptx, "sm_90a")) CHECK(count(*log, "C7514") == 0);
   // f8 needs sm_89: on sm_80 the FMA form stands in.
   Kernel f8 = compile(dot_tile<f8e4m3, 64, 64, 64, false>, {.name = "dot_f8"});
   CHECK(count(codegen::emit_stage(*f8.impl(), aligned(f8), "sm_90a", codegen::Stage::Asm), R"(m16n8k32\.row\.col\.f32\.e4m3)") > 0);
