@@ -185,9 +185,11 @@ class Buffer {
 
   // A std::vector<bool> (packed bits in C++) goes through one byte an
   // element, as bool buffers hold it.
+  // A host vector of another element type or size than the buffer's is a
+  // tl::Error naming `where` (the caller's line).
   template <class T>
-  void upload(const std::vector<T>& host) {
-    check_host_type(dtype_v<T>, host.size());
+  void upload(const std::vector<T>& host, std::source_location where = std::source_location::current()) {
+    check_host_type(dtype_v<T>, host.size(), "upload", where);
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<uint8_t> bytes(host.begin(), host.end());
       copy_from_host(bytes.data(), bytes.size());
@@ -196,8 +198,8 @@ class Buffer {
     }
   }
   template <class T>
-  std::vector<T> download() const {
-    check_host_type(dtype_v<T>, size());
+  std::vector<T> download(std::source_location where = std::source_location::current()) const {
+    check_host_type(dtype_v<T>, impl_ ? size() : 0, "download", where);
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<uint8_t> bytes(size());
       copy_to_host(bytes.data(), bytes.size());
@@ -211,7 +213,7 @@ class Buffer {
   const std::shared_ptr<detail::BufferImpl>& impl() const { return impl_; }
 
  private:
-  void check_host_type(DType host, size_t n) const;
+  void check_host_type(DType host, size_t n, const char* what, const std::source_location& where) const;
   std::shared_ptr<detail::BufferImpl> impl_;
 };
 
@@ -282,9 +284,9 @@ class Device {
   template <class T>
   Buffer alloc(size_t n) { return alloc(dtype_v<T>, n); }
   template <class T>
-  Buffer upload(const std::vector<T>& host) {
+  Buffer upload(const std::vector<T>& host, std::source_location where = std::source_location::current()) {
     Buffer b = alloc<T>(host.size());
-    b.upload(host);
+    b.upload(host, where);
     return b;
   }
 

@@ -131,7 +131,9 @@ void Lowerer::lower_atomic(const Op& op) {
   // Each CTA of a cluster must perform its own elements' atomics and see
   // their old values: replicated ones are not supported yet.
   if (plan_.num_ctas > 1 && (!tile || l->broadcast_mask(kBlock) || l->in_size(kBlock) < plan_.num_ctas))
-    unsupported(op, "with num_ctas > 1 on a value every CTA of the cluster holds (a scalar or a replicated tile)");
+    unsupported(op, std::string("(tl::") + (cas ? "atomic_cas" : "atomic_add and the other atomics") +
+                        ") with num_ctas > 1 on a value every CTA of the cluster holds (a scalar or a replicated "
+                        "tile) is not supported yet; use num_ctas = 1");
   llvm::Value* owner = tile ? owner_predicate(*l) : leader();
   std::vector<bool> dup = tile ? duplicate_regs(*l) : std::vector<bool>{false};
   MemOrder order = mem_order(op);

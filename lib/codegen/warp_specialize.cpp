@@ -746,7 +746,8 @@ class Specializer {
 void warp_specialize(ir::Function& fn, const LayoutPlan& plan, const TargetInfo& target, int mode) {
   std::string why = Specializer(fn, plan, target).run(mode);
   if (mode == 1 && !why.empty())
-    throw Error("@" + fn.name + ": warp_specialize = true, but no loop can be warp-specialized: " + why);
+    throw Error((fn.loc.known() ? fn.loc.str() + ": " : std::string()) + "@" + fn.name +
+                ": warp_specialize = true, but no loop can be warp-specialized: " + why);
 }
 
 }  // namespace tl::codegen

@@ -226,6 +226,10 @@ Value* binary(BinCat cat, OpKind kind, std::string_view op, const Operand& a, co
     fail(loc, op, "expected operands this op accepts, found " + describe_str(a) + " and " + describe_str(b));
   if (kind == OpKind::MulHi && r.dtype == DType::i1)
     fail(loc, op, "expected integers wider than i1, found " + describe_str(a) + " and " + describe_str(b));
+  // An integer divided by a literal 0: known while tracing, and undefined
+  // on a GPU (the interpreter would stop only once it runs).
+  if (cat == BinCat::DivRem && !r.is_ptr && is_int(r.dtype) && b.lit == LitKind::Int && b.i == 0 && !b.big_unsigned)
+    fail(loc, op, "expected a nonzero divisor, found the literal 0 (integer division by zero)");
   Shape shape = broadcast_shapes(shape_of(a), shape_of(b), loc, op);
 
   if (r.is_ptr) {

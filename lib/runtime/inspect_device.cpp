@@ -6,6 +6,7 @@
 // are both printed. Buffers are host memory, so programs
 // run unchanged; their results are meaningless. This is how the examples'
 // --target/--emit work on a machine with no GPU.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -30,6 +31,11 @@ class InspectDevice final : public detail::DeviceImpl {
   std::string hardware() const override { return "an inspector for " + target_; }
 
   uint64_t alloc(size_t bytes) override {
+    // Rounded up to 256 bytes and one more block: a size near 2^64 would
+    // wrap around to a small block (an inspector runs nothing, but its
+    // buffers take copies from the host all the same).
+    if (bytes > SIZE_MAX - 512)
+      throw Error(name() + ": cannot allocate " + std::to_string(bytes) + " bytes: more than the host can address");
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (!p) throw Error("inspector: out of host memory for " + std::to_string(bytes) + " bytes");
     return uint64_t(reinterpret_cast<uintptr_t>(p));

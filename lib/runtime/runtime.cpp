@@ -4,6 +4,7 @@
 // limits) before any device sees them; those errors name the caller's line.
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include "ir/printer.h"
@@ -132,13 +133,16 @@ uint64_t Buffer::device_address() const {
   return b.device->addresses_are_device_pointers() ? b.address : 0;
 }
 
-void Buffer::check_host_type(DType host, size_t n) const {
-  const auto& b = buffer_impl(impl_);
+void Buffer::check_host_type(DType host, size_t n, const char* what, const std::source_location& where) const {
+  const std::string at = detail::where_str(where) + ": Buffer::" + what + "<" + std::string(dtype_name(host)) + ">: ";
+  if (!impl_) throw Error(at + "empty tl::Buffer: allocate one with Device::alloc or Device::upload");
+  const auto& b = *impl_;
   if (host != b.dtype)
-    throw Error("buffer holds " + std::string(dtype_name(b.dtype)) + ", host vector is " +
-                std::string(dtype_name(host)));
+    throw Error(at + "expected a host vector of the buffer's element type, " + std::string(dtype_name(b.dtype)) +
+                ", found one of " + std::string(dtype_name(host)));
   if (n != b.size)
-    throw Error("buffer holds " + std::to_string(b.size) + " elements, host vector has " + std::to_string(n));
+    throw Error(at + "expected a host vector of the buffer's " + std::to_string(b.size) + " elements, found " +
+                std::to_string(n));
 }
 
 // ---------------------------------------------------------------------------
@@ -301,6 +305,10 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
                  : a.dtype == DType::u64    ? double(uint64_t(a.i))
                                             : double(a.i);
       out[j].f = round_to(p.dtype, v);
+      // A finite value beyond the type's range would become an infinity
+      // unasked (pass one, e.g. INFINITY, to mean one).
+      if (std::isfinite(v) && !std::isfinite(out[j].f))
+        bad(", which does not fit in " + std::string(dtype_name(p.dtype)) + " (it would round to an infinity)");
     }
   }
   return out;

@@ -132,6 +132,18 @@ void mixed_signedness_cdiv(ptr<int32_t> x, ptr<uint32_t> y) {
   store(y + arange(0, 16), q);
 }
 
+// An integer divided by a literal 0 is known at trace time (undefined on
+// a GPU); a float divided by one is an infinity, as in C++.
+void int_rem_by_literal_zero(ptr<int32_t> x) {
+  auto a = load(x + arange(0, 16));  // [16] i32
+  MARK auto q = a % 0;
+  store(x + arange(0, 16), q);
+}
+void float_div_by_literal_zero(ptr<float> x) {
+  auto a = load(x + arange(0, 16));  // [16] f32
+  store(x + arange(0, 16), a / 0);
+}
+
 void atomic_bad_sem(ptr<int32_t> x) {
   MARK atomic_add(x, 1, {.sem = "seq_cst"});
 }
@@ -278,6 +290,12 @@ TEST_CASE("errors: integer division of mixed signedness", "[frontend][errors][ty
   std::string msg = compile_error(mixed_signedness_cdiv);
   CHECK(msg == at_line(g_line) +
                    "cdiv: expected integers of one signedness (cast one of them), found tile<16xi32> and tile<16xu32>");
+}
+
+TEST_CASE("errors: an integer divided by a literal 0", "[frontend][errors][types]") {
+  std::string msg = compile_error(int_rem_by_literal_zero);
+  CHECK(msg == at_line(g_line) + "rem: expected a nonzero divisor, found the literal 0 (integer division by zero)");
+  CHECK_NOTHROW(compile(float_div_by_literal_zero, {.name = "float_div"}));
 }
 
 TEST_CASE("errors: an atomic's memory order and scope", "[frontend][errors][atomics]") {

@@ -171,6 +171,16 @@ TEST_CASE("num_ctas needs clusters, supported ops and a power of two", "[codegen
   CHECK_THROWS_WITH(codegen::compile(*ck.impl(), aligned(ck), "sm_90a"),
                     Catch::Contains("test_gpu_cluster.cpp:" + std::to_string(line) +
                                     ": 'trans' with num_ctas > 1 needs tile elements moved between the CTAs of a cluster"));
+  // A scalar atomic: every CTA would perform it. The error names the
+  // user's line, the function they called and what to do.
+  auto counter = [](ptr<int32_t> n) {
+    atomic_add(n, 1);  // the line checked below
+  };
+  line = __LINE__ - 2;
+  Kernel ak = compile(+counter, {.name = "counter", .num_ctas = 2});
+  CHECK_THROWS_WITH(codegen::compile(*ak.impl(), aligned(ak), "sm_90a"),
+                    Catch::Contains("test_gpu_cluster.cpp:" + std::to_string(line) + ": 'atomic_rmw' (tl::atomic_add") &&
+                        Catch::Contains("is not supported yet; use num_ctas = 1"));
 }
 
 TEST_CASE("a dot on a cluster reads an operand through a trans: B stored [N, K], A stored [K, M]", "[codegen]") {

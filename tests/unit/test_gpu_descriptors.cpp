@@ -432,10 +432,13 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
   CHECK_THAT(refusal(gemm_mixed<128, 128, 64>), Catch::Contains("it also copies with cp.async"));
   CHECK_THAT(refusal(gemm_deep<128, 128, 64>),
              Catch::Contains("this loop demands warp specialization") && Catch::Contains("neither at the kernel's top level"));
-  // Demanded where there is nothing to specialize: an error saying why.
+  // Demanded where there is nothing to specialize: an error saying why,
+  // at the line of the tl::compile that demanded it.
+  const int forced_line = __LINE__ + 1;
   Kernel forced = compile(gemm_desc<128, 128, 64, 3>, {.name = "gemm_desc", .num_warps = 4, .warp_specialize = true});
   CHECK_THROWS_WITH(codegen::compile(*forced.impl(), codegen_checks::aligned(forced), "sm_80"),
-                    Catch::Contains("no loop can be warp-specialized") && Catch::Contains("sm_80"));
+                    Catch::StartsWith(std::string(__FILE__) + ":" + std::to_string(forced_line) + ": @gemm_desc: ") &&
+                        Catch::Contains("no loop can be warp-specialized") && Catch::Contains("sm_80"));
 
   // ptxas counts a wgmma against the registers a thread has at entry, not
   // after setmaxnreg: three consumer warpgroups of m64n256 (138 + 16) do

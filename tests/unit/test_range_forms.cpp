@@ -176,6 +176,44 @@ TEST_CASE("range: bounds that do not fit the induction type name the line", "[ra
                     Catch::Contains("range: expected an i32 scalar upper bound, found i64"));
 }
 
+namespace {
+// Python's range(10, 0, -1) ported with the step traced: no iterations on
+// a GPU (a step must be positive), an error on the interpreter. The loop's
+// bounds are constants and its result is known without it, and the second
+// loop does nothing: simplification once removed both, and the check with
+// them.
+void down_traced(ptr<int32_t> out, scalar<int32_t> st) {
+  scalar<int32_t> n = full<int32_t>({}, 0);
+  for (auto i : range(10, 0, st)) n = n + 1;
+  store(out, n);
+}
+void empty_traced(ptr<int32_t> out, scalar<int32_t> lo, scalar<int32_t> hi, scalar<int32_t> st) {
+  for (auto i : range(lo, hi, st)) {
+  }
+  store(out, 1);
+}
+}  // namespace
+
+TEST_CASE("range: a traced step of 0 or below is named though the loop would not run or does nothing",
+          "[range][interp]") {
+  auto dev = Device::get("interp");
+  auto out = dev.alloc<int32_t>(1);
+  Kernel down = compile(down_traced, {.name = "down"});
+  Kernel empty = compile(empty_traced, {.name = "empty"});
+  for (int st : {-1, 0}) {
+    INFO("step " << st);
+    CHECK_THROWS_WITH(dev(down, {1}, out, st), Catch::Contains("for loop step must be positive, found " + std::to_string(st)));
+    CHECK_THROWS_WITH(dev(empty, {1}, out, 0, 10, st),
+                      Catch::Contains("for loop step must be positive, found " + std::to_string(st)));
+    CHECK_THROWS_WITH(dev(empty, {1}, out, 10, 0, st),
+                      Catch::Contains("for loop step must be positive, found " + std::to_string(st)));
+  }
+  dev(down, {1}, out, 1);
+  CHECK(out.download<int32_t>()[0] == 0);  // range(10, 0, 1): no iterations
+  dev(empty, {1}, out, 0, 10, 3);
+  CHECK(out.download<int32_t>()[0] == 1);
+}
+
 TEST_CASE("range: 64-bit and downward loops compile for sm_90a, sm_80 and gfx942", "[range][codegen]") {
   for (Kernel k : {compile(for_iv64<-3>, {.name = "for_iv64"}), compile(for_iv32<-3>, {.name = "for_iv32"}),
                    compile(dot64, {.name = "dot64", .num_warps = 4})})

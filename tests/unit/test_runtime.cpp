@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "kernel_builder.h"
@@ -109,9 +110,26 @@ TEST_CASE("runtime: buffers copy with type and size checks", "[runtime]") {
   auto h = dev.upload(std::vector<tl::bf16>{tl::bf16(1.5f), tl::bf16(2.0f)});
   CHECK(h.dtype() == DType::bf16);
   CHECK(float(h.download<tl::bf16>()[0]) == 1.5f);
-  REQUIRE_THROWS_WITH(h.download<float>(), "buffer holds bf16, host vector is f32");
-  REQUIRE_THROWS_WITH(h.upload(std::vector<float>{1, 2}), "buffer holds bf16, host vector is f32");
-  REQUIRE_THROWS_WITH(b.upload(std::vector<float>(5)), "buffer holds 10 elements, host vector has 5");
+  // The caller's line, the operation, expected and found.
+  const std::string here = std::string(__FILE__) + ":";
+  REQUIRE_THROWS_WITH(h.download<float>(), Catch::StartsWith(here) &&
+                                               Catch::EndsWith(": Buffer::download<f32>: expected a host vector of the "
+                                                               "buffer's element type, bf16, found one of f32"));
+  REQUIRE_THROWS_WITH(h.upload(std::vector<float>{1, 2}),
+                      Catch::StartsWith(here) &&
+                          Catch::EndsWith(": Buffer::upload<f32>: expected a host vector of the buffer's element type, "
+                                          "bf16, found one of f32"));
+  REQUIRE_THROWS_WITH(b.upload(std::vector<float>(5)),
+                      Catch::EndsWith(": Buffer::upload<f32>: expected a host vector of the buffer's 10 elements, found 5"));
+  REQUIRE_THROWS_WITH(tl::Buffer().download<float>(), Catch::EndsWith(": Buffer::download<f32>: empty tl::Buffer: "
+                                                                      "allocate one with Device::alloc or Device::upload"));
+  // A size near 2^64 bytes, on every device (the inspector's rounding up
+  // once wrapped it around to a block of 256 bytes, which copies overran).
+  for (tl::Device d : {dev, tl::Device::inspector("sm_90a", "asm")}) {
+    INFO(d.name());
+    REQUIRE_THROWS_WITH(d.alloc<uint8_t>(SIZE_MAX), Catch::Contains("cannot allocate 18446744073709551615 bytes"));
+    REQUIRE_THROWS_WITH(d.alloc<uint8_t>(SIZE_MAX - 200), Catch::Contains("cannot allocate 18446744073709551415 bytes"));
+  }
   std::vector<char> big(41);
   REQUIRE_THROWS_WITH(b.copy_from_host(big.data(), 41),
                       "Buffer::copy_from_host: copy of 41 bytes into a buffer of 40 bytes (10 x f32)");
@@ -322,4 +340,16 @@ TEST_CASE("runtime: scalar parameters of every kind", "[runtime]") {
   line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, out, 1, true, 1.0),
                       at(line) + "argument 3 of 'scalars': expected f32, found buffer of f32");
+  // A finite float beyond the parameter's range is not made an infinity
+  // unasked; an infinity passes as one.
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 1e300, 1, true, 1.0),
+                      at(line) + "argument 3 of 'scalars': expected f32, found f64 value 1e+300, which does not fit in "
+                                 "f32 (it would round to an infinity)");
+  line = __LINE__ + 1;
+  REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 0.5, 1, true, 1e39),
+                      at(line) + "argument 6 of 'scalars': expected bf16, found f64 value 1e+39, which does not fit in "
+                                 "bf16 (it would round to an infinity)");
+  dev(k, {1}, out, 1, -std::numeric_limits<double>::infinity(), 1, true, 1.0);
+  CHECK(out.download<float>()[0] == -std::numeric_limits<float>::infinity());
 }
