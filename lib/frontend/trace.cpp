@@ -274,7 +274,9 @@ Value* slot_get(SlotId s) {
   Slot* slot = lookup(s);
   if (!slot)
     throw Error(std::string("tile: expected a traced value of the kernel being traced (inside tl::compile), found ") +
-                (active ? "one from another trace" : "no active trace"));
+                (active ? "one from another trace (a tile kept in a static, global or captured variable from an "
+                          "earlier tl::compile? a kernel's tiles exist only while it is traced)"
+                        : "no active trace"));
   if (slot->escaped_from)
     fail(slot->escaped_loc, "tile",
          std::string("expected a variable read after a ") + slot->escaped_from +

@@ -3,6 +3,7 @@
 // was found. Each kernel records the line of its bad statement in g_line
 // (at trace time, just before the statement runs).
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include <string>
 
@@ -358,6 +359,24 @@ TEST_CASE("errors: traced ops outside tl::compile", "[frontend][errors]") {
   line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(program_id(0),
                       at_line(line) + "program_id: expected to run inside tl::compile, found no active trace");
+}
+
+// A tile kept from one trace and used in the next (a user's cache of a
+// traced value): an error saying what happened.
+std::optional<tile<float>> g_kept;
+void keeps_a_tile(ptr<float> x) {
+  auto v = load(x + arange(0, 16));  // [16] f32
+  g_kept = v;
+  store(x + arange(0, 16), v);
+}
+void uses_the_kept_tile(ptr<float> x) { store(x + arange(0, 16), *g_kept + 1.0f); }
+
+TEST_CASE("errors: a tile kept from another trace", "[frontend][errors]") {
+  CHECK_NOTHROW(compile(keeps_a_tile));
+  std::string msg = compile_error(uses_the_kept_tile);
+  CHECK_THAT(msg, Catch::Contains("expected a traced value of the kernel being traced (inside tl::compile), found one "
+                                  "from another trace (a tile kept in a static, global or captured variable"));
+  g_kept.reset();
 }
 
 // ---- limits (issue 11): tile size at trace time, options at tl::compile ----
