@@ -184,9 +184,9 @@ class Buffer {
   DLManagedTensor* to_dlpack() const;
 
   // A std::vector<bool> (packed bits in C++) goes through one byte an
-  // element, as bool buffers hold it.
-  // A host vector of another element type or size than the buffer's is a
-  // tl::Error naming `where` (the caller's line).
+  // element, as bool buffers hold it. A host vector of another element
+  // type or size than the buffer's is a tl::Error naming `where` (the
+  // caller's line).
   template <class T>
   void upload(const std::vector<T>& host, std::source_location where = std::source_location::current()) {
     check_host_type(dtype_v<T>, host.size(), "upload", where);

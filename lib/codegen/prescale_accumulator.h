@@ -35,8 +35,8 @@
 // update is pure ops of the body's top level (no products, no regions)
 // reading the accumulator, which nothing else reads, and other carried
 // values (not the index), and the product's wait {pending = 0} is what the
-// loop yields for it. On by default (perf.md run 103: +1-2 % at d 128
-// and d 64 without a causal mask, within the spread with one);
+// loop yields for it. On by default (perf.md run 103: +0.6-2 % at d 128
+// and d 64 without a causal mask, 2 % less with one, not yet understood);
 // TILEDSL_GPU_PASSES=-prescale-accumulator leaves it out.
 //
 // LLVM-free.
