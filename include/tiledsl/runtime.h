@@ -260,10 +260,11 @@ class Device {
   // is a tl::Error saying how many there are.
   static Device get(std::string_view name = "");
   static std::vector<std::string> available();
-  // A device that runs nothing: each launch prints `stage` ("tile", "gpu",
-  // "llvm" or "asm") of the kernel compiled for `target` ("interp",
-  // "sm_80", "sm_90a", "gfx942", ...), specialized for the launch's
-  // arguments. Needs no GPU; buffers are host memory.
+  // A device that runs nothing: the first launch of each kernel and
+  // argument specialization prints `stage` ("tile", "gpu", "llvm" or
+  // "asm") of the kernel compiled for `target` ("interp", "sm_80",
+  // "sm_90a", "gfx942", ...), specialized for the launch's arguments.
+  // Needs no GPU; buffers are host memory.
   static Device inspector(const std::string& target, const std::string& stage);
 
   std::string name() const;  // "cuda" for device 0, "cuda:1" for the next one

@@ -484,9 +484,20 @@ class Assigner {
       if (auto instr = pick_(dot); instr && fits(*instr, M, N, K)) {
         // On a cluster a warpgroup dot splits M over the CTAs (where it
         // cannot, its layouts name no CTA and the lowering refuses it).
-        return matrix_dot_layouts(*instr, M, N, K, plan_.num_warps,
-                                  feeds_dot_a(dot.result()) || from_dot(dot.operands[0]), a_in_registers(dot),
-                                  split_ctas(*instr, M, N, K, plan_.num_warps, plan_.num_ctas));
+        try {
+          return matrix_dot_layouts(*instr, M, N, K, plan_.num_warps,
+                                    feeds_dot_a(dot.result()) || from_dot(dot.operands[0]), a_in_registers(dot),
+                                    split_ctas(*instr, M, N, K, plan_.num_warps, plan_.num_ctas));
+        } catch (const Error& e) {
+          // A layout the linear layouts cannot say yet (two repeats of
+          // registers: a warpgroup taking several 64-row slices of a tile
+          // whose N is not a power of two): the user's line and a way out.
+          throw Error(dot.loc.str() + ": 'dot' of " + std::to_string(M) + " x " + std::to_string(N) + " x " +
+                      std::to_string(K) + " on " + std::to_string(plan_.num_warps) +
+                      " warps is not supported yet on this target (" + e.what() +
+                      "); with tile dims that are not powers of two give each warpgroup (4 warps) at most 64 rows "
+                      "of the dot, or make the dims powers of two");
+        }
       }
     return fma_dot_layouts(M, N, K, plan_.num_warps, plan_.warp_size);
   }

@@ -110,11 +110,22 @@ void init_llvm_once() {
     if (!env || !*env) return;
     llvm_args_given() = true;
     std::istringstream in(env);
-    std::vector<std::string> words{"tiledsl"};
-    for (std::string w; in >> w;) words.push_back(w);
+    // LLVM's own -help and -version print and then end the process, the
+    // host program with it: they are printed here and the compile goes on.
+    std::vector<std::string> words{"TILEDSL_LLVM_ARGS"};
+    bool version = false, help = false, hidden = false;
+    for (std::string w; in >> w;) {
+      std::string flag = w.rfind("--", 0) == 0 ? w.substr(1) : w;
+      if (flag == "-help" || flag == "-help-list") help = true;
+      else if (flag == "-help-hidden" || flag == "-help-list-hidden") help = hidden = true;
+      else if (flag == "-version") version = true;
+      else words.push_back(w);
+    }
     std::vector<const char*> argv;
     for (const auto& w : words) argv.push_back(w.c_str());
     llvm::cl::ParseCommandLineOptions(int(argv.size()), argv.data(), "", &llvm::errs());
+    if (version) llvm::cl::PrintVersionMessage();
+    if (help) llvm::cl::PrintHelpMessage(hidden);
   });
 }
 }  // namespace

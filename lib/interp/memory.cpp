@@ -59,11 +59,17 @@ uint64_t Memory::add(unsigned char* host, size_t bytes, bool owned) {
   if (allocs_.size() < kWindows) {
     w = allocs_.size();
     allocs_.push_back({});
-  } else if (!free_windows_.empty()) {
+  } else {
+    // Every window has been handed out: reuse freed ones, oldest first.
+    // Those freed before the table filled were not queued (release queues
+    // only from then on): find them once the queue runs dry.
+    if (free_windows_.empty())
+      for (uint64_t i = 1; i < allocs_.size(); ++i)
+        if (!allocs_[i].host) free_windows_.push_back(i);
+    if (free_windows_.empty())
+      throw Error("interp: cannot allocate another buffer: " + std::to_string(live_) + " are live");
     w = free_windows_.front();
     free_windows_.pop_front();
-  } else {
-    throw Error("interp: cannot allocate another buffer: " + std::to_string(kWindows - 1) + " are live");
   }
   allocs_[w] = {host, bytes, owned};
   ++live_;

@@ -99,7 +99,8 @@ class Memory {
 
   std::vector<Alloc> allocs_{Alloc{}};  // by window; window 0 is no buffer's
   // Freed windows, reused only once every window has been handed out, so a
-  // stale pointer keeps naming its freed buffer for as long as possible.
+  // stale pointer keeps naming its freed buffer for as long as possible
+  // (those freed before then are found when this runs dry).
   std::deque<uint64_t> free_windows_;
   size_t live_ = 0;
   std::mutex mutex_;

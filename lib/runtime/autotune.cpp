@@ -172,6 +172,15 @@ struct AutotunerImpl {
   std::vector<TuneConfig> configs;
   AutotuneOptions options;
   std::mutex mutex;
+  // The thread inside pick (holding `mutex`), so that a call back into this
+  // tuner from its own grid, compile, keep or cost function is an error
+  // rather than a deadlock.
+  std::atomic<std::thread::id> picking{};
+  void refuse_reentry(const std::string& at) const {
+    if (picking.load() == std::this_thread::get_id())
+      throw Error(at + "autotuner '" + name + "' called from one of its own callbacks (its grid, compile, keep or " +
+                  "cost function) while it picks a configuration; call the kernel or another tuner there");
+  }
   std::vector<Kernel> kernels;                // compiled on first use
   std::vector<std::string> compile_errors;    // why a configuration could not compile
   std::map<std::string, size_t> winners;      // key -> configuration index
@@ -443,7 +452,13 @@ Autotuner::Autotuner(std::string name, std::vector<TuneConfig> configs, Autotune
 const TuneConfig& Autotuner::pick(Device& dev, const TuneGrid& grid, const std::vector<Arg>& args,
                                   std::source_location where) {
   auto& t = *impl_;
+  t.refuse_reentry(detail::where_str(where) + ": ");
   std::lock_guard lock(t.mutex);
+  t.picking = std::this_thread::get_id();
+  struct Done {
+    std::atomic<std::thread::id>& picking;
+    ~Done() { picking = std::thread::id(); }
+  } done{t.picking};
   if (!t.disk_read) t.read_results();
   std::string k = t.key(dev, args, where);
   auto it = t.winners.find(k);
@@ -458,11 +473,13 @@ void Autotuner::launch(Device& dev, const TuneGrid& grid, const std::vector<Arg>
 }
 
 int64_t Autotuner::measured() const {
+  impl_->refuse_reentry("Autotuner::measured: ");
   std::lock_guard lock(impl_->mutex);
   return impl_->measured;
 }
 
 TuningReport Autotuner::last_tuning() const {
+  impl_->refuse_reentry("Autotuner::last_tuning: ");
   std::lock_guard lock(impl_->mutex);
   return impl_->last;
 }

@@ -76,7 +76,8 @@ Device Device::inspector(const std::string& target, const std::string& stage) {
   codegen::Stage s;
   if (!codegen::parse_stage(stage, s)) throw Error("unknown stage '" + stage + "' (expected tile, gpu, llvm or asm)");
   if (target == "interp") {
-    if (s != codegen::Stage::Tile) throw Error("the interpreter runs Tile IR: only --emit=tile applies to it");
+    if (s != codegen::Stage::Tile) throw Error("Device::inspector: the interpreter runs Tile IR: only the stage \"tile\" applies to target "
+                  "\"interp\", found \"" + stage + "\"");
   } else if (const auto& c = runtime::require_compiler("Device::inspector"); !c.is_known_target(target)) {
     std::string known;
     for (const auto& t : c.available_targets()) known += " " + t;

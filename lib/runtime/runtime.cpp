@@ -305,10 +305,11 @@ std::vector<LaunchArg> check_launch_args(const KernelImpl& k, const DeviceImpl& 
                  : a.dtype == DType::u64    ? double(uint64_t(a.i))
                                             : double(a.i);
       out[j].f = round_to(p.dtype, v);
-      // A finite value beyond the type's range would become an infinity
-      // unasked (pass one, e.g. INFINITY, to mean one).
+      // A finite value beyond the type's range would become an infinity (or
+      // NaN, in f8e4m3) unasked; pass one, e.g. INFINITY, to mean one.
       if (std::isfinite(v) && !std::isfinite(out[j].f))
-        bad(", which does not fit in " + std::string(dtype_name(p.dtype)) + " (it would round to an infinity)");
+        bad(", which does not fit in " + std::string(dtype_name(p.dtype)) +
+            " (it is beyond the type's largest finite value)");
     }
   }
   return out;

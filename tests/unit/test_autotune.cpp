@@ -6,6 +6,7 @@
 // against the times, keys are told apart, and a second tuner of the same name
 // (another process) reads the winner from disk without measuring.
 #include <catch2/catch.hpp>
+#include <functional>
 
 #include <atomic>
 #include <cmath>
@@ -219,6 +220,29 @@ TEST_CASE("autotune: configurations that do not compile or launch are dropped, w
                           Contains("throws: it does not compile: its compile function threw: no such variant") &&
                           Contains("typo: it does not launch: its grid (the TuneGrid function) failed: "));
   CHECK(x.download<float>() == std::vector<float>(100, 1.0f));  // untouched
+}
+
+// A tuner called again from its own callbacks while it picks: an error
+// naming what happened (it once waited for itself forever).
+TEST_CASE("autotune: a tuner called from its own grid function is an error, not a deadlock", "[runtime][autotune]") {
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  std::atomic<int> compiles{0};
+  tl::Autotuner tuner("bump-reentered", {bump_config<64>(compiles)});
+  auto x = dev.upload(std::vector<float>(100, 0.0f));
+  std::function<tl::Grid(const tl::TuneConfig&)> grid = [&](const tl::TuneConfig&) {
+    tuner(dev, grid, x, 100);
+    return tl::Grid{2};
+  };
+  REQUIRE_THROWS_WITH(tuner(dev, grid, x, 100),
+                      Contains("autotuner 'bump-reentered' called from one of its own callbacks"));
+  tl::Autotuner counts("bump-counted", {bump_config<64>(compiles)});
+  auto asks = [&](const tl::TuneConfig&) {
+    (void)counts.measured();
+    return tl::Grid{2};
+  };
+  REQUIRE_THROWS_WITH(counts(dev, asks, x, 100), Contains("Autotuner::measured: autotuner 'bump-counted' called from"));
+  CHECK(x.download<float>() == std::vector<float>(100, 0.0f));  // untouched
 }
 
 TEST_CASE("autotune: keep, cost_model and top_k prune before anything compiles", "[runtime][autotune]") {

@@ -300,6 +300,21 @@ TEST_CASE("interp: a pointer moved onto another buffer's address does not reach 
   CHECK(mem.live_allocations() == 0);
 }
 
+// Windows freed before every window had been handed out are reused too:
+// a long-running program that made 2^23 buffers, one at a time, could once
+// hold only one more.
+TEST_CASE("interp: freed windows are reused once all have been handed out", "[interp]") {
+  tl::interp::Memory mem;
+  unsigned char host[16];
+  constexpr uint64_t kWindows = uint64_t(1) << (63 - tl::interp::Memory::kWindowBits);
+  for (uint64_t i = 0; i < kWindows; ++i) mem.release(mem.adopt(host, sizeof host));
+  CHECK(mem.live_allocations() == 0);
+  std::vector<uint64_t> live;
+  for (int i = 0; i < 4; ++i) live.push_back(mem.allocate(64));
+  CHECK(mem.live_allocations() == 4);
+  for (uint64_t a : live) mem.release(a);
+}
+
 TEST_CASE("interp: atomics read-modify-write in program order and return old values", "[interp]") {
   // Every program adds its id + 1 to counter[0]; max into counter[1]; returns old values.
   KernelBuilder kb("atomics", {P(DType::i32), P(DType::i32), P(DType::f32)});

@@ -345,11 +345,11 @@ TEST_CASE("runtime: scalar parameters of every kind", "[runtime]") {
   line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 1e300, 1, true, 1.0),
                       at(line) + "argument 3 of 'scalars': expected f32, found f64 value 1e+300, which does not fit in "
-                                 "f32 (it would round to an infinity)");
+                                 "f32 (it is beyond the type's largest finite value)");
   line = __LINE__ + 1;
   REQUIRE_THROWS_WITH(dev(k, {1}, out, 1, 0.5, 1, true, 1e39),
                       at(line) + "argument 6 of 'scalars': expected bf16, found f64 value 1e+39, which does not fit in "
-                                 "bf16 (it would round to an infinity)");
+                                 "bf16 (it is beyond the type's largest finite value)");
   dev(k, {1}, out, 1, -std::numeric_limits<double>::infinity(), 1, true, 1.0);
   CHECK(out.download<float>()[0] == -std::numeric_limits<float>::infinity());
 }
