@@ -185,6 +185,7 @@ struct AutotunerImpl {
   std::vector<std::string> compile_errors;    // why a configuration could not compile
   std::map<std::string, size_t> winners;      // key -> configuration index
   bool disk_read = false;
+  bool write_warned = false;  // a failed write of the results said once
   int64_t measured = 0;
   TuningReport last;
 
@@ -262,9 +263,27 @@ struct AutotunerImpl {
     if (path.empty()) return;
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
+    // A last line cut off (a process killed while writing) is ended first,
+    // so that this record is not read as the rest of it.
+    bool cut = false;
+    if (std::ifstream in(path, std::ios::binary | std::ios::ate); in && in.tellg() > 0) {
+      in.seekg(-1, std::ios::end);
+      cut = in.get() != '\n';
+    }
     // One short line appended: whole, even beside another process's.
     std::ofstream out(path, std::ios::app);
+    if (cut) out << '\n';
     out << k << '\t' << configs[c].name << '\t' << ms << '\n';
+    out.flush();
+    if (!out && !write_warned) {
+      // Once a tuner: the pick still holds in this process, but every
+      // process will measure again, which a user would otherwise never learn.
+      write_warned = true;
+      std::fprintf(stderr,
+                   "tiledsl: warning: autotune %s: cannot write its results to %s; each process will tune again "
+                   "(set TILEDSL_CACHE_DIR to a writable folder)\n",
+                   name.c_str(), path.string().c_str());
+    }
   }
 
   // The arguments of a launch of configuration `c`: the launch's, then

@@ -138,6 +138,27 @@ TEST_CASE("autotune: the tuned launch writes its input once; winners persist per
   CHECK((picked.name == "32" || picked.name == "64" || picked.name == "128"));
 }
 
+// A results file whose last line was cut off (a process killed while it
+// wrote): the next record starts on a line of its own, so the process
+// after it reads the winner (the record was once read as the cut line's
+// rest, and that key tuned again).
+TEST_CASE("autotune: a results line cut off does not swallow the next record", "[runtime][autotune]") {
+  TempCacheDir cache;
+  auto dev = tl::Device::get("interp");
+  std::atomic<int> compiles{0};
+  auto configs = [&] { return std::vector<tl::TuneConfig>{bump_config<32>(compiles), bump_config<64>(compiles)}; };
+  std::filesystem::create_directories(cache.dir);
+  std::ofstream(cache.dir / "autotune-bump-cut.tsv") << "interp the interpreter|some key cut o";
+  tl::Autotuner tuner("bump-cut", configs());
+  auto x = dev.upload(std::vector<float>(100, 0.0f));
+  tuner(dev, grid_for(100), x, 100);
+  CHECK(tuner.measured() == 2);
+  tl::Autotuner again("bump-cut", configs());
+  again(dev, grid_for(100), x, 100);
+  CHECK(again.measured() == 0);
+  CHECK(x.download<float>() == std::vector<float>(100, 2.0f));
+}
+
 // The buffers put back after each configuration's runs are found through
 // loop-carried pointers and values an if_ yields (a tuned launch wrote y
 // once per configuration and run before).
