@@ -207,7 +207,11 @@ class Specializer {
             dots.push_back(o.get());
             break;
           }
-    if (dots.empty()) return "no asynchronous dot (async-dots) reads its ring";
+    if (dots.empty())
+      return "no dot reads its ring as an asynchronous warpgroup product: a product is one only where each "
+             "operand it reads from shared memory is a tensor copy, and one of its loads is not (a descriptor "
+             "block whose strides or base TMA cannot take, such as rows not a multiple of 16 bytes, is a masked "
+             "load; TILEDSL_DUMP=notes names which)";
     // Each warpgroup product must fit the registers a thread has at entry
     // beside the producer's warpgroup (ptxas counts it there, not after
     // setmaxnreg): else the kernel stays one partition, which has more.

@@ -440,6 +440,15 @@ TEST_CASE("descriptor loads become tensor copies on sm_90a where the specializat
                     Catch::StartsWith(std::string(__FILE__) + ":" + std::to_string(forced_line) + ": @gemm_desc: ") &&
                         Catch::Contains("no loop can be warp-specialized") && Catch::Contains("sm_80"));
 
+  // Demanded where A's rows (K = 1004 bf16: 2008 bytes) are no multiple
+  // of 16 bytes, so A is a masked load and the product is not fed from
+  // the ring alone: the refusal says so in the user's terms.
+  codegen::Specialization ragged_k = codegen_checks::aligned(forced);
+  ragged_k.args[5] = codegen::int_arg_facts(1004);
+  CHECK_THROWS_WITH(codegen::compile(*forced.impl(), ragged_k, "sm_90a"),
+                    Catch::Contains("no dot reads its ring as an asynchronous warpgroup product") &&
+                        Catch::Contains("rows not a multiple of 16 bytes"));
+
   // ptxas counts a wgmma against the registers a thread has at entry, not
   // after setmaxnreg: three consumer warpgroups of m64n256 (138 + 16) do
   // not fit the 128 of 512 threads, so the compiler leaves such a loop one
