@@ -94,6 +94,16 @@ std::optional<Scalar> constant_of(const Value* v) {
   return s;
 }
 
+}  // namespace
+
+bool for_step_known_positive(const ir::Op& for_op) {
+  if (for_op.kind != OpKind::For || for_op.operands.size() < 3) return false;
+  auto step = constant_of(for_op.operands[2]);
+  return step && !step->is_float && (is_signed(for_op.operands[2]->type.dtype) ? step->i > 0 : step->i != 0);
+}
+
+namespace {
+
 bool is_int_const(const Value* v, int64_t want) {
   auto c = constant_of(v);
   return c && !c->is_float && c->i == normalize_int(v->type.dtype, uint64_t(want));
@@ -514,19 +524,15 @@ bool inline_constant_if(ir::Region& region, ir::Region::iterator it, ir::Replace
 }
 
 // for whose constant bounds give no iteration (hi <= lo, ops.def) and
-// whose step is a constant above 0: the results are the initial values and
-// the body never runs. A step not known to be positive stays: the
-// interpreter names a step of 0 or below whether or not the loop runs
-// (language.md), so the loop must reach it.
+// whose step is a constant above 0 (for_step_known_positive): the results
+// are the initial values and the body never runs.
 bool remove_zero_trip_for(ir::Region::iterator it, ir::Replacements& repl) {
   constexpr size_t kBounds = 3;  // lo, hi, step before the initial values
   Op* op = it->get();
   if (op->kind != OpKind::For || op->operands.size() != kBounds + op->results.size()) return false;
   auto lo = constant_of(op->operands[0]);
   auto hi = constant_of(op->operands[1]);
-  if (!lo || !hi || lo->is_float || hi->is_float) return false;
-  auto step = constant_of(op->operands[2]);
-  if (!step || step->is_float || !(is_signed(op->operands[2]->type.dtype) ? step->i > 0 : step->i != 0)) return false;
+  if (!lo || !hi || lo->is_float || hi->is_float || !for_step_known_positive(*op)) return false;
   const bool no_trips = is_signed(op->operands[0]->type.dtype) ? hi->i <= lo->i : uint64_t(hi->i) <= uint64_t(lo->i);
   if (!no_trips) return false;
   for (size_t k = 0; k < op->results.size(); ++k) repl.add(op->result(int(k)), op->operands[kBounds + k]);

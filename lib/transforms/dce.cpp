@@ -23,7 +23,6 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
-#include <variant>
 #include <vector>
 
 #include "transforms/passes.h"
@@ -35,19 +34,6 @@ namespace {
 using UseCounts = std::unordered_map<const ir::Value*, int>;
 // Ops whose execution (with their regions) has an observable effect.
 using EffectfulOps = std::unordered_set<const ir::Op*>;
-
-// Whether a for's step is a constant above 0 (at its type's width).
-bool step_known_positive(const ir::Op& op) {
-  const ir::Value* step = op.operands.size() > 2 ? op.operands[2] : nullptr;
-  if (!step || !step->def || step->def->kind != ir::OpKind::Constant || step->type.is_ptr) return false;
-  auto it = step->def->attrs.find("value");
-  const int64_t* n = it == step->def->attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
-  if (!n || !is_int(step->type.dtype)) return false;
-  const int w = bit_width(step->type.dtype);
-  uint64_t bits = w >= 64 ? uint64_t(*n) : uint64_t(*n) & ((uint64_t(1) << w) - 1);
-  if (bits == 0) return false;
-  return !is_signed(step->type.dtype) || ((bits >> (w - 1)) & 1) == 0;
-}
 
 void count_all_uses(ir::Region& body, UseCounts& uses) {
   ir::walk(body, [&](ir::Op* op) {
@@ -69,7 +55,7 @@ bool find_effects(const ir::Region& r, EffectfulOps& effectful) {
     // above 0 may stop the program (the interpreter's check of the step,
     // language.md), so it stays.
     bool itself = (!op_is_terminator(op.kind) && !op_is_pure(op.kind) && !regioned_control) ||
-                  (op.kind == ir::OpKind::For && !step_known_positive(op));
+                  (op.kind == ir::OpKind::For && !for_step_known_positive(op));
     if (itself || inner) {
       effectful.insert(&op);
       any = true;

@@ -22,6 +22,11 @@ bool dce(ir::Function& fn);           // removes pure ops whose results are unus
 // accepts stay (the GPU passes make tensor copies of them).
 bool lower_descriptors(ir::Function& fn, const std::function<bool(const ir::Op&)>& keep = {});
 
+// Whether a `for`'s step is a constant above 0 at its type's width: only
+// such a loop may be folded away or removed, since the interpreter names a
+// step of 0 or below whether or not the loop runs (language.md).
+bool for_step_known_positive(const ir::Op& for_op);
+
 using PassFn = bool (*)(ir::Function&);
 // By name ("canonicalize", "cse", "dce"), for tiledsl-opt; null if unknown.
 PassFn find_pass(std::string_view name);
